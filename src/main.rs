@@ -1,0 +1,2 @@
+//! him — human input for MCP. Skeleton; roles arrive in the following commits.
+fn main() {}
