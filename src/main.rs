@@ -1,2 +1,37 @@
-//! him — human input for MCP. Skeleton; roles arrive in the following commits.
-fn main() {}
+//! Entry point: recognise the browser's way of starting a native host, else parse the
+//! command line, then run one role and turn its outcome into an exit code.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+use him::BoxError;
+use him::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if let Some(launch) = him::role::browser_launch(&args) {
+        return him::role::run_host(launch);
+    }
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("him: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, BoxError> {
+    match cli.command {
+        Command::Host => Ok(him::role::run_host(him::role::BrowserLaunch::Manual)),
+        Command::Serve(args) => him::mcp::serve(args),
+        Command::Ask(args) => him::ask::run(args),
+        Command::Install(args) => him::install::install(&args),
+        Command::Uninstall(args) => him::install::uninstall(&args),
+        Command::Doctor(args) => him::install::doctor(&args),
+        Command::Manifest(args) => him::install::manifest(&args),
+        Command::Config(args) => him::install::config(&args),
+    }
+}

@@ -1,0 +1,167 @@
+//! Every command-line option of `him`, in one place.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "him",
+    version,
+    about = "Human input for MCP: an agent asks, a person answers in the browser side panel",
+    long_about = None
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the MCP server on stdio (register this with your MCP client).
+    Serve(ServeArgs),
+    /// Ask a question from a shell script; prints the result as JSON.
+    Ask(AskArgs),
+    /// Run as the browser's native-messaging host (the browser normally starts this).
+    Host,
+    /// Write the native-messaging host manifest for every detected browser.
+    Install(InstallArgs),
+    /// Remove exactly what `him install` wrote.
+    Uninstall(UninstallArgs),
+    /// Check the installation and say how to fix what is wrong.
+    Doctor(DoctorArgs),
+    /// Print the native-messaging host manifest for one browser.
+    Manifest(ManifestArgs),
+    /// Print the snippet that registers `him serve` with an MCP client.
+    Config(ConfigArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Serve MCP Streamable HTTP on this loopback address instead of stdio.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:7676")]
+    pub http: Option<String>,
+    /// Print the HTTP bearer token (creating it if needed) and exit.
+    #[arg(long, requires = "http")]
+    pub print_token: bool,
+    /// Allow browser pages from this origin to call the HTTP endpoint (repeatable).
+    #[arg(long = "allow-origin", value_name = "URL", requires = "http")]
+    pub allow_origin: Vec<String>,
+    /// Allow binding to a non-loopback address (anyone who can reach it and has the token can ask).
+    #[arg(long, requires = "http")]
+    pub allow_remote: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    #[command(subcommand)]
+    pub kind: AskKind,
+    /// How long to wait for the person, in milliseconds (default: HIM_TIMEOUT_MS).
+    #[arg(long, global = true, value_name = "MS")]
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AskKind {
+    /// A free-text answer.
+    Text {
+        question: String,
+        #[arg(long)]
+        placeholder: Option<String>,
+        #[arg(long)]
+        default: Option<String>,
+        #[arg(long)]
+        multiline: bool,
+    },
+    /// One option out of several.
+    Choice {
+        question: String,
+        /// The options (at least two).
+        #[arg(required = true, num_args = 1..)]
+        options: Vec<String>,
+        #[arg(long)]
+        default: Option<String>,
+        /// Let the person add a free-text note.
+        #[arg(long)]
+        allow_free_text: bool,
+    },
+    /// Any number of options out of several.
+    Multi {
+        question: String,
+        #[arg(required = true, num_args = 1..)]
+        options: Vec<String>,
+        #[arg(long)]
+        min: Option<u32>,
+        #[arg(long)]
+        max: Option<u32>,
+    },
+    /// Yes or no.
+    Confirm {
+        question: String,
+        #[arg(long)]
+        default: Option<bool>,
+    },
+    /// A whole form, given as JSON (the `ask_form` arguments), or `-` to read it from stdin.
+    Form { json: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Browser {
+    Chrome,
+    Chromium,
+    Edge,
+    Brave,
+    Vivaldi,
+    Opera,
+    Firefox,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// Install only for these browsers (repeatable); default: every detected browser.
+    #[arg(long = "browser", value_enum, value_name = "NAME")]
+    pub browsers: Vec<Browser>,
+    /// Also allow this Chromium extension id (repeatable), e.g. an unpacked copy with another id.
+    #[arg(long = "extension-id", value_name = "ID")]
+    pub extension_ids: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// Uninstall only for these browsers (repeatable); default: all.
+    #[arg(long = "browser", value_enum, value_name = "NAME")]
+    pub browsers: Vec<Browser>,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {}
+
+#[derive(Debug, Args)]
+pub struct ManifestArgs {
+    #[arg(value_enum)]
+    pub browser: Browser,
+    /// Also allow this Chromium extension id (repeatable).
+    #[arg(long = "extension-id", value_name = "ID")]
+    pub extension_ids: Vec<String>,
+    /// Use this path for the host binary instead of the running one.
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Client {
+    ClaudeCode,
+    ClaudeDesktop,
+    Cursor,
+    Vscode,
+    Codex,
+    Gemini,
+    Windsurf,
+    Http,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[arg(value_enum)]
+    pub client: Client,
+}

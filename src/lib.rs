@@ -1,0 +1,29 @@
+//! him — human input for MCP.
+//!
+//! ```text
+//! MCP client ──stdio JSON-RPC──► him serve ──┐   (agent side: agent.rs, mcp/)
+//! shell script ────────────────► him ask   ──┤
+//!                                            │ <runtime>/hosts/<pid>.sock, frame.rs + protocol.rs
+//!                                            ▼
+//!     browser ──spawns──► him (native host, host.rs) ◄──stdio native messaging──► extension/
+//! ```
+//!
+//! One binary, several roles. Stdout is a protocol channel in both the MCP server and the
+//! native host, so nothing in this crate prints to it except the command-line subcommands
+//! that exist to print (`manifest`, `config`, `ask`, ...), which write explicitly.
+
+pub mod ask;
+pub mod cli;
+pub mod install;
+pub mod mcp;
+pub mod role;
+
+/// Native-messaging host name, the same in every browser's manifest.
+pub const HOST_NAME: &str = "dev.him.host";
+/// Chromium extension id, pinned by the `key` in `extension/manifest.json`.
+pub const EXTENSION_ID: &str = "mephldgjjmdajmfkonfbblipccnbagig";
+/// Firefox add-on id, from `browser_specific_settings.gecko.id`.
+pub const GECKO_ID: &str = "him@him.dev";
+
+/// The error type of the command-line glue; each layer below has its own.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
