@@ -1,0 +1,360 @@
+// The service worker (Chrome) / background script (Firefox): the only owner of the native
+// port to the him host (DESIGN.md §1, §3).
+//
+//   him host ◄── connectNative('dev.him.host') ──► this worker ◄── runtime.connect('panel') ──► panel page(s)
+//                                                       │
+//                                                       └── storage.session: the queue, with drafts
+//
+// The worker keeps the queue (lib/queue.js) in storage.session, so a worker restart, a
+// panel reload or a host restart loses no question and no unsent draft. It pushes the whole
+// state to every connected panel after each change; panels send back drafts and answers.
+// An open native port keeps a Chrome MV3 worker alive; when the host is missing the worker
+// may idle out, and the next event (a panel opening, the action clicked) starts it again.
+
+import {
+  addQuestion,
+  agentLabel,
+  dropUnconfirmed,
+  emptyQueue,
+  expire,
+  markUnconfirmed,
+  nextChangeIn,
+  normaliseQueue,
+  pruneNotices,
+  removeQuestion,
+  setDraft,
+} from './lib/queue.js';
+import { backoffMs, describeHostProblem } from './lib/hosterror.js';
+
+const api = globalThis.browser ?? globalThis.chrome;
+const HOST_NAME = 'dev.him.host';
+const PROTOCOL = 1;
+
+let queue = emptyQueue();
+/** What the panel shows about the link: connecting | connected | error. */
+let host = { status: 'connecting', version: null, problem: null };
+let port = null;
+let hostReady = false;
+/** Failed connection attempts since the last `hello`. */
+let failures = 0;
+let reconnectTimer = null;
+let tickTimer = null;
+/** Connected panels → whether each is visible (a visible panel makes notifications noise). */
+const panels = new Map();
+let lastWindowId = null;
+
+// Every change to the queue runs through this chain, after the stored state has loaded, one
+// at a time: messages from the host and the panels interleave, and storage writes are async.
+let chain = api.storage.session
+  .get('queue')
+  .then((got) => {
+    queue = normaliseQueue(got.queue);
+  })
+  .catch(() => {
+    queue = emptyQueue();
+  });
+
+function update(change) {
+  const run = chain.then(async () => {
+    const now = Date.now();
+    const before = JSON.stringify(queue);
+    const result = await change(now);
+    const expired = expire(queue, now);
+    const dropped = dropUnconfirmed(expired.state, now);
+    queue = pruneNotices(dropped.state, now);
+    for (const id of [...expired.expired, ...dropped.dropped]) clearNotification(id);
+    if (JSON.stringify(queue) !== before) {
+      await api.storage.session.set({ queue });
+      if (!result?.quiet) broadcast();
+      updateBadge();
+    }
+    scheduleTick(now);
+    return result;
+  });
+  chain = run.catch(() => {});
+  return run;
+}
+
+function scheduleTick(now) {
+  clearTimeout(tickTimer);
+  const wait = nextChangeIn(queue, now);
+  // A little after the moment, so the deadline has surely passed when the tick runs.
+  if (wait !== null) tickTimer = setTimeout(() => update(() => {}), wait + 50);
+}
+
+// ---- the native host ----
+
+function connect() {
+  clearTimeout(reconnectTimer);
+  reconnectTimer = null;
+  if (port) return;
+  let p;
+  try {
+    p = api.runtime.connectNative(HOST_NAME);
+  } catch (err) {
+    hostGone(String(err?.message ?? err));
+    return;
+  }
+  port = p;
+  hostReady = false;
+  p.onMessage.addListener((msg) => onHostMessage(p, msg));
+  p.onDisconnect.addListener((closed) => {
+    // Chrome reports why in runtime.lastError (reading it also keeps Chrome from logging
+    // "Unchecked runtime.lastError"); Firefox puts it on the port.
+    const message = api.runtime.lastError?.message ?? closed?.error?.message ?? null;
+    if (port !== p) return;
+    port = null;
+    hostReady = false;
+    hostGone(message);
+  });
+}
+
+function hostGone(message) {
+  const wasReady = failures === 0 && host.status === 'connected';
+  failures += 1;
+  // A host that was working and went away (killed, crashed, updated) usually comes straight
+  // back: show "reconnecting", not an error, unless the next attempt fails too.
+  host = {
+    status: wasReady ? 'connecting' : 'error',
+    version: null,
+    problem: describeHostProblem(message, { extensionId: api.runtime.id }),
+  };
+  broadcast();
+  clearTimeout(reconnectTimer);
+  reconnectTimer = setTimeout(connect, wasReady ? backoffMs(0) : backoffMs(failures - 1));
+}
+
+function sendToHost(message) {
+  if (!port) return false;
+  try {
+    port.postMessage(message);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function onHostMessage(from, msg) {
+  if (from !== port || !msg || typeof msg !== 'object') return;
+  switch (msg.type) {
+    case 'hello':
+      hostReady = true;
+      failures = 0;
+      host = { status: 'connected', version: msg.host?.version ?? null, problem: null };
+      sendToHost({
+        type: 'ready',
+        protocol: PROTOCOL,
+        extension: { id: api.runtime.id, version: api.runtime.getManifest().version },
+        browser: browserName(),
+      });
+      sendToHost({ type: 'panel', open: panels.size > 0 });
+      // Questions from before this host are answerable again once their agents re-send them.
+      update((now) => {
+        queue = markUnconfirmed(queue, now);
+      });
+      broadcast();
+      break;
+    case 'ask':
+      update((now) => {
+        const result = addQuestion(queue, msg, now);
+        if (result.error) {
+          sendToHost({ type: 'error', id: typeof msg.id === 'string' ? msg.id : undefined, message: result.error });
+          return;
+        }
+        queue = result.state;
+        sendToHost({ type: 'shown', id: msg.id });
+        if (result.added) notify(queue.questions.find((q) => q.id === msg.id));
+      });
+      break;
+    case 'withdraw':
+      update((now) => {
+        queue = removeQuestion(queue, msg.id, msg.reason, now).state;
+        clearNotification(msg.id);
+      });
+      break;
+    default:
+      // Unknown types are ignored: a newer host may say more than this extension knows.
+      break;
+  }
+}
+
+let browserLabel = null;
+function browserName() {
+  if (browserLabel) return browserLabel;
+  const brands = globalThis.navigator?.userAgentData?.brands ?? [];
+  const brand = brands.find((b) => !/not.a.brand/i.test(b.brand) && b.brand !== 'Chromium') ?? brands[0];
+  return brand ? `${brand.brand} ${brand.version}` : undefined;
+}
+if (api.runtime.getBrowserInfo) {
+  api.runtime
+    .getBrowserInfo()
+    .then((info) => {
+      browserLabel = `${info.name} ${info.version}`;
+    })
+    .catch(() => {});
+}
+
+// ---- the panels ----
+
+function panelState() {
+  return { type: 'state', queue, host, now: Date.now() };
+}
+
+function broadcast() {
+  const state = panelState();
+  for (const p of panels.keys()) {
+    try {
+      p.postMessage(state);
+    } catch {
+      panels.delete(p);
+    }
+  }
+}
+
+api.runtime.onConnect.addListener((p) => {
+  if (p.name !== 'panel' || p.sender?.id !== api.runtime.id) return;
+  const wasEmpty = panels.size === 0;
+  panels.set(p, true);
+  if (wasEmpty && hostReady) sendToHost({ type: 'panel', open: true });
+  // Opening the panel is a good moment to retry a host that was missing.
+  if (!port) connect();
+  chain.then(() => p.postMessage(panelState())).catch(() => {});
+  p.onMessage.addListener((msg) => onPanelMessage(p, msg));
+  p.onDisconnect.addListener(() => {
+    panels.delete(p);
+    if (panels.size === 0 && hostReady) sendToHost({ type: 'panel', open: false });
+  });
+});
+
+function onPanelMessage(from, msg) {
+  if (!msg || typeof msg !== 'object') return;
+  switch (msg.type) {
+    case 'visibility':
+      if (panels.has(from)) panels.set(from, Boolean(msg.visible));
+      if (msg.visible) clearAllNotifications();
+      break;
+    case 'draft':
+      // Quiet: the panel that typed it already shows it, and redrawing on every keystroke
+      // would fight the person's cursor.
+      update(() => {
+        queue = setDraft(queue, msg.id, msg.draft);
+        return { quiet: true };
+      });
+      break;
+    case 'answer':
+      update((now) => answer(from, msg, now));
+      break;
+    case 'dismiss':
+      update((now) => {
+        queue = pruneNotices(queue, now, msg.key);
+      });
+      break;
+    case 'retry':
+      failures = 0;
+      connect();
+      break;
+    case 'tick':
+      // The panel saw a deadline pass; make sure the worker did too.
+      update(() => {});
+      break;
+    default:
+      break;
+  }
+}
+
+function answer(from, msg, now) {
+  const question = queue.questions.find((q) => q.id === msg.id);
+  const fail = (message) => from.postMessage({ type: 'answer-failed', id: msg.id, message });
+  if (!question) return fail('This question is no longer waiting.');
+  if (!hostReady || question.unconfirmed_since_ms !== null) {
+    return fail('Reconnecting to the agent; your answer is kept. Try again in a moment.');
+  }
+  const action = ['submit', 'decline', 'cancel'].includes(msg.action) ? msg.action : 'cancel';
+  const out = { type: 'answer', id: msg.id, action };
+  if (action === 'submit') out.values = msg.values && typeof msg.values === 'object' ? msg.values : {};
+  if (typeof msg.note === 'string' && msg.note.trim() !== '') out.note = msg.note;
+  if (!sendToHost(out)) return fail('The connection to him closed; your answer is kept. Try again in a moment.');
+  queue = removeQuestion(queue, msg.id, action, now).state;
+  clearNotification(msg.id);
+}
+
+// ---- badge, notifications, opening the panel ----
+
+function updateBadge() {
+  const n = queue.questions.length;
+  const action = api.action;
+  if (!action) return;
+  action.setBadgeText({ text: n ? String(n) : '' }).catch(() => {});
+  action.setBadgeBackgroundColor?.({ color: '#3558d6' })?.catch?.(() => {});
+  action
+    .setTitle({ title: n ? `him: ${n} question${n === 1 ? '' : 's'} waiting` : 'him' })
+    .catch(() => {});
+}
+
+function notify(question) {
+  if (!question || !api.notifications) return;
+  if ([...panels.values()].some((visible) => visible)) return;
+  const where = question.project ? ` (${question.project})` : '';
+  api.notifications
+    .create(`him:${question.id}`, {
+      type: 'basic',
+      iconUrl: api.runtime.getURL('icons/icon-128.png'),
+      title: `${agentLabel(question.agent)}${where} asks`,
+      message: question.form.title || 'A question is waiting for you.',
+    })
+    .catch(() => {});
+}
+
+function clearNotification(id) {
+  api.notifications?.clear(`him:${id}`).catch(() => {});
+}
+
+function clearAllNotifications() {
+  for (const q of queue.questions) clearNotification(q.id);
+}
+
+// Opening the panel needs a user gesture, and an `await` before the call loses it, so the
+// window id is tracked ahead of time and the open call is the first thing the handler does.
+function openPanel() {
+  let opening;
+  try {
+    if (api.sidePanel?.open && lastWindowId !== null) opening = api.sidePanel.open({ windowId: lastWindowId });
+    else if (api.sidebarAction?.open) opening = api.sidebarAction.open();
+  } catch (err) {
+    opening = Promise.reject(err);
+  }
+  Promise.resolve(opening ?? Promise.reject(new Error('no side panel')))
+    .catch(() =>
+      // Where the browser refuses (no gesture, no side panel), a small window of the same
+      // page still gets the person to the question.
+      api.windows.create({ url: api.runtime.getURL('panel/panel.html'), type: 'popup', width: 420, height: 680 }),
+    )
+    .catch(() => {});
+}
+
+api.notifications?.onClicked.addListener((id) => {
+  if (id.startsWith('him:')) openPanel();
+});
+
+api.windows?.onFocusChanged.addListener((id) => {
+  if (id !== api.windows.WINDOW_ID_NONE) lastWindowId = id;
+});
+api.windows
+  ?.getLastFocused()
+  .then((w) => {
+    lastWindowId ??= w?.id ?? null;
+  })
+  .catch(() => {});
+
+if (api.sidePanel?.setPanelBehavior) {
+  api.sidePanel.setPanelBehavior({ openPanelOnActionClick: true }).catch(() => {});
+} else if (api.sidebarAction?.toggle) {
+  api.action?.onClicked.addListener(() => api.sidebarAction.toggle());
+}
+
+// ---- start ----
+
+api.runtime.onInstalled.addListener(() => connect());
+api.runtime.onStartup?.addListener(() => connect());
+connect();
+update(() => {}).then(updateBadge);

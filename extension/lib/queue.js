@@ -1,0 +1,211 @@
+// The pending-question queue the service worker keeps in storage.session and the panel
+// shows. Pure functions over plain JSON data (it must survive a structured-clone round
+// trip through storage); every function that needs the time takes `now` (Unix ms), so
+// tests control the clock. Nothing here touches a browser API.
+//
+// state = {
+//   questions: [{id, form, timeout_ms, asked_at_ms, deadline_ms, agent, project,
+//                received_at_ms, draft, unconfirmed_since_ms}],
+//   notices:   [{key, id, title, agent, text, kind, at_ms}],
+// }
+// A question is `unconfirmed` after the native host restarted and until its agent re-sends
+// it (DESIGN.md §3: agents re-send `ask` with the same id to the next host). Its draft is
+// kept either way; an unconfirmed question cannot be answered yet, because the new host
+// would not know where to send the answer.
+
+/** How long a notice stays in the panel. */
+export const NOTICE_TTL_MS = 2 * 60 * 1000;
+/** At most this many notices are kept, newest first. */
+export const MAX_NOTICES = 5;
+/**
+ * After a new host says hello, how long a question may stay unconfirmed before it is taken
+ * away: agents rescan for hosts about every second, and one that has not re-sent its
+ * question by then has gone (or moved the question to another channel).
+ */
+export const UNCONFIRMED_GRACE_MS = 10_000;
+
+export function emptyQueue() {
+  return { questions: [], notices: [] };
+}
+
+/** Make `value` a well-formed queue, whatever storage handed back. */
+export function normaliseQueue(value) {
+  const q = value && typeof value === 'object' ? value : {};
+  return {
+    questions: Array.isArray(q.questions) ? q.questions.filter((x) => x && typeof x.id === 'string') : [],
+    notices: Array.isArray(q.notices) ? q.notices.filter((x) => x && typeof x.key === 'string') : [],
+  };
+}
+
+/** The agent's display name: its title, else its name. */
+export function agentLabel(agent) {
+  return (agent && (agent.title || agent.name)) || 'An agent';
+}
+
+/** Check the parts of an `ask` message the panel relies on; returns an error text or null. */
+export function checkAsk(ask) {
+  if (!ask || typeof ask.id !== 'string' || ask.id === '') return 'ask without an id';
+  if (!ask.form || typeof ask.form !== 'object' || !Array.isArray(ask.form.fields)) {
+    return `ask ${ask.id} has no form fields`;
+  }
+  return null;
+}
+
+function deadlineOf(ask, receivedAt) {
+  if (typeof ask.timeout_ms !== 'number' || !(ask.timeout_ms > 0)) return null;
+  const start = typeof ask.asked_at_ms === 'number' ? ask.asked_at_ms : receivedAt;
+  return start + ask.timeout_ms;
+}
+
+/**
+ * Add an `ask` (host → extension message). The same id again (a re-send after a host
+ * restart) updates what the agent sent and keeps the draft. An ask already past its
+ * deadline is refused: showing it would invite an answer nobody waits for.
+ * Returns {state, added: bool (new id), error?}.
+ */
+export function addQuestion(state, ask, now) {
+  const error = checkAsk(ask);
+  if (error) return { state, added: false, error };
+  const existing = state.questions.find((q) => q.id === ask.id);
+  const receivedAt = existing?.received_at_ms ?? now;
+  const question = {
+    id: ask.id,
+    form: ask.form,
+    timeout_ms: ask.timeout_ms ?? null,
+    asked_at_ms: ask.asked_at_ms ?? null,
+    deadline_ms: deadlineOf(ask, receivedAt),
+    agent: ask.agent && typeof ask.agent === 'object' ? ask.agent : { name: 'agent' },
+    project: typeof ask.project === 'string' ? ask.project : null,
+    received_at_ms: receivedAt,
+    draft: existing?.draft ?? null,
+    unconfirmed_since_ms: null,
+  };
+  if (question.deadline_ms !== null && question.deadline_ms <= now) {
+    return { state, added: false, error: `ask ${ask.id} arrived after its deadline` };
+  }
+  const questions = existing
+    ? state.questions.map((q) => (q.id === ask.id ? question : q))
+    : [...state.questions, question];
+  return { state: { ...state, questions }, added: !existing };
+}
+
+const WITHDRAW_TEXT = {
+  timeout: 'Timed out: the agent stopped waiting for an answer.',
+  cancelled: 'Cancelled by the agent.',
+  answered: 'Answered somewhere else.',
+  shutdown: 'The agent shut down.',
+  gone: 'The agent is no longer waiting.',
+  expired: 'Timed out: the agent stopped waiting for an answer.',
+  submit: 'Answer sent.',
+  decline: 'Declined.',
+  cancel: 'Dismissed.',
+};
+
+/** The notice text for a reason a question left the queue. */
+export function leaveText(reason) {
+  return WITHDRAW_TEXT[reason] ?? 'Withdrawn by the agent.';
+}
+
+/**
+ * Take question `id` out of the queue for `reason` (a withdraw reason, 'expired', 'gone',
+ * or the person's action 'submit' | 'decline' | 'cancel') and leave a notice.
+ * Returns {state, removed: the question or null}.
+ */
+export function removeQuestion(state, id, reason, now) {
+  const question = state.questions.find((q) => q.id === id);
+  if (!question) return { state, removed: null };
+  const notice = {
+    key: `${id}:${reason}:${now}`,
+    id,
+    title: question.form?.title || 'A question',
+    agent: agentLabel(question.agent),
+    text: leaveText(reason),
+    kind: reason,
+    at_ms: now,
+  };
+  return {
+    state: {
+      questions: state.questions.filter((q) => q.id !== id),
+      notices: [notice, ...state.notices].slice(0, MAX_NOTICES),
+    },
+    removed: question,
+  };
+}
+
+/**
+ * Keep the person's unsent draft for question `id`. Password fields are dropped here as well
+ * as in the form: a secret must never reach storage, whoever calls this.
+ */
+export function setDraft(state, id, draft) {
+  const question = state.questions.find((q) => q.id === id);
+  if (!question || !draft || typeof draft !== 'object') return state;
+  const secret = new Set((question.form.fields ?? []).filter((f) => f.type === 'password').map((f) => f.name));
+  const values = {};
+  for (const [name, value] of Object.entries(draft.values ?? {})) {
+    if (!secret.has(name)) values[name] = value;
+  }
+  const clean = { values, note: typeof draft.note === 'string' ? draft.note : '' };
+  return { ...state, questions: state.questions.map((q) => (q.id === id ? { ...q, draft: clean } : q)) };
+}
+
+/** Remove questions whose deadline has passed. Returns {state, expired: [ids]}. */
+export function expire(state, now) {
+  const expired = state.questions.filter((q) => q.deadline_ms !== null && q.deadline_ms <= now).map((q) => q.id);
+  let next = state;
+  for (const id of expired) next = removeQuestion(next, id, 'expired', now).state;
+  return { state: next, expired };
+}
+
+/** A new host connected: every question waits for its agent to re-send it. */
+export function markUnconfirmed(state, now) {
+  return {
+    ...state,
+    questions: state.questions.map((q) => ({ ...q, unconfirmed_since_ms: q.unconfirmed_since_ms ?? now })),
+  };
+}
+
+/** Remove questions no agent re-sent within `graceMs`. Returns {state, dropped: [ids]}. */
+export function dropUnconfirmed(state, now, graceMs = UNCONFIRMED_GRACE_MS) {
+  const dropped = state.questions
+    .filter((q) => q.unconfirmed_since_ms !== null && now - q.unconfirmed_since_ms >= graceMs)
+    .map((q) => q.id);
+  let next = state;
+  for (const id of dropped) next = removeQuestion(next, id, 'gone', now).state;
+  return { state: next, dropped };
+}
+
+/** Drop notices older than NOTICE_TTL_MS, or the one with `key` when given. */
+export function pruneNotices(state, now, key = null) {
+  const notices = state.notices.filter((n) => n.key !== key && now - n.at_ms < NOTICE_TTL_MS);
+  return notices.length === state.notices.length ? state : { ...state, notices };
+}
+
+/**
+ * Milliseconds until something in the queue changes by itself (a deadline, an unconfirmed
+ * grace ending, a notice ageing out), or null when nothing will.
+ */
+export function nextChangeIn(state, now, graceMs = UNCONFIRMED_GRACE_MS) {
+  const times = [
+    ...state.questions.map((q) => q.deadline_ms),
+    ...state.questions.map((q) => (q.unconfirmed_since_ms === null ? null : q.unconfirmed_since_ms + graceMs)),
+    ...state.notices.map((n) => n.at_ms + NOTICE_TTL_MS),
+  ].filter((t) => typeof t === 'number');
+  if (times.length === 0) return null;
+  return Math.max(0, Math.min(...times) - now);
+}
+
+/** Milliseconds left for question `q` (never negative), or null when it has no deadline. */
+export function timeLeft(q, now) {
+  return q.deadline_ms === null ? null : Math.max(0, q.deadline_ms - now);
+}
+
+/** "45 s", "4:05", "1 h 20 min": short enough for a card header, exact near the end. */
+export function formatTimeLeft(ms) {
+  if (ms === null || ms === undefined) return 'no time limit';
+  const s = Math.ceil(ms / 1000);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+  const h = Math.floor(s / 3600);
+  const min = Math.floor((s % 3600) / 60);
+  return min ? `${h} h ${min} min` : `${h} h`;
+}

@@ -1,0 +1,301 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  FIELD_TYPES,
+  draftOf,
+  isAbsoluteUrl,
+  renderForm,
+  typedValues,
+  validateField,
+  validateRaw,
+} from '../../../extension/lib/form.js';
+import { freshDocument, key, type } from './dom.mjs';
+
+const opts = (values) => values.map((v) => ({ value: v, label: v.toUpperCase() }));
+
+/** One field of every type, with defaults where the type allows one. */
+const EVERY_TYPE = {
+  title: 'Deploy settings',
+  description: 'Pick **carefully**.',
+  submit_label: 'Deploy',
+  allow_note: true,
+  fields: [
+    { name: 'who', type: 'text', label: 'Your name', required: true, placeholder: 'Ada' },
+    { name: 'mail', type: 'email', label: 'Email' },
+    { name: 'site', type: 'url', label: 'Site' },
+    { name: 'secret', type: 'password', label: 'Token' },
+    { name: 'n', type: 'number', label: 'Replicas', min: 1, max: 5, default: 2 },
+    { name: 'notes', type: 'textarea', label: 'Notes', description: 'Markdown *here*' },
+    { name: 'region', type: 'select', label: 'Region', options: opts(['eu', 'us']), default: 'us' },
+    {
+      name: 'size',
+      type: 'radio',
+      label: 'Size',
+      required: true,
+      options: [
+        { value: 's', label: 'Small' },
+        { value: 'm', label: 'Medium', recommended: true, description: 'Most *teams*' },
+      ],
+    },
+    { name: 'agree', type: 'checkbox', label: 'I agree' },
+    { name: 'go', type: 'confirm', label: 'Go now?', default: true },
+    { name: 'tags', type: 'multi_select', label: 'Tags', min: 1, max: 2, options: opts(['a', 'b', 'c']) },
+  ],
+};
+
+function mount(form, options = {}) {
+  const { document, window } = freshDocument();
+  const calls = { submit: [], decline: 0, change: [] };
+  const view = renderForm(document, form, {
+    idPrefix: 't',
+    onSubmit: (answer) => calls.submit.push(answer),
+    onDecline: () => calls.decline++,
+    onChange: (draft) => calls.change.push(draft),
+    ...options,
+  });
+  document.body.appendChild(view.element);
+  return { document, window, view, calls, el: view.element };
+}
+
+test('the form covers every field type of the model', () => {
+  assert.deepEqual(
+    [...new Set(EVERY_TYPE.fields.map((f) => f.type))].sort(),
+    [...FIELD_TYPES].sort(),
+  );
+});
+
+test('field rules match the agent side: required, email, url, number bounds, options, counts', () => {
+  const f = (over) => ({ name: 'x', label: 'X', ...over });
+  assert.equal(validateField(f({ type: 'text', required: true }), '  '), 'This field is required.');
+  assert.equal(validateField(f({ type: 'text' }), ''), null);
+  assert.equal(validateField(f({ type: 'email' }), 'me@example.org'), null);
+  assert.match(validateField(f({ type: 'email' }), 'a@b'), /email/);
+  assert.match(validateField(f({ type: 'email' }), 'a b@example.org'), /email/);
+  assert.equal(validateField(f({ type: 'url' }), 'https://example.org/x'), null);
+  assert.equal(validateField(f({ type: 'url' }), 'ftp://host'), null, 'the agent side accepts any scheme://');
+  assert.match(validateField(f({ type: 'url' }), 'example.org'), /https:\/\//);
+  assert.match(validateField(f({ type: 'url' }), 'javascript:alert(1)'), /https:\/\//);
+  const n = f({ type: 'number', min: 1, max: 5 });
+  assert.equal(validateField(n, '3'), null);
+  assert.equal(validateField(n, '1.5'), null);
+  assert.match(validateField(n, '9'), /from 1 to 5/);
+  assert.match(validateField(n, '1e'), /Enter a number/);
+  assert.match(validateField(n, 'NaN'), /Enter a number/);
+  const r = f({ type: 'radio', required: true, options: opts(['a', 'b']) });
+  assert.equal(validateField(r, null), 'Choose one.');
+  assert.match(validateField(r, 'z'), /options offered/);
+  const m = f({ type: 'multi_select', min: 1, max: 2, options: opts(['a', 'b', 'c']) });
+  assert.match(validateField(m, []), /at least 1 option\b/, 'an empty selection must still meet min');
+  assert.match(validateField(m, ['a', 'b', 'c']), /at most 2 options/);
+  assert.equal(validateField(m, ['a', 'c']), null);
+  assert.equal(validateField(f({ type: 'confirm', required: true }), false), null, 'No is an answer');
+  assert.equal(validateField(f({ type: 'confirm', required: true }), null), 'Choose one.');
+  assert.ok(isAbsoluteUrl('https://x.y') && !isAbsoluteUrl('https:// x'));
+});
+
+test('typed values: strings, numbers, booleans, arrays; empty optional fields left out', () => {
+  const raws = {
+    who: 'Ada',
+    mail: ' ada@example.org ',
+    site: '',
+    secret: 'hunter2',
+    n: '3',
+    notes: '',
+    region: 'eu',
+    size: 'm',
+    agree: false,
+    go: true,
+    tags: ['a'],
+  };
+  assert.deepEqual(typedValues(EVERY_TYPE, raws), {
+    who: 'Ada',
+    mail: 'ada@example.org',
+    secret: 'hunter2',
+    n: 3,
+    region: 'eu',
+    size: 'm',
+    agree: false,
+    go: true,
+    tags: ['a'],
+  });
+  assert.equal(validateRaw(EVERY_TYPE, raws).ok, true);
+});
+
+test('a draft never holds a password value', () => {
+  const draft = draftOf(EVERY_TYPE, { who: 'Ada', secret: 'hunter2', tags: ['a'] }, 'note');
+  assert.deepEqual(draft, { values: { who: 'Ada', tags: ['a'] }, note: 'note' });
+  assert.doesNotMatch(JSON.stringify(draft), /hunter2/);
+});
+
+test('every control has an accessible name: a label for it, or a legend for its group', () => {
+  const { el, document } = mount(EVERY_TYPE);
+  const controls = el.querySelectorAll('input, textarea, select');
+  assert.ok(controls.length >= 15);
+  for (const control of controls) {
+    const label = document.querySelector(`label[for="${control.id}"]`);
+    assert.ok(label && label.textContent.trim(), `no label for #${control.id}`);
+  }
+  for (const group of el.querySelectorAll('fieldset.him-field')) {
+    assert.ok(group.querySelector('legend')?.textContent.trim(), 'group without legend');
+    assert.match(group.getAttribute('role'), /^(radiogroup|group)$/);
+  }
+  assert.equal(el.querySelector('[data-name="size"]').getAttribute('aria-required'), 'true');
+  assert.equal(el.querySelector('#t-f0').getAttribute('aria-required'), 'true');
+});
+
+test('it renders defaults, placeholders, descriptions, recommended options and the submit label', () => {
+  const { el, view } = mount(EVERY_TYPE);
+  assert.equal(el.querySelector('#t-f0').placeholder, 'Ada');
+  assert.equal(el.querySelector('#t-f4').value, '2');
+  assert.equal(el.querySelector('.him-submit').textContent, 'Deploy');
+  assert.equal(el.querySelector('[data-name="notes"] em')?.textContent, 'here');
+  const rec = el.querySelector('.him-recommended');
+  assert.match(rec.textContent, /Medium/);
+  assert.match(rec.textContent, /Recommended/);
+  assert.equal(el.querySelector('.him-form-desc strong').textContent, 'carefully');
+  assert.deepEqual(view.values(), { n: 2, region: 'us', agree: false, go: true, tags: [] });
+});
+
+test('agent text in titles, labels and options is never parsed as HTML', () => {
+  const evil = '<img src=x onerror=alert(1)>';
+  const { el } = mount({
+    title: evil,
+    fields: [{ name: 'a', type: 'radio', label: evil, options: [{ value: evil, label: evil }] }],
+  });
+  assert.equal(el.querySelectorAll('img').length, 0);
+  assert.equal(el.querySelector('h2').textContent, evil);
+  assert.equal(el.querySelector('.him-option-label').textContent, evil);
+});
+
+test('submit with problems shows them at each field, focuses the first, and sends nothing', () => {
+  const { el, view, calls, document } = mount(EVERY_TYPE);
+  el.requestSubmit();
+  assert.equal(calls.submit.length, 0);
+  const errors = [...el.querySelectorAll('.him-error:not([hidden])')].map((e) => e.closest('.him-field').dataset.name);
+  assert.deepEqual(errors, ['who', 'size', 'tags']);
+  assert.equal(document.activeElement, el.querySelector('#t-f0'));
+  assert.equal(el.querySelector('#t-f0').getAttribute('aria-invalid'), 'true');
+  assert.match(el.querySelector('#t-f0').getAttribute('aria-describedby'), /t-f0-error/);
+  assert.equal(view.validate().ok, false);
+});
+
+test('a field says what is wrong when the person leaves it, and clears once fixed', () => {
+  const { el, window } = mount(EVERY_TYPE);
+  const mail = el.querySelector('#t-f1');
+  type(window, mail, 'nope');
+  mail.dispatchEvent(new window.FocusEvent('focusout', { bubbles: true }));
+  const error = el.querySelector('#t-f1-error');
+  assert.equal(error.hidden, false);
+  assert.match(error.textContent, /email/);
+  type(window, mail, 'me@example.org');
+  mail.dispatchEvent(new window.Event('change', { bubbles: true }));
+  assert.equal(error.hidden, true);
+  // Tabbing through an empty required field says nothing before the first submit.
+  const who = el.querySelector('#t-f0');
+  who.dispatchEvent(new window.FocusEvent('focusout', { bubbles: true }));
+  assert.equal(el.querySelector('#t-f0-error').hidden, true);
+});
+
+test('a filled-in form submits typed values and the note', () => {
+  const { el, window, calls } = mount(EVERY_TYPE);
+  type(window, el.querySelector('#t-f0'), 'Ada');
+  type(window, el.querySelector('#t-f3'), 'hunter2');
+  el.querySelector('#t-f7-o1').checked = true;
+  el.querySelector('#t-f10-o2').checked = true;
+  type(window, el.querySelector('#t-note'), 'ship it');
+  el.requestSubmit();
+  assert.deepEqual(calls.submit, [
+    {
+      values: { who: 'Ada', secret: 'hunter2', n: 2, region: 'us', size: 'm', agree: false, go: true, tags: ['c'] },
+      note: 'ship it',
+    },
+  ]);
+});
+
+test('drafts restore every value but the password, and onChange drafts hold no password', () => {
+  const first = mount(EVERY_TYPE);
+  type(first.window, first.el.querySelector('#t-f0'), 'Ada');
+  type(first.window, first.el.querySelector('#t-f3'), 'hunter2');
+  type(first.window, first.el.querySelector('#t-f4'), '1e');
+  const draft = first.calls.change.at(-1);
+  assert.doesNotMatch(JSON.stringify(draft), /hunter2/);
+  assert.equal(draft.values.n, '1e', 'numbers are kept as typed');
+
+  const second = mount(EVERY_TYPE, { draft: { ...draft, values: { ...draft.values, secret: 'leak', tags: ['b'] } } });
+  assert.equal(second.el.querySelector('#t-f0').value, 'Ada');
+  assert.equal(second.el.querySelector('#t-f3').value, '', 'a password is never restored');
+  assert.equal(second.el.querySelector('#t-f4').value, '1e');
+  assert.equal(second.el.querySelector('#t-f10-o1').checked, true);
+});
+
+test('keys: digits pick options outside text inputs, Enter submits, Esc declines', () => {
+  const { el, window, document, calls, view } = mount({
+    title: 'Pick',
+    fields: [
+      { name: 'c', type: 'radio', label: 'Choice', required: true, options: opts(['a', 'b', 'c']) },
+      { name: 't', type: 'text', label: 'Why' },
+    ],
+  });
+  const radio = el.querySelector('#t-f0-o0');
+  radio.focus();
+  assert.equal(key(window, radio, '2').defaultPrevented, true);
+  assert.equal(el.querySelector('#t-f0-o1').checked, true);
+  assert.equal(document.activeElement, el.querySelector('#t-f0-o1'));
+
+  const text = el.querySelector('#t-f1');
+  text.focus();
+  assert.equal(key(window, text, '3').defaultPrevented, false, 'a digit in a text box is text');
+  assert.equal(el.querySelector('#t-f0-o2').checked, false);
+
+  // From outside the form (the page forwards keys it gets on <body>).
+  assert.equal(view.handleKey(new window.KeyboardEvent('keydown', { key: '3', cancelable: true })), true);
+  assert.equal(el.querySelector('#t-f0-o2').checked, true);
+  assert.equal(view.handleKey(new window.KeyboardEvent('keydown', { key: '9', cancelable: true })), false);
+
+  key(window, text, 'Enter');
+  assert.deepEqual(calls.submit, [{ values: { c: 'c' }, note: '' }]);
+  key(window, text, 'Escape');
+  assert.equal(calls.decline, 1);
+});
+
+test('Enter in a text area is a new line; Ctrl+Enter submits', () => {
+  const { el, window, calls } = mount({ title: 'T', fields: [{ name: 'a', type: 'textarea', label: 'A' }] });
+  const area = el.querySelector('textarea');
+  assert.equal(key(window, area, 'Enter').defaultPrevented, false);
+  assert.equal(calls.submit.length, 0);
+  key(window, area, 'Enter', { ctrlKey: true });
+  assert.equal(calls.submit.length, 1);
+});
+
+test('digits toggle multi_select options; confirm offers Yes and No', () => {
+  const { el, window, view } = mount({
+    title: 'T',
+    fields: [
+      { name: 'm', type: 'multi_select', label: 'M', options: opts(['a', 'b']) },
+      { name: 'c', type: 'confirm', label: 'Sure?' },
+    ],
+  });
+  const first = el.querySelector('#t-f0-o0');
+  first.focus();
+  key(window, first, '2');
+  key(window, first, '1');
+  key(window, first, '1');
+  assert.deepEqual(view.values().m, ['b']);
+  const yes = el.querySelector('#t-f1-o0');
+  assert.equal(el.querySelector(`label[for="${yes.id}"]`).textContent.replace(/\d/, ''), 'Yes');
+  yes.focus();
+  key(window, yes, '2');
+  assert.equal(view.values().c, false);
+});
+
+test('a disabled form neither submits nor declines', () => {
+  const { el, window, calls, view } = mount({ title: 'T', fields: [{ name: 'a', type: 'text', label: 'A' }] });
+  view.setDisabled(true);
+  el.requestSubmit();
+  key(window, el.querySelector('input'), 'Escape');
+  el.querySelector('.him-decline').click();
+  assert.deepEqual(calls, { submit: [], decline: 0, change: [] });
+  view.setDisabled(false);
+  el.querySelector('.him-decline').click();
+  assert.equal(calls.decline, 1);
+});

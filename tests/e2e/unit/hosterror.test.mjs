@@ -1,0 +1,29 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { backoffMs, describeHostProblem } from '../../../extension/lib/hosterror.js';
+
+// The messages are Chromium's own (FACTS.md), and Firefox's for a missing host.
+test("each browser error says what it means and what to run", () => {
+  const id = 'mephldgjjmdajmfkonfbblipccnbagig';
+  const notFound = describeHostProblem('Specified native messaging host not found.', { extensionId: id });
+  assert.deepEqual(notFound.commands, ['him install', 'him doctor']);
+  assert.equal(notFound.message, 'Specified native messaging host not found.');
+  assert.deepEqual(describeHostProblem('No such native application dev.him.host').commands, ['him install', 'him doctor']);
+  assert.deepEqual(
+    describeHostProblem('Access to the specified native messaging host is forbidden.', { extensionId: id }).commands,
+    [`him install --extension-id ${id}`, 'him doctor'],
+  );
+  assert.deepEqual(describeHostProblem('Native host has exited.').commands, ['him doctor', 'him install']);
+  assert.deepEqual(
+    describeHostProblem('Error when communicating with the native messaging host.').commands,
+    ['him doctor', 'him install'],
+  );
+  const unknown = describeHostProblem(null);
+  assert.deepEqual(unknown.commands, ['him doctor']);
+  assert.ok(unknown.message);
+});
+
+test('reconnect backoff doubles from half a second and stops at 30 s', () => {
+  assert.deepEqual([0, 1, 2, 3].map(backoffMs), [500, 1000, 2000, 4000]);
+  assert.equal(backoffMs(20), 30_000);
+});

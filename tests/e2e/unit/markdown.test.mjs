@@ -1,0 +1,77 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseMarkdown, parseInline, renderMarkdown, safeHref } from '../../../extension/lib/markdown.js';
+import { freshDocument } from './dom.mjs';
+
+const ALLOWED_TAGS = new Set(['P', 'UL', 'OL', 'LI', 'PRE', 'CODE', 'EM', 'STRONG', 'A']);
+
+function html(text) {
+  const { document } = freshDocument();
+  const div = document.createElement('div');
+  div.appendChild(renderMarkdown(document, text));
+  return div;
+}
+
+test('paragraphs, lists and fenced code become blocks', () => {
+  const blocks = parseMarkdown('One\nline.\n\n- a\n- b\n\n1. x\n2. y\n\n```\n<b>raw</b>\n```');
+  assert.deepEqual(
+    blocks.map((b) => b.type),
+    ['p', 'ul', 'ol', 'pre'],
+  );
+  assert.deepEqual(blocks[0].children, [{ type: 'text', text: 'One line.' }]);
+  assert.equal(blocks[1].items.length, 2);
+  assert.equal(blocks[3].text, '<b>raw</b>');
+});
+
+test('emphasis, strong, code and escapes parse; snake_case stays literal', () => {
+  assert.deepEqual(parseInline('*a* **b** `c` \\*d\\*'), [
+    { type: 'em', children: [{ type: 'text', text: 'a' }] },
+    { type: 'text', text: ' ' },
+    { type: 'strong', children: [{ type: 'text', text: 'b' }] },
+    { type: 'text', text: ' ' },
+    { type: 'code', text: 'c' },
+    { type: 'text', text: ' *d*' },
+  ]);
+  assert.deepEqual(parseInline('use my_var_name here'), [{ type: 'text', text: 'use my_var_name here' }]);
+  assert.deepEqual(parseInline('2 * 3 * 4'), [{ type: 'text', text: '2 * 3 * 4' }]);
+});
+
+test('only absolute http(s) links become links; others keep just their text', () => {
+  assert.equal(safeHref('https://example.org/a?b=1'), 'https://example.org/a?b=1');
+  assert.equal(safeHref('javascript:alert(1)'), null);
+  assert.equal(safeHref('data:text/html,hi'), null);
+  assert.equal(safeHref('/relative'), null);
+  const div = html('[ok](https://example.org) [bad](javascript:alert(1)) <http://x.test/y>');
+  const links = [...div.querySelectorAll('a')];
+  assert.deepEqual(
+    links.map((a) => a.getAttribute('href')),
+    ['https://example.org/', 'http://x.test/y'],
+  );
+  for (const a of links) {
+    assert.equal(a.getAttribute('rel'), 'noopener noreferrer');
+    assert.equal(a.getAttribute('target'), '_blank');
+  }
+  assert.match(div.textContent, /bad/);
+});
+
+test('HTML in agent text stays text: no element but the subset is ever created', () => {
+  const div = html(
+    '<img src=x onerror="alert(1)"> <script>alert(2)</script>\n\n**<b>bold</b>** [<i>x</i>](https://e.test)\n\n- <iframe>',
+  );
+  for (const el of div.querySelectorAll('*')) assert.ok(ALLOWED_TAGS.has(el.tagName), `unexpected <${el.tagName}>`);
+  assert.equal(div.querySelectorAll('img, script, b, i, iframe').length, 0);
+  assert.match(div.textContent, /<img src=x onerror="alert\(1\)">/);
+  assert.match(div.textContent, /<script>alert\(2\)<\/script>/);
+});
+
+test('a heading line reads as a bold paragraph', () => {
+  const div = html('# Title\nbody');
+  assert.equal(div.querySelector('p > strong')?.textContent, 'Title');
+  assert.equal(div.querySelectorAll('p').length, 2);
+});
+
+test('an indented line continues the list item above it', () => {
+  const [list] = parseMarkdown('- first\n  more\n- second');
+  assert.equal(list.items.length, 2);
+  assert.deepEqual(list.items[0], [{ type: 'text', text: 'first more' }]);
+});

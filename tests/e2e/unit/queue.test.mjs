@@ -1,0 +1,138 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  MAX_NOTICES,
+  NOTICE_TTL_MS,
+  UNCONFIRMED_GRACE_MS,
+  addQuestion,
+  dropUnconfirmed,
+  emptyQueue,
+  expire,
+  formatTimeLeft,
+  markUnconfirmed,
+  nextChangeIn,
+  normaliseQueue,
+  pruneNotices,
+  removeQuestion,
+  setDraft,
+  timeLeft,
+} from '../../../extension/lib/queue.js';
+
+const T0 = 1_700_000_000_000;
+const ask = (id, over = {}) => ({
+  type: 'ask',
+  id,
+  form: {
+    title: `Q ${id}`,
+    fields: [
+      { name: 'a', type: 'text', label: 'A' },
+      { name: 'p', type: 'password', label: 'P' },
+    ],
+  },
+  timeout_ms: 60_000,
+  asked_at_ms: T0,
+  agent: { name: 'claude-code', title: 'Claude Code' },
+  project: 'him',
+  ...over,
+});
+
+test('a new ask is added; the same id again keeps its draft and is not new', () => {
+  let { state, added } = addQuestion(emptyQueue(), ask('q1'), T0 + 10);
+  assert.equal(added, true);
+  state = setDraft(state, 'q1', { values: { a: 'typed' }, note: '' });
+  const again = addQuestion(state, ask('q1', { project: 'moved' }), T0 + 20);
+  assert.equal(again.added, false);
+  assert.equal(again.state.questions.length, 1);
+  assert.deepEqual(again.state.questions[0].draft, { values: { a: 'typed' }, note: '' });
+  assert.equal(again.state.questions[0].project, 'moved');
+  assert.equal(again.state.questions[0].deadline_ms, T0 + 60_000, 'the deadline comes from the agent');
+});
+
+test('malformed or late asks are refused with a reason', () => {
+  assert.match(addQuestion(emptyQueue(), { type: 'ask' }, T0).error, /without an id/);
+  assert.match(addQuestion(emptyQueue(), { id: 'x', form: {} }, T0).error, /no form fields/);
+  const late = addQuestion(emptyQueue(), ask('old', { asked_at_ms: T0 - 70_000 }), T0);
+  assert.match(late.error, /after its deadline/);
+  assert.equal(late.state.questions.length, 0);
+});
+
+test('a draft keeps no password, whoever sends one', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = setDraft(state, 'q1', { values: { a: 'x', p: 'hunter2' }, note: 'n' });
+  assert.deepEqual(state.questions[0].draft, { values: { a: 'x' }, note: 'n' });
+  assert.doesNotMatch(JSON.stringify(state), /hunter2/);
+  assert.equal(setDraft(state, 'nope', { values: {} }), state);
+});
+
+test('withdrawing leaves a notice that says why', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  const out = removeQuestion(state, 'q1', 'cancelled', T0 + 5);
+  assert.equal(out.removed.id, 'q1');
+  assert.equal(out.state.questions.length, 0);
+  assert.equal(out.state.notices[0].text, 'Cancelled by the agent.');
+  assert.equal(out.state.notices[0].agent, 'Claude Code');
+  assert.equal(out.state.notices[0].title, 'Q q1');
+  assert.equal(removeQuestion(out.state, 'q1', 'timeout', T0).removed, null, 'twice is a no-op');
+});
+
+test('questions expire at their deadline, not before', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = addQuestion(state, ask('q2', { timeout_ms: 120_000 }), T0).state;
+  assert.deepEqual(expire(state, T0 + 59_999).expired, []);
+  const out = expire(state, T0 + 60_000);
+  assert.deepEqual(out.expired, ['q1']);
+  assert.deepEqual(out.state.questions.map((q) => q.id), ['q2']);
+  assert.match(out.state.notices[0].text, /Timed out/);
+  assert.equal(timeLeft(state.questions[0], T0 + 61_000), 0);
+  assert.equal(timeLeft(state.questions[1], T0 + 60_000), 60_000);
+});
+
+test('after a host restart, questions not re-sent in the grace period are dropped', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = addQuestion(state, ask('q2'), T0).state;
+  state = markUnconfirmed(state, T0 + 1000);
+  state = addQuestion(state, ask('q2'), T0 + 1500).state; // q2's agent re-sent it
+  assert.deepEqual(dropUnconfirmed(state, T0 + 1000 + UNCONFIRMED_GRACE_MS - 1).dropped, []);
+  const out = dropUnconfirmed(state, T0 + 1000 + UNCONFIRMED_GRACE_MS);
+  assert.deepEqual(out.dropped, ['q1']);
+  assert.equal(out.state.notices[0].text, 'The agent is no longer waiting.');
+});
+
+test('notices are capped, age out, and can be dismissed', () => {
+  let state = emptyQueue();
+  for (let i = 0; i < MAX_NOTICES + 2; i++) {
+    state = addQuestion(state, ask(`q${i}`), T0).state;
+    state = removeQuestion(state, `q${i}`, 'answered', T0 + i).state;
+  }
+  assert.equal(state.notices.length, MAX_NOTICES);
+  assert.equal(state.notices[0].id, `q${MAX_NOTICES + 1}`, 'newest first');
+  const key = state.notices[0].key;
+  assert.equal(pruneNotices(state, T0 + 10, key).notices.length, MAX_NOTICES - 1);
+  assert.equal(pruneNotices(state, T0 + NOTICE_TTL_MS + 100).notices.length, 0);
+});
+
+test('nextChangeIn points at the earliest deadline, grace end or notice expiry', () => {
+  assert.equal(nextChangeIn(emptyQueue(), T0), null);
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  assert.equal(nextChangeIn(state, T0 + 1000), 59_000);
+  state = markUnconfirmed(state, T0 + 1000);
+  assert.equal(nextChangeIn(state, T0 + 1000), UNCONFIRMED_GRACE_MS);
+  assert.equal(nextChangeIn(state, T0 + 500_000), 0);
+});
+
+test('time left reads well at every scale', () => {
+  assert.equal(formatTimeLeft(null), 'no time limit');
+  assert.equal(formatTimeLeft(400), '1 s');
+  assert.equal(formatTimeLeft(45_000), '45 s');
+  assert.equal(formatTimeLeft(245_000), '4:05');
+  assert.equal(formatTimeLeft(3_600_000), '1 h');
+  assert.equal(formatTimeLeft(4_800_000), '1 h 20 min');
+});
+
+test('normaliseQueue tolerates whatever storage hands back', () => {
+  assert.deepEqual(normaliseQueue(undefined), emptyQueue());
+  assert.deepEqual(normaliseQueue({ questions: [null, { id: 'a' }], notices: 'x' }), {
+    questions: [{ id: 'a' }],
+    notices: [],
+  });
+});
