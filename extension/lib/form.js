@@ -239,11 +239,20 @@ export function renderForm(doc, form, opts = {}) {
 
   const titleId = `${prefix}-title`;
   root.setAttribute('aria-labelledby', titleId);
+  // The title is the agent's question, which the tools document as Markdown: its first
+  // paragraph is the heading, anything after it reads as more description.
+  const [head, ...more] = String(form.title || 'A question for you').trim().split(/\n\s*\n/);
   const title = doc.createElement('h2');
   title.className = 'him-title';
   title.id = titleId;
-  title.textContent = form.title || 'A question for you';
+  title.appendChild(renderInlineMarkdown(doc, head));
   root.appendChild(title);
+  if (more.length) {
+    const rest = doc.createElement('div');
+    rest.className = 'him-md him-title-more';
+    rest.appendChild(renderMarkdown(doc, more.join('\n\n')));
+    root.appendChild(rest);
+  }
 
   if (form.description) {
     const desc = doc.createElement('div');
@@ -259,8 +268,11 @@ export function renderForm(doc, form, opts = {}) {
   body.className = 'him-body';
   root.appendChild(body);
 
+  // The one-question tools label their only field with the question itself; showing it
+  // twice is noise, so the label is then kept for assistive technology only.
+  const soleLabelIsTitle = fields.length === 1 && String(fields[0].label ?? '').trim() === String(form.title ?? '').trim();
   const controls = fields.map((field, index) => {
-    const control = buildField(doc, field, `${prefix}-f${index}`, initialRaw(field, opts.draft));
+    const control = buildField(doc, field, `${prefix}-f${index}`, initialRaw(field, opts.draft), soleLabelIsTitle);
     body.appendChild(control.element);
     return control;
   });
@@ -415,7 +427,7 @@ export function renderForm(doc, form, opts = {}) {
 }
 
 // Build one field: {field, element, read(), focus(), setError(msg|null), invalid(), pick?(i)}.
-function buildField(doc, field, id, raw) {
+function buildField(doc, field, id, raw, hideLabel) {
   const wrap = doc.createElement(isGroup(field) ? 'fieldset' : 'div');
   wrap.className = `him-field him-type-${field.type}`;
   wrap.dataset.name = field.name;
@@ -442,8 +454,8 @@ function buildField(doc, field, id, raw) {
 
   if (isGroup(field)) {
     const legend = doc.createElement('legend');
-    legend.className = 'him-label';
-    legend.append(doc.createTextNode(labelText));
+    legend.className = hideLabel ? 'him-label him-visually-hidden' : 'him-label';
+    legend.appendChild(renderInlineMarkdown(doc, labelText));
     if (field.required) legend.appendChild(requiredMark(doc));
     wrap.appendChild(legend);
     if (description) wrap.appendChild(description);
@@ -528,7 +540,7 @@ function buildField(doc, field, id, raw) {
     const label = doc.createElement('label');
     label.className = 'him-label';
     label.htmlFor = id;
-    label.textContent = labelText;
+    label.appendChild(renderInlineMarkdown(doc, labelText));
     row.append(input, label);
     wrap.appendChild(row);
     if (description) wrap.appendChild(description);
@@ -536,9 +548,9 @@ function buildField(doc, field, id, raw) {
     read = () => input.checked;
   } else {
     const label = doc.createElement('label');
-    label.className = 'him-label';
+    label.className = hideLabel ? 'him-label him-visually-hidden' : 'him-label';
     label.htmlFor = id;
-    label.append(doc.createTextNode(labelText));
+    label.appendChild(renderInlineMarkdown(doc, labelText));
     if (field.required) label.appendChild(requiredMark(doc));
     wrap.appendChild(label);
     if (description) wrap.appendChild(description);

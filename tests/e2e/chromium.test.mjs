@@ -1,0 +1,401 @@
+// End to end in real Chromium: a real MCP client (the TypeScript SDK) → `him serve` →
+// the native host Chromium starts from the manifest `him manifest chromium` prints → the
+// extension's worker → the panel page, answered by role and label with clicks and keys.
+//
+// Needs HIM_BIN (the him binary; `cargo test` sets it) and Debian's Chromium (or
+// HIM_CHROMIUM). One browser and one MCP session serve every scenario, in order.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
+const HOST_NAME = 'dev.him.host';
+const EXT_DIR = fileURLToPath(new URL('../../extension/', import.meta.url));
+const HIM_BIN = process.env.HIM_BIN;
+const CHROMIUM = process.env.HIM_CHROMIUM ?? '/usr/lib/chromium/chromium';
+const PANEL_URL = `chrome-extension://${EXTENSION_ID}/panel/panel.html`;
+const STEP_MS = 20_000;
+
+let tmp;
+let runtimeDir;
+let manifestPath;
+let context;
+let worker;
+let page;
+let client;
+let serverLog = '';
+const pageErrors = [];
+
+/** Poll `fn` until it returns a truthy value; fail with `what` after `ms`. */
+async function until(what, fn, ms = 10_000) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+}
+
+/** The worker's storage.session, as the extension stored it. */
+function stored() {
+  return worker.evaluate(() => chrome.storage.session.get(null));
+}
+
+function hostPids() {
+  let names = [];
+  try {
+    names = readdirSync(path.join(runtimeDir, 'hosts'));
+  } catch {
+    return [];
+  }
+  return names.filter((n) => /^\d+\.sock$/.test(n)).map((n) => Number.parseInt(n, 10));
+}
+
+/** Start a tool call; the person answers in the panel meanwhile. */
+function ask(name, args) {
+  const call = client.callTool({ name, arguments: args }, undefined, { timeout: 60_000 });
+  let settled = false;
+  call.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  return {
+    settled: () => settled,
+    async result() {
+      const res = await call;
+      assert.ok(res.structuredContent, `no structuredContent: ${JSON.stringify(res)}`);
+      return res.structuredContent;
+    },
+  };
+}
+
+/** The card showing the question titled `title`. */
+function card(title) {
+  return page.locator('article.card', { has: page.getByRole('heading', { name: title }) });
+}
+
+async function noticeFor(title) {
+  const notice = page.locator('.notice', { hasText: title }).first();
+  await notice.waitFor({ timeout: 5000 });
+  return notice.textContent();
+}
+
+before(async () => {
+  assert.ok(HIM_BIN, 'HIM_BIN must name the him binary (cargo test sets it)');
+  tmp = mkdtempSync(path.join(tmpdir(), 'him-e2e-'));
+  runtimeDir = path.join(tmp, 'run');
+  mkdirSync(runtimeDir, { mode: 0o700 });
+  const profile = path.join(tmp, 'profile');
+  mkdirSync(path.join(profile, 'NativeMessagingHosts'), { recursive: true });
+
+  // The real manifest from the real binary: with --user-data-dir, Chromium looks only here.
+  const manifest = JSON.parse(execFileSync(HIM_BIN, ['manifest', 'chromium'], { encoding: 'utf8' }));
+  assert.equal(manifest.name, HOST_NAME);
+  assert.equal(manifest.type, 'stdio');
+  assert.ok(path.isAbsolute(manifest.path), `manifest path ${manifest.path} is not absolute`);
+  assert.deepEqual(manifest.allowed_origins, [`chrome-extension://${EXTENSION_ID}/`]);
+  manifestPath = path.join(profile, 'NativeMessagingHosts', `${HOST_NAME}.json`);
+  writeFileSync(manifestPath, JSON.stringify(manifest));
+
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    // The browser passes its environment to the host it spawns.
+    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir },
+    args: [
+      `--disable-extensions-except=${EXT_DIR}`,
+      `--load-extension=${EXT_DIR}`,
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--no-default-browser-check',
+    ],
+  });
+  worker = context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
+  assert.equal(new URL(worker.url()).host, EXTENSION_ID, 'the key in manifest.json pins the id');
+
+  page = await context.newPage();
+  page.on('pageerror', (err) => pageErrors.push(String(err)));
+  await page.goto(PANEL_URL);
+  await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });
+
+  const project = path.join(tmp, 'e2e-project');
+  mkdirSync(project);
+  const transport = new StdioClientTransport({
+    command: HIM_BIN,
+    args: ['serve'],
+    cwd: project,
+    env: { HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn', HIM_FALLBACK: 'off' },
+    stderr: 'pipe',
+  });
+  transport.stderr?.on('data', (chunk) => {
+    serverLog = (serverLog + chunk).slice(-20_000);
+  });
+  client = new Client({ name: 'him-e2e', version: '1.0.0' });
+  await client.connect(transport);
+});
+
+after(async () => {
+  await client?.close().catch(() => {});
+  await context?.close().catch(() => {});
+  if (process.exitCode && serverLog) process.stderr.write(`--- him serve stderr ---\n${serverLog}\n`);
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+test('ask_text: the person types an answer and presses Enter', { timeout: STEP_MS }, async () => {
+  const q = ask('ask_text', { question: 'What should the release be called?', placeholder: 'a name' });
+  const box = page.getByRole('textbox', { name: 'What should the release be called?' });
+  await box.waitFor();
+  assert.equal(await box.evaluate((el) => el === document.activeElement), true, 'focus starts on the field');
+  assert.equal(await box.getAttribute('placeholder'), 'a name');
+  const head = await card('What should the release be called?').locator('.card-head').textContent();
+  assert.match(head, /him-e2e · e2e-project/, 'labelled with the agent and the project');
+  assert.match(head, /\d:\d\d left/, 'shows the time left');
+  // The badge counts what waits.
+  assert.equal(await worker.evaluate(() => chrome.action.getBadgeText({})), '1');
+
+  await box.fill('Aurora');
+  await box.press('Enter');
+  const r = await q.result();
+  assert.equal(r.status, 'answered');
+  assert.equal(r.via, 'extension');
+  assert.equal(r.answer, 'Aurora');
+  assert.match(await noticeFor('What should the release be called?'), /Answer sent/);
+  assert.equal(await card('What should the release be called?').count(), 0);
+  await until('the badge to clear', async () => (await worker.evaluate(() => chrome.action.getBadgeText({}))) === '');
+});
+
+test('ask_choice: a number key picks an option, with a note', { timeout: STEP_MS }, async () => {
+  const q = ask('ask_choice', {
+    question: 'Which colour for the banner?',
+    options: [{ label: 'Blue', description: 'calm and *readable*', recommended: true }, 'Green', 'Red'],
+    allow_free_text: true,
+  });
+  const blue = page.getByRole('radio', { name: 'Blue' });
+  await blue.waitFor();
+  const row = card('Which colour for the banner?').locator('.him-option', { has: blue });
+  assert.match(await row.textContent(), /Recommended/);
+  assert.equal(await row.locator('em').textContent(), 'readable', 'option descriptions are Markdown');
+
+  await page.keyboard.press('3');
+  assert.equal(await page.getByRole('radio', { name: 'Red' }).isChecked(), true);
+  await page.getByLabel('Note (optional)').fill('but a dark red');
+  await page.getByRole('radio', { name: 'Red' }).press('Enter');
+  const r = await q.result();
+  assert.equal(r.status, 'answered');
+  assert.equal(r.answer, 'Red');
+  assert.deepEqual(r.selected, ['Red']);
+  assert.equal(r.free_text, 'but a dark red');
+});
+
+test('ask_multi_select: too many is stopped at the field, then fixed', { timeout: STEP_MS }, async () => {
+  const q = ask('ask_multi_select', { question: 'Which checks should run?', options: ['lint', 'test', 'build', 'deploy'], min: 1, max: 2 });
+  const c = card('Which checks should run?');
+  await c.waitFor();
+  for (const name of ['lint', 'test', 'build']) await c.getByRole('checkbox', { name }).check();
+  await c.getByRole('button', { name: 'Submit' }).click();
+  await c.getByText('Choose at most 2 options.').waitFor();
+  assert.equal(await c.getByRole('group', { name: 'Which checks should run?' }).getAttribute('aria-invalid'), 'true');
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(q.settled(), false, 'nothing was sent');
+  await c.getByRole('checkbox', { name: 'build' }).uncheck();
+  await c.getByRole('button', { name: 'Submit' }).click();
+  const r = await q.result();
+  assert.equal(r.status, 'answered');
+  assert.deepEqual(r.selected, ['lint', 'test']);
+});
+
+test('ask_confirm: 1 means Yes, Enter sends it', { timeout: STEP_MS }, async () => {
+  const q = ask('ask_confirm', { question: 'Delete the merged branch?', default: false });
+  const no = page.getByRole('radio', { name: 'No' });
+  await no.waitFor();
+  assert.equal(await no.isChecked(), true, 'the default is selected');
+  await page.keyboard.press('1');
+  assert.equal(await page.getByRole('radio', { name: 'Yes' }).isChecked(), true);
+  await page.keyboard.press('Enter');
+  const r = await q.result();
+  assert.equal(r.status, 'answered');
+  assert.equal(r.confirmed, true);
+});
+
+test('ask_form: every field type, by label; the password never reaches storage', { timeout: STEP_MS }, async () => {
+  const secret = 'tok-e2e-0123456789';
+  const q = ask('ask_form', {
+    title: 'Deploy settings',
+    description: 'Check **before** you deploy. See [the runbook](https://example.org/runbook).',
+    submitLabel: 'Deploy',
+    allowNote: true,
+    fields: [
+      { name: 'owner', type: 'text', label: 'Owner', required: true },
+      { name: 'email', type: 'email', label: 'Contact email', required: true },
+      { name: 'site', type: 'url', label: 'Status page' },
+      { name: 'token', type: 'password', label: 'API token' },
+      { name: 'replicas', type: 'number', label: 'Replicas', min: 1, max: 5, defaultValue: 2 },
+      { name: 'notes', type: 'textarea', label: 'Release notes', description: 'Markdown *is* fine' },
+      { name: 'region', type: 'select', label: 'Region', options: ['eu-west', 'us-east'], required: true },
+      {
+        name: 'size',
+        type: 'radio',
+        label: 'Machine size',
+        options: [{ value: 's', label: 'Small' }, { value: 'm', label: 'Medium', recommended: true }],
+      },
+      { name: 'agree', type: 'checkbox', label: 'I have read the runbook' },
+      { name: 'now', type: 'confirm', label: 'Deploy right away?' },
+      { name: 'features', type: 'multi_select', label: 'Feature flags', options: ['fast-path', 'beta-ui', 'audit'] },
+    ],
+  });
+  const c = card('Deploy settings');
+  await c.waitFor();
+  const link = c.getByRole('link', { name: 'the runbook' });
+  assert.equal(await link.getAttribute('href'), 'https://example.org/runbook');
+  assert.equal(await link.getAttribute('rel'), 'noopener noreferrer');
+
+  await c.getByLabel('Owner').fill('Ada');
+  const email = c.getByLabel('Contact email');
+  await email.fill('ada-at-example');
+  await email.press('Tab');
+  await c.getByText('Enter an email address').waitFor();
+  assert.equal(await email.getAttribute('aria-invalid'), 'true');
+  await email.fill('ada@example.org');
+  await email.press('Tab');
+  assert.equal(await c.getByText('Enter an email address').count(), 0, 'the message clears once fixed');
+
+  await c.getByLabel('Status page').fill('https://status.example.org');
+  await c.getByLabel('API token').fill(secret);
+  const replicas = c.getByLabel('Replicas');
+  assert.equal(await replicas.inputValue(), '2', 'the default is filled in');
+  await replicas.fill('9');
+  await replicas.press('Tab');
+  await c.getByText('Enter a number from 1 to 5.').waitFor();
+  await replicas.fill('3');
+  await c.getByLabel('Release notes').fill('First line\nsecond line');
+  await c.getByLabel('Region').selectOption({ label: 'us-east' });
+  await c.getByRole('radio', { name: 'Medium' }).check();
+  await c.getByRole('checkbox', { name: 'I have read the runbook' }).check();
+  await c.getByRole('radiogroup', { name: 'Deploy right away?' }).getByRole('radio', { name: 'No' }).check();
+  await c.getByRole('checkbox', { name: 'beta-ui' }).check();
+  await c.getByRole('checkbox', { name: 'audit' }).check();
+  await c.getByLabel('Note (optional)').fill('ping me after');
+
+  // Drafts are saved as the person types, without the password.
+  await until('the draft to be stored', async () => {
+    const s = await stored();
+    return s.queue?.questions?.[0]?.draft?.note === 'ping me after';
+  });
+  const storage = JSON.stringify(await stored());
+  assert.ok(storage.includes('Ada'), 'the draft holds what was typed');
+  assert.ok(!storage.includes(secret), 'the password is not in storage.session');
+
+  await c.getByRole('button', { name: 'Deploy' }).click();
+  const r = await q.result();
+  assert.equal(r.status, 'answered');
+  assert.equal(r.via, 'extension');
+  assert.deepEqual(r.values, {
+    owner: 'Ada',
+    email: 'ada@example.org',
+    site: 'https://status.example.org',
+    token: secret,
+    replicas: 3,
+    notes: 'First line\nsecond line',
+    region: 'us-east',
+    size: 'm',
+    agree: true,
+    now: false,
+    features: ['beta-ui', 'audit'],
+  });
+  assert.equal(r.free_text, 'ping me after');
+  assert.ok(!JSON.stringify(await stored()).includes(secret));
+});
+
+test('Esc declines', { timeout: STEP_MS }, async () => {
+  const q = ask('ask_text', { question: 'Anything to add to the changelog?' });
+  const box = page.getByRole('textbox', { name: 'Anything to add to the changelog?' });
+  await box.waitFor();
+  await box.press('Escape');
+  const r = await q.result();
+  assert.equal(r.status, 'declined');
+  assert.equal(r.via, 'extension');
+  assert.match(await noticeFor('Anything to add to the changelog?'), /Declined/);
+});
+
+test('a question that times out leaves the panel with a notice', { timeout: STEP_MS }, async () => {
+  const q = ask('ask_text', { question: 'Quick: which port?', timeout_ms: 1500 });
+  const c = card('Quick: which port?');
+  await c.waitFor();
+  assert.match(await c.locator('.time').textContent(), /^\d s left$/);
+  const r = await q.result();
+  assert.equal(r.status, 'timeout');
+  await c.waitFor({ state: 'detached', timeout: 5000 });
+  assert.match(await noticeFor('Quick: which port?'), /Timed out/);
+});
+
+test('the host is killed mid-question: a new one starts, the draft survives, the answer arrives', { timeout: 30_000 }, async () => {
+  const q = ask('ask_text', { question: 'What is the rollback plan?', multiline: true });
+  const box = () => page.getByRole('textbox', { name: 'What is the rollback plan?' });
+  await box().waitFor();
+  await box().fill('Revert the tag');
+  const id = await until('the draft to be stored', async () => {
+    const question = (await stored()).queue?.questions?.find((x) => x.draft?.values?.answer === 'Revert the tag');
+    return question?.id;
+  });
+
+  const [oldPid] = hostPids();
+  assert.ok(oldPid, `no host socket in ${runtimeDir}/hosts`);
+  process.kill(oldPid, 'SIGKILL');
+  const newPid = await until('a new host', () => hostPids().find((pid) => pid !== oldPid));
+  assert.notEqual(newPid, oldPid);
+  // The agent re-sends the question (same id) to the new host, which confirms it.
+  await until('the question to be re-sent', async () => {
+    const question = (await stored()).queue?.questions?.find((x) => x.id === id);
+    return question && question.unconfirmed_since_ms === null;
+  });
+
+  // A reload shows the draft came back from storage, not from the page's memory.
+  await page.reload();
+  await box().waitFor();
+  assert.equal(await box().inputValue(), 'Revert the tag');
+  await box().press('End');
+  await box().pressSequentially(', then redeploy');
+  await box().press('Control+Enter');
+  const r = await q.result();
+  assert.equal(r.status, 'answered');
+  assert.equal(r.answer, 'Revert the tag, then redeploy');
+  assert.equal(r.question_id, id);
+});
+
+test('a missing host shows the browser error and what to run; Try again reconnects', { timeout: 30_000 }, async () => {
+  const hidden = `${manifestPath}.away`;
+  renameSync(manifestPath, hidden);
+  try {
+    for (const pid of hostPids()) process.kill(pid, 'SIGKILL');
+    const problem = page.getByRole('region', { name: 'him is not installed for this browser.' });
+    await problem.waitFor({ timeout: 10_000 });
+    assert.match(await problem.textContent(), /Specified native messaging host not found\./);
+    assert.equal(await problem.getByText('him install', { exact: true }).count(), 1);
+    assert.equal(await problem.getByText('him doctor', { exact: true }).count(), 1);
+  } finally {
+    renameSync(hidden, manifestPath);
+  }
+  await page.getByRole('button', { name: 'Try again' }).click();
+  await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });
+  assert.equal(await page.getByRole('region', { name: 'him is not installed for this browser.' }).count(), 0);
+});
+
+test('the panel page raised no errors', () => {
+  assert.deepEqual(pageErrors, []);
+});
