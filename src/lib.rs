@@ -14,8 +14,11 @@
 
 pub mod ask;
 pub mod cli;
+pub mod form;
+pub mod frame;
 pub mod install;
 pub mod mcp;
+pub mod protocol;
 pub mod role;
 
 /// Native-messaging host name, the same in every browser's manifest.
