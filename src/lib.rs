@@ -16,10 +16,14 @@ pub mod ask;
 pub mod cli;
 pub mod form;
 pub mod frame;
+pub mod host;
 pub mod install;
+pub mod logging;
 pub mod mcp;
 pub mod protocol;
+pub mod relay;
 pub mod role;
+pub mod runtime;
 
 /// Native-messaging host name, the same in every browser's manifest.
 pub const HOST_NAME: &str = "dev.him.host";

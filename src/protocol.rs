@@ -124,9 +124,22 @@ pub struct LabelledAsk {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HostToExtension {
-    Hello { protocol: u32, host: HostInfo },
+    Hello {
+        protocol: u32,
+        host: HostInfo,
+    },
     Ask(LabelledAsk),
-    Withdraw { id: String, reason: WithdrawReason },
+    Withdraw {
+        id: String,
+        reason: WithdrawReason,
+    },
+    /// The reply to a frame the host could not use (§2: answered with an `error`, then
+    /// skipped). Extensions ignore types they do not know, so older ones are unaffected.
+    Error {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        message: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -166,7 +179,7 @@ impl Message for HostToAgent {
     const TYPES: &'static [&'static str] = &["welcome", "shown", "answer", "error"];
 }
 impl Message for HostToExtension {
-    const TYPES: &'static [&'static str] = &["hello", "ask", "withdraw"];
+    const TYPES: &'static [&'static str] = &["hello", "ask", "withdraw", "error"];
 }
 impl Message for ExtensionToHost {
     const TYPES: &'static [&'static str] = &["ready", "shown", "answer", "panel", "error"];
