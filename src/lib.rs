@@ -12,11 +12,24 @@
 //! native host, so nothing in this crate prints to it except the command-line subcommands
 //! that exist to print (`manifest`, `config`, `ask`, ...), which write explicitly.
 
+pub mod agent;
 pub mod ask;
 pub mod cli;
+pub mod config;
+pub mod form;
+pub mod frame;
+pub mod host;
 pub mod install;
+pub mod logging;
 pub mod mcp;
+pub mod outcome;
+pub mod protocol;
+pub mod question;
+pub mod random;
+pub mod relay;
 pub mod role;
+pub mod runtime;
+pub mod tools;
 
 /// Native-messaging host name, the same in every browser's manifest.
 pub const HOST_NAME: &str = "dev.him.host";

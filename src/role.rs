@@ -1,18 +1,133 @@
-//! How the binary knows it was started by a browser as a native-messaging host.
-//! (Placeholder until the host lands.)
+//! How the binary knows the browser started it as a native-messaging host. Browsers pass
+//! no flags of ours: Chromium-family browsers pass the caller's origin
+//! (`chrome-extension://<id>/`, plus `--parent-window=<n>` on Windows); Firefox passes the
+//! host manifest's path and the add-on id.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BrowserLaunch {
+    /// `him host`, typed by a person or a test.
     Manual,
+    Chromium {
+        origin: String,
+    },
+    Firefox {
+        manifest: OsString,
+        addon_id: String,
+    },
 }
 
-pub fn browser_launch(_args: &[OsString]) -> Option<BrowserLaunch> {
+/// Recognises the browser's own arguments (`args[0]` is the program).
+pub fn browser_launch(args: &[OsString]) -> Option<BrowserLaunch> {
+    let rest: Vec<&str> = args.iter().skip(1).filter_map(|a| a.to_str()).collect();
+    if rest.len() != args.len().saturating_sub(1) {
+        return None;
+    }
+    let origin = rest.iter().find(|a| a.starts_with("chrome-extension://"));
+    if let Some(origin) = origin {
+        let others_are_windows_flags = rest
+            .iter()
+            .all(|a| a == origin || a.starts_with("--parent-window="));
+        if others_are_windows_flags {
+            return Some(BrowserLaunch::Chromium {
+                origin: (*origin).to_owned(),
+            });
+        }
+        return None;
+    }
+    if let [manifest, addon_id] = rest[..]
+        && manifest.ends_with(".json")
+        && (addon_id.contains('@') || (addon_id.starts_with('{') && addon_id.ends_with('}')))
+    {
+        return Some(BrowserLaunch::Firefox {
+            manifest: manifest.into(),
+            addon_id: addon_id.to_owned(),
+        });
+    }
     None
 }
 
-pub fn run_host(_launch: BrowserLaunch) -> ExitCode {
-    ExitCode::FAILURE
+/// Runs the host role to completion: 0 when the browser closed the port.
+pub fn run_host(launch: BrowserLaunch) -> ExitCode {
+    crate::logging::init();
+    tracing::debug!(?launch, "starting as native host");
+    // One thread is plenty for a relay, and it starts faster and holds less memory.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("him host: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let dir = crate::runtime::runtime_dir();
+    match runtime.block_on(crate::host::run(
+        &dir,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    )) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("him host: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        std::iter::once("him")
+            .chain(list.iter().copied())
+            .map(OsString::from)
+            .collect()
+    }
+
+    #[test]
+    fn chromium_on_linux_and_macos_passes_the_origin() {
+        assert_eq!(
+            browser_launch(&args(&["chrome-extension://abc/"])),
+            Some(BrowserLaunch::Chromium {
+                origin: "chrome-extension://abc/".into()
+            })
+        );
+    }
+
+    #[test]
+    fn chromium_on_windows_adds_the_parent_window() {
+        assert!(matches!(
+            browser_launch(&args(&["chrome-extension://abc/", "--parent-window=42"])),
+            Some(BrowserLaunch::Chromium { .. })
+        ));
+    }
+
+    #[test]
+    fn firefox_passes_the_manifest_path_and_addon_id() {
+        assert!(matches!(
+            browser_launch(&args(&[
+                "/home/u/.mozilla/native-messaging-hosts/dev.him.host.json",
+                "him@him.dev"
+            ])),
+            Some(BrowserLaunch::Firefox { .. })
+        ));
+    }
+
+    #[test]
+    fn our_own_subcommands_are_not_mistaken_for_a_browser() {
+        for list in [
+            &["serve"][..],
+            &["ask", "text", "q"],
+            &["host"],
+            &[],
+            &["x.json", "y"],
+        ] {
+            assert_eq!(browser_launch(&args(list)), None, "{list:?}");
+        }
+    }
 }

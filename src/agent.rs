@@ -1,0 +1,435 @@
+//! The agent side of the local bridge: finds every live host, keeps one link to each, and
+//! sends every open question to all of them — including hosts that appear later, which is
+//! how a browser started (or a host restarted) mid-question still gets it, under the same
+//! id.
+//!
+//! ```text
+//!   Question ──open──► Pool ──ask──► link to host A ─┐
+//!       ▲                     └─ask──► link to host B ─┤ (rescanned while questions wait)
+//!       └──────── events (shown, answer, refused) ─────┘
+//! ```
+//!
+//! The pool decides nothing about answers: the first one goes to the question's owner
+//! (`question.rs`), which closes the question, and closing withdraws it everywhere else.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use tokio::net::UnixStream;
+use tokio::sync::{mpsc, watch};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use crate::frame::{FrameCodec, MAX_INBOUND};
+use crate::protocol::{
+    self, AgentInfo, AgentToHost, Answer, Ask, ExtensionInfo, HostToAgent, PROTOCOL, WithdrawReason,
+};
+use crate::runtime;
+
+/// How often the runtime directory is rescanned while a question waits. Connecting to a
+/// local socket is cheap; a person will not notice a quarter of a second.
+pub const RESCAN_INTERVAL: Duration = Duration::from_millis(250);
+
+/// What a host said about one question.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostEvent {
+    Shown { host: PathBuf },
+    Answer { host: PathBuf, answer: Answer },
+    Refused { host: PathBuf, message: String },
+}
+
+/// Who is asking, as told to every host in `hello`.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub agent: AgentInfo,
+    pub project: Option<String>,
+}
+
+impl Identity {
+    /// The working directory's name labels the question with its project.
+    pub fn with_cwd_project(agent: AgentInfo) -> Identity {
+        let project = std::env::current_dir()
+            .ok()
+            .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()));
+        Identity { agent, project }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostStatus {
+    pub socket: PathBuf,
+    pub extension: Option<ExtensionInfo>,
+    pub panel_open: bool,
+}
+
+struct Link {
+    outgoing: mpsc::UnboundedSender<Bytes>,
+    status: HostStatus,
+}
+
+struct Entry {
+    ask_frame: Bytes,
+    events: mpsc::UnboundedSender<HostEvent>,
+}
+
+#[derive(Default)]
+struct State {
+    links: HashMap<PathBuf, Link>,
+    questions: HashMap<String, Entry>,
+    connecting: HashSet<PathBuf>,
+    scanner: bool,
+}
+
+struct Shared {
+    runtime_dir: PathBuf,
+    hello: Bytes,
+    state: Mutex<State>,
+    link_count: watch::Sender<usize>,
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding this lock would be a bug elsewhere; the table itself is
+        // still consistent (every update is a single insert or remove), so keep going.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn publish_link_count(&self, state: &State) {
+        self.link_count.send_replace(state.links.len());
+    }
+}
+
+/// Links to every host, shared by all questions of one agent session.
+#[derive(Clone)]
+pub struct Pool {
+    shared: Arc<Shared>,
+}
+
+impl Pool {
+    pub fn new(runtime_dir: PathBuf, identity: Identity) -> Pool {
+        let hello = protocol::encode(&AgentToHost::Hello {
+            protocol: PROTOCOL,
+            agent: identity.agent,
+            project: identity.project,
+            pid: std::process::id(),
+        });
+        Pool {
+            shared: Arc::new(Shared {
+                runtime_dir,
+                hello,
+                state: Mutex::new(State::default()),
+                link_count: watch::channel(0).0,
+            }),
+        }
+    }
+
+    /// Connects to any host not yet linked. Returns how many hosts are linked now.
+    pub async fn scan(&self) -> usize {
+        scan(&self.shared).await;
+        self.shared.state().links.len()
+    }
+
+    /// What each linked host has told us about itself.
+    pub fn hosts(&self) -> Vec<HostStatus> {
+        let mut hosts: Vec<HostStatus> = self
+            .shared
+            .state()
+            .links
+            .values()
+            .map(|l| l.status.clone())
+            .collect();
+        hosts.sort_by(|a, b| a.socket.cmp(&b.socket));
+        hosts
+    }
+
+    /// Sends a question to every host (now and later) until the returned handle closes.
+    pub async fn open(&self, ask: Ask) -> Question {
+        scan(&self.shared).await;
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let id = ask.id.clone();
+        let ask_frame = protocol::encode(&AgentToHost::Ask(ask));
+        {
+            let mut state = self.shared.state();
+            for link in state.links.values() {
+                let _ = link.outgoing.send(ask_frame.clone());
+            }
+            state.questions.insert(
+                id.clone(),
+                Entry {
+                    ask_frame,
+                    events: events_tx,
+                },
+            );
+            if !state.scanner {
+                state.scanner = true;
+                tokio::spawn(rescan_while_waiting(self.shared.clone()));
+            }
+        }
+        Question {
+            id,
+            events,
+            link_count: self.shared.link_count.subscribe(),
+            shared: self.shared.clone(),
+            closed: false,
+            pool_gone: false,
+        }
+    }
+
+    /// Withdraws every open question (the agent is going away).
+    pub fn shutdown(&self) {
+        let mut state = self.shared.state();
+        let ids: Vec<String> = state.questions.drain().map(|(id, _)| id).collect();
+        for id in ids {
+            let frame = protocol::encode(&AgentToHost::Withdraw {
+                id,
+                reason: WithdrawReason::Shutdown,
+            });
+            for link in state.links.values() {
+                let _ = link.outgoing.send(frame.clone());
+            }
+        }
+    }
+}
+
+/// What [`Question::next_signal`] saw.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Signal {
+    /// `None` when the pool can no longer deliver events.
+    Event(Option<HostEvent>),
+    Hosts(usize),
+}
+
+/// One open question. Dropping it withdraws the question from every host.
+pub struct Question {
+    id: String,
+    events: mpsc::UnboundedReceiver<HostEvent>,
+    link_count: watch::Receiver<usize>,
+    shared: Arc<Shared>,
+    closed: bool,
+    pool_gone: bool,
+}
+
+impl Question {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Hosts linked right now.
+    pub fn hosts(&self) -> usize {
+        *self.link_count.borrow()
+    }
+
+    /// The next thing that happens to this question: a host said something about it, or the
+    /// number of linked hosts changed.
+    pub async fn next_signal(&mut self) -> Signal {
+        tokio::select! {
+            event = self.events.recv() => Signal::Event(event),
+            changed = self.link_count.changed(), if !self.pool_gone => {
+                if changed.is_err() {
+                    self.pool_gone = true;
+                }
+                Signal::Hosts(*self.link_count.borrow_and_update())
+            }
+        }
+    }
+
+    /// Ends the question and withdraws it from every host but `answered_by`, which already
+    /// forgot it when it relayed the answer.
+    pub fn close(&mut self, reason: WithdrawReason, answered_by: Option<&Path>) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        let mut state = self.shared.state();
+        state.questions.remove(&self.id);
+        let frame = protocol::encode(&AgentToHost::Withdraw {
+            id: self.id.clone(),
+            reason,
+        });
+        for (path, link) in &state.links {
+            if Some(path.as_path()) != answered_by {
+                let _ = link.outgoing.send(frame.clone());
+            }
+        }
+    }
+}
+
+impl Drop for Question {
+    fn drop(&mut self) {
+        self.close(WithdrawReason::Cancelled, None);
+    }
+}
+
+async fn rescan_while_waiting(shared: Arc<Shared>) {
+    loop {
+        tokio::time::sleep(RESCAN_INTERVAL).await;
+        {
+            let mut state = shared.state();
+            if state.questions.is_empty() {
+                state.scanner = false;
+                return;
+            }
+        }
+        scan(&shared).await;
+    }
+}
+
+async fn scan(shared: &Arc<Shared>) {
+    let candidates: Vec<PathBuf> = {
+        let mut state = shared.state();
+        let fresh: Vec<PathBuf> = runtime::list_host_sockets(&shared.runtime_dir)
+            .into_iter()
+            .filter(|p| !state.links.contains_key(p) && !state.connecting.contains(p))
+            .collect();
+        state.connecting.extend(fresh.iter().cloned());
+        fresh
+    };
+    for path in candidates {
+        let result = connect(&path).await;
+        let mut state = shared.state();
+        state.connecting.remove(&path);
+        match result {
+            Ok(stream) => attach(shared, &mut state, path, stream),
+            Err(err) if err.kind() == io::ErrorKind::ConnectionRefused => {
+                // Nobody listens: a host that died without cleaning up.
+                tracing::debug!(socket = %path.display(), "removing stale host socket");
+                let _ = std::fs::remove_file(&path);
+            }
+            Err(err) => tracing::debug!(socket = %path.display(), "cannot use host socket: {err}"),
+        }
+    }
+}
+
+async fn connect(path: &Path) -> io::Result<UnixStream> {
+    let stream = UnixStream::connect(path).await?;
+    let cred = stream.peer_cred()?;
+    if cred.uid() != runtime::current_uid() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("host socket belongs to uid {}, not us", cred.uid()),
+        ));
+    }
+    Ok(stream)
+}
+
+/// Registers a new link and queues, in order, the hello and every open question. Done
+/// under the lock, so a question opened concurrently is sent exactly once.
+fn attach(shared: &Arc<Shared>, state: &mut State, path: PathBuf, stream: UnixStream) {
+    let (outgoing, queue) = mpsc::unbounded_channel();
+    let _ = outgoing.send(shared.hello.clone());
+    for entry in state.questions.values() {
+        let _ = outgoing.send(entry.ask_frame.clone());
+    }
+    let status = HostStatus {
+        socket: path.clone(),
+        ..HostStatus::default()
+    };
+    state.links.insert(path.clone(), Link { outgoing, status });
+    shared.publish_link_count(state);
+    tokio::spawn(run_link(shared.clone(), path, stream, queue));
+}
+
+async fn run_link(
+    shared: Arc<Shared>,
+    path: PathBuf,
+    stream: UnixStream,
+    mut queue: mpsc::UnboundedReceiver<Bytes>,
+) {
+    let (read, write) = stream.into_split();
+    let mut frames = FramedRead::new(read, FrameCodec::new(MAX_INBOUND));
+    let mut sink = FramedWrite::new(write, FrameCodec::new(MAX_INBOUND));
+    loop {
+        tokio::select! {
+            frame = frames.next() => match frame {
+                Some(Ok(bytes)) => host_frame(&shared, &path, &bytes),
+                Some(Err(err)) => {
+                    tracing::warn!(socket = %path.display(), "host link closed: {err}");
+                    break;
+                }
+                None => break,
+            },
+            out = queue.recv() => match out {
+                Some(bytes) => {
+                    if let Err(err) = sink.send(bytes).await {
+                        tracing::debug!(socket = %path.display(), "host link write failed: {err}");
+                        break;
+                    }
+                }
+                None => break,
+            },
+        }
+    }
+    let mut state = shared.state();
+    state.links.remove(&path);
+    shared.publish_link_count(&state);
+}
+
+fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
+    let message = match protocol::decode::<HostToAgent>(bytes) {
+        Ok(message) => message,
+        Err(err) => {
+            tracing::warn!(socket = %path.display(), "ignoring a bad frame from the host: {err}");
+            return;
+        }
+    };
+    let mut state = shared.state();
+    let to_question = |state: &State, id: &str, event: HostEvent| {
+        if let Some(entry) = state.questions.get(id) {
+            let _ = entry.events.send(event);
+        }
+    };
+    match message {
+        HostToAgent::Welcome {
+            extension,
+            panel_open,
+            ..
+        } => {
+            if let Some(link) = state.links.get_mut(path) {
+                link.status.extension = extension;
+                link.status.panel_open = panel_open;
+            }
+        }
+        HostToAgent::Shown { id } => {
+            to_question(
+                &state,
+                &id,
+                HostEvent::Shown {
+                    host: path.to_owned(),
+                },
+            );
+        }
+        HostToAgent::Answer(answer) => {
+            let id = answer.id.clone();
+            to_question(
+                &state,
+                &id,
+                HostEvent::Answer {
+                    host: path.to_owned(),
+                    answer,
+                },
+            );
+        }
+        HostToAgent::Error {
+            id: Some(id),
+            message,
+        } => {
+            to_question(
+                &state,
+                &id,
+                HostEvent::Refused {
+                    host: path.to_owned(),
+                    message,
+                },
+            );
+        }
+        HostToAgent::Error { id: None, message } => {
+            tracing::warn!(socket = %path.display(), "host reported: {message}");
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The `HIM_*` configuration of DESIGN.md §5, read once from the environment. Parsing takes
+//! a lookup function so tests need not touch the process environment.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FallbackMode {
+    /// Hand the question back to the chat (`needs_user_input`).
+    Return,
+    /// Serve a one-time loopback web form.
+    Http,
+    /// Answer `unsupported`.
+    Off,
+}
+
+impl FallbackMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            FallbackMode::Return => "return",
+            FallbackMode::Http => "http",
+            FallbackMode::Off => "off",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub timeout: Duration,
+    pub fallback: FallbackMode,
+    pub auto_reject: Duration,
+    pub heartbeat: Duration,
+    pub reconnect_grace: Duration,
+    pub runtime_dir: PathBuf,
+}
+
+pub const MIN_WAIT: Duration = Duration::from_secs(1);
+pub const MAX_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Every wait is clamped to 1 s – 24 h (§5).
+pub fn clamp_wait(ms: u64) -> Duration {
+    Duration::from_millis(ms).clamp(MIN_WAIT, MAX_WAIT)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub variable: &'static str,
+    pub value: String,
+    pub expected: &'static str,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}={:?} is not valid: expected {}",
+            self.variable, self.value, self.expected
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(
+            |name| std::env::var(name).ok(),
+            crate::runtime::runtime_dir(),
+        )
+    }
+
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+        runtime_dir: PathBuf,
+    ) -> Result<Config, ConfigError> {
+        let millis = |variable: &'static str, default: u64| -> Result<u64, ConfigError> {
+            match lookup(variable).filter(|v| !v.trim().is_empty()) {
+                None => Ok(default),
+                Some(value) => value.trim().parse().map_err(|_| ConfigError {
+                    variable,
+                    value,
+                    expected: "a whole number of milliseconds",
+                }),
+            }
+        };
+        let fallback = match lookup("HIM_FALLBACK").as_deref().map(str::trim) {
+            None | Some("") | Some("return") => FallbackMode::Return,
+            Some("http") => FallbackMode::Http,
+            Some("off") => FallbackMode::Off,
+            Some(other) => {
+                return Err(ConfigError {
+                    variable: "HIM_FALLBACK",
+                    value: other.to_owned(),
+                    expected: "return, http or off",
+                });
+            }
+        };
+        Ok(Config {
+            timeout: clamp_wait(millis("HIM_TIMEOUT_MS", 300_000)?),
+            fallback,
+            auto_reject: Duration::from_millis(millis("HIM_AUTO_REJECT_MS", 400)?),
+            // A zero period would spin; 100 ms is already far more often than any client needs.
+            heartbeat: Duration::from_millis(millis("HIM_HEARTBEAT_MS", 10_000)?.max(100)),
+            reconnect_grace: Duration::from_millis(millis("HIM_RECONNECT_GRACE_MS", 15_000)?),
+            runtime_dir,
+        })
+    }
+
+    /// The wait for one question: the call's own `timeout_ms`, else the configured default,
+    /// clamped either way.
+    pub fn wait_for(&self, timeout_ms: Option<u64>) -> Duration {
+        timeout_ms.map(clamp_wait).unwrap_or(self.timeout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(
+            move |name| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            },
+            PathBuf::from("/r"),
+        )
+    }
+
+    #[test]
+    fn defaults_are_those_of_the_design() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.timeout, Duration::from_secs(300));
+        assert_eq!(c.fallback, FallbackMode::Return);
+        assert_eq!(c.auto_reject, Duration::from_millis(400));
+        assert_eq!(c.heartbeat, Duration::from_secs(10));
+        assert_eq!(c.reconnect_grace, Duration::from_secs(15));
+    }
+
+    #[test]
+    fn waits_are_clamped_to_a_second_and_a_day() {
+        let c = config(&[("HIM_TIMEOUT_MS", "5")]).unwrap();
+        assert_eq!(c.timeout, MIN_WAIT);
+        assert_eq!(c.wait_for(Some(u64::MAX)), MAX_WAIT);
+        assert_eq!(c.wait_for(Some(2500)), Duration::from_millis(2500));
+        assert_eq!(c.wait_for(None), MIN_WAIT);
+    }
+
+    #[test]
+    fn a_bad_value_names_the_variable() {
+        let err = config(&[("HIM_FALLBACK", "email")]).unwrap_err();
+        assert_eq!(err.variable, "HIM_FALLBACK");
+        assert!(err.to_string().contains("return, http or off"));
+        let err = config(&[("HIM_HEARTBEAT_MS", "soon")]).unwrap_err();
+        assert_eq!(err.variable, "HIM_HEARTBEAT_MS");
+    }
+}

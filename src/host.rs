@@ -1,0 +1,266 @@
+//! The native host: the browser starts it, it speaks native messaging on stdio with the
+//! extension and listens on `<runtime>/hosts/<pid>.sock` for any number of agents.
+//!
+//! ```text
+//!  agent ─┐ socket task ─► events ─┐
+//!  agent ─┘ (one per link)          ├─► Relay (relay.rs) ─► effects ─► per-agent writers
+//!  stdin ─► extension frames ───────┘                              └─► stdout writer
+//! ```
+//!
+//! One task owns the `Relay`; every link has its own reader and writer tasks, so a slow or
+//! misbehaving agent can only stall or close its own link. The host ends when stdin closes
+//! (the browser closed the port) or on SIGTERM (Firefox), removing its socket either way.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use crate::frame::{FrameCodec, FrameError, MAX_INBOUND, MAX_TO_BROWSER};
+use crate::protocol::{self, HostInfo, HostToAgent};
+use crate::relay::{AgentId, Effect, Relay};
+use crate::runtime;
+
+/// Frames queued for one agent before the host gives up on it. An agent that stops reading
+/// this long is stuck; closing its link withdraws its questions and spares everyone else.
+const AGENT_QUEUE: usize = 1024;
+
+#[derive(Debug)]
+pub enum HostError {
+    Runtime(runtime::RuntimeError),
+    Bind { path: PathBuf, err: io::Error },
+}
+
+impl std::fmt::Display for HostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostError::Runtime(err) => err.fmt(f),
+            HostError::Bind { path, err } => {
+                write!(f, "cannot listen on {}: {err}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for HostError {}
+
+enum Event {
+    AgentFrame(AgentId, Bytes),
+    AgentClosed(AgentId),
+}
+
+/// Removes the socket file when the host stops, however it stops.
+struct SocketGuard(PathBuf);
+
+impl Drop for SocketGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Binds this host's socket in a private runtime directory.
+pub fn bind(runtime_dir: &Path, pid: u32) -> Result<(UnixListener, PathBuf), HostError> {
+    runtime::ensure_private_dir(runtime_dir).map_err(HostError::Runtime)?;
+    let hosts = runtime::hosts_dir(runtime_dir);
+    runtime::ensure_private_dir(&hosts).map_err(HostError::Runtime)?;
+    let path = runtime::socket_path(runtime_dir, pid);
+    // A file under our own pid is left over from an earlier process that had this pid.
+    let _ = std::fs::remove_file(&path);
+    let bind_err = |err| HostError::Bind {
+        path: path.clone(),
+        err,
+    };
+    let listener = UnixListener::bind(&path).map_err(bind_err)?;
+    runtime::make_socket_private(&path).map_err(bind_err)?;
+    Ok((listener, path))
+}
+
+/// Runs the host until the extension goes away. `stdin`/`stdout` are the browser's pipe.
+pub async fn run<R, W>(runtime_dir: &Path, stdin: R, stdout: W) -> Result<(), HostError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let pid = std::process::id();
+    let mut relay = Relay::new(HostInfo {
+        version: env!("CARGO_PKG_VERSION").into(),
+        pid: Some(pid),
+    });
+
+    let (to_extension, extension_queue) = mpsc::unbounded_channel::<Bytes>();
+    tokio::spawn(write_to_extension(stdout, extension_queue));
+    let _ = to_extension.send(protocol::encode(&relay.hello()));
+
+    let (listener, path) = bind(runtime_dir, pid)?;
+    let _guard = SocketGuard(path.clone());
+    tracing::info!(socket = %path.display(), "host listening");
+
+    let mut from_extension = FramedRead::new(stdin, FrameCodec::new(MAX_INBOUND));
+    let (events_tx, mut events) = mpsc::channel::<Event>(AGENT_QUEUE);
+    let mut agents: HashMap<AgentId, mpsc::Sender<Bytes>> = HashMap::new();
+    let mut next_agent: AgentId = 0;
+    let mut terminate = terminate_signal();
+
+    loop {
+        let effects = tokio::select! {
+            frame = from_extension.next() => match frame {
+                Some(Ok(bytes)) => relay.extension_frame(&bytes),
+                Some(Err(err)) => {
+                    tracing::warn!("extension link closed: {err}");
+                    break;
+                }
+                None => break,
+            },
+            accepted = listener.accept() => {
+                match accepted {
+                    Ok((stream, _)) if peer_is_us(&stream) => {
+                        next_agent += 1;
+                        let (tx, rx) = mpsc::channel(AGENT_QUEUE);
+                        agents.insert(next_agent, tx);
+                        relay.agent_connected(next_agent);
+                        tokio::spawn(serve_agent(next_agent, stream, rx, events_tx.clone()));
+                    }
+                    Ok(_) => tracing::warn!("refused a connection from another user"),
+                    Err(err) => tracing::warn!("accept failed: {err}"),
+                }
+                Vec::new()
+            }
+            Some(event) = events.recv() => match event {
+                Event::AgentFrame(agent, bytes) => relay.agent_frame(agent, &bytes),
+                Event::AgentClosed(agent) => {
+                    agents.remove(&agent);
+                    relay.agent_closed(agent)
+                }
+            },
+            _ = &mut terminate => break,
+        };
+        for effect in effects {
+            match effect {
+                Effect::ToExtension(message) => {
+                    let _ = to_extension.send(protocol::encode(&message));
+                }
+                Effect::ToAgent(agent, message) => {
+                    deliver(&mut agents, &mut relay, &to_extension, agent, &message);
+                }
+            }
+        }
+    }
+    tracing::info!(pending = relay.pending(), "extension gone; host exits");
+    Ok(())
+}
+
+/// Queues a message for one agent; an agent whose queue is full is cut off (its questions
+/// withdrawn) rather than allowed to hold up the host.
+fn deliver(
+    agents: &mut HashMap<AgentId, mpsc::Sender<Bytes>>,
+    relay: &mut Relay,
+    to_extension: &mpsc::UnboundedSender<Bytes>,
+    agent: AgentId,
+    message: &HostToAgent,
+) {
+    let Some(queue) = agents.get(&agent) else {
+        return;
+    };
+    if queue.try_send(protocol::encode(message)).is_ok() {
+        return;
+    }
+    tracing::warn!(agent, "agent is not reading; closing its link");
+    agents.remove(&agent);
+    for effect in relay.agent_closed(agent) {
+        if let Effect::ToExtension(message) = effect {
+            let _ = to_extension.send(protocol::encode(&message));
+        }
+    }
+}
+
+fn peer_is_us(stream: &UnixStream) -> bool {
+    stream
+        .peer_cred()
+        .is_ok_and(|cred| cred.uid() == runtime::current_uid())
+}
+
+async fn write_to_extension<W: AsyncWrite + Unpin>(
+    stdout: W,
+    mut queue: mpsc::UnboundedReceiver<Bytes>,
+) {
+    let mut sink = FramedWrite::new(stdout, FrameCodec::new(MAX_TO_BROWSER));
+    while let Some(frame) = queue.recv().await {
+        match sink.send(frame).await {
+            Ok(()) => {}
+            // The relay keeps oversize questions out; anything else that is too big is
+            // dropped here rather than letting the browser kill the port.
+            Err(err @ FrameError::TooLong { .. }) => {
+                tracing::error!("not sent to the browser: {err}")
+            }
+            Err(err) => {
+                tracing::warn!("browser pipe closed: {err}");
+                return;
+            }
+        }
+    }
+}
+
+/// One agent link: frames in become events; queued frames go out. Ends on EOF, on a frame
+/// error (which only this link pays for), or when the host drops the queue.
+async fn serve_agent(
+    agent: AgentId,
+    stream: UnixStream,
+    mut outgoing: mpsc::Receiver<Bytes>,
+    events: mpsc::Sender<Event>,
+) {
+    let (read, write) = stream.into_split();
+    let mut frames = FramedRead::new(read, FrameCodec::new(MAX_INBOUND));
+    let mut sink = FramedWrite::new(write, FrameCodec::new(MAX_INBOUND));
+    loop {
+        tokio::select! {
+            frame = frames.next() => match frame {
+                Some(Ok(bytes)) => {
+                    if events.send(Event::AgentFrame(agent, bytes)).await.is_err() {
+                        return;
+                    }
+                }
+                Some(Err(err)) => {
+                    tracing::warn!(agent, "agent link closed: {err}");
+                    // Say why before closing, so the agent's log explains it.
+                    let why = HostToAgent::Error { id: None, message: err.to_string() };
+                    let _ = sink.send(protocol::encode(&why)).await;
+                    break;
+                }
+                None => break,
+            },
+            out = outgoing.recv() => match out {
+                Some(bytes) => {
+                    if sink.send(bytes).await.is_err() {
+                        break;
+                    }
+                }
+                None => return,
+            },
+        }
+    }
+    let _ = events.send(Event::AgentClosed(agent)).await;
+}
+
+/// Resolves on SIGTERM or SIGINT (Firefox sends SIGTERM before SIGKILL), so the socket
+/// file is removed on the way out.
+fn terminate_signal() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => Box::pin(async move {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = int.recv() => {},
+            }
+        }),
+        _ => Box::pin(std::future::pending()),
+    }
+}

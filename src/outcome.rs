@@ -1,0 +1,478 @@
+//! The one result object every ask tool returns (DESIGN.md §5), and how each way a question
+//! can end becomes one. Every field is always present, `null` or empty where it does not
+//! apply, so an agent can read any of them without checking first.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::form::{FieldType, Form};
+use crate::question::Outcome;
+use crate::tools::ToolKind;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum Status {
+    Answered,
+    Discussion,
+    NeedsUserInput,
+    Declined,
+    Cancelled,
+    Timeout,
+    InvalidResponse,
+    Unsupported,
+    Error,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum Via {
+    Extension,
+    Elicitation,
+    Http,
+    Chat,
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AskResult {
+    /// How the question ended.
+    pub status: Status,
+    /// Which channel reached the person.
+    pub via: Via,
+    /// The tool that asked.
+    pub tool: String,
+    /// The question (or form title) as shown.
+    pub question: String,
+    /// ask_text: the text; ask_choice: the chosen option; ask_confirm: "yes" or "no".
+    pub answer: Option<String>,
+    /// The chosen options (ask_multi_select; ask_choice as a one-element list).
+    pub selected: Vec<String>,
+    /// ask_confirm: the person's yes (true) or no (false).
+    pub confirmed: Option<bool>,
+    /// The person's free-text note, when they wrote one.
+    pub free_text: Option<String>,
+    /// Every field of the form by name (null where left empty); empty unless answered.
+    #[schemars(schema_with = "values_schema")]
+    pub values: Map<String, Value>,
+    /// A human-readable account of what happened (or the question to ask in chat).
+    pub message: String,
+    /// What the agent should do next, in one sentence.
+    pub next_step: String,
+    /// The fallback mode used when no browser was connected, if any.
+    pub fallback: Option<String>,
+    /// The loopback form's address, when one was opened.
+    pub form_url: Option<String>,
+    /// Milliseconds from the call to its end.
+    pub elapsed_ms: u64,
+    /// Whether the client declared support for MCP form elicitation.
+    pub client_elicitation: bool,
+    /// A decline so fast that a client probably refused on the person's behalf.
+    pub auto_reject_suspected: bool,
+    /// The question's id, the same on every channel.
+    pub question_id: String,
+}
+
+fn values_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "description": "Every field of the form by name (null where left empty); empty unless answered",
+        "additionalProperties": {
+            "type": ["string", "number", "boolean", "array", "null"],
+            "items": {"type": "string"}
+        }
+    })
+}
+
+/// What the result needs to know about the call besides its outcome.
+#[derive(Debug, Clone)]
+pub struct CallContext<'a> {
+    pub tool: ToolKind,
+    pub form: &'a Form,
+    pub question_id: &'a str,
+    pub elapsed_ms: u64,
+    pub client_elicitation: bool,
+}
+
+impl AskResult {
+    /// The skeleton every result starts from: nothing answered yet.
+    pub fn blank(cx: &CallContext<'_>, status: Status, via: Via) -> AskResult {
+        AskResult {
+            status,
+            via,
+            tool: cx.tool.tool_name().into(),
+            question: cx.form.title.clone(),
+            answer: None,
+            selected: Vec::new(),
+            confirmed: None,
+            free_text: None,
+            values: Map::new(),
+            message: String::new(),
+            next_step: String::new(),
+            fallback: None,
+            form_url: None,
+            elapsed_ms: cx.elapsed_ms,
+            client_elicitation: cx.client_elicitation,
+            auto_reject_suspected: false,
+            question_id: cx.question_id.into(),
+        }
+    }
+
+    pub fn is_answered(&self) -> bool {
+        matches!(self.status, Status::Answered | Status::Discussion)
+    }
+}
+
+/// The result of an outcome reached through `via`.
+pub fn from_outcome(cx: &CallContext<'_>, via: Via, outcome: Outcome) -> AskResult {
+    let tool = cx.tool.tool_name();
+    match outcome {
+        Outcome::Answered { values, note } => answered(cx, via, values, note),
+        Outcome::Declined { note } => AskResult {
+            free_text: note,
+            message: "The person declined to answer.".into(),
+            next_step: "Respect the decline: do not ask the same thing again right away; continue \
+                        without it or explain in chat why you need it."
+                .into(),
+            ..AskResult::blank(cx, Status::Declined, via)
+        },
+        Outcome::Dismissed => AskResult {
+            message: "The person closed the question without answering.".into(),
+            next_step: "Do not assume an answer; ask in chat whether to continue.".into(),
+            ..AskResult::blank(cx, Status::Cancelled, via)
+        },
+        Outcome::Invalid(err) => AskResult {
+            message: format!("The reply did not fit the question and was discarded: {err}."),
+            next_step: format!("Do not use this reply; call {tool} again or ask in chat."),
+            ..AskResult::blank(cx, Status::InvalidResponse, via)
+        },
+        Outcome::Timeout => AskResult {
+            message: format!("No answer within {} s.", cx.elapsed_ms / 1000),
+            next_step: "Do not guess on anything destructive or irreversible; ask again later or \
+                        in chat."
+                .into(),
+            ..AskResult::blank(cx, Status::Timeout, via)
+        },
+        Outcome::Cancelled => AskResult {
+            message: "The call was cancelled before the person answered; the question was \
+                      withdrawn."
+                .into(),
+            next_step: "Nothing was answered; ask again only if it is still needed.".into(),
+            ..AskResult::blank(cx, Status::Cancelled, via)
+        },
+        Outcome::Refused(reason) => AskResult {
+            message: format!("The browser could not show the question: {reason}."),
+            next_step: "Ask a shorter question, or ask in chat.".into(),
+            ..AskResult::blank(cx, Status::Error, via)
+        },
+        Outcome::NoBrowser { .. } => AskResult {
+            message: "No browser side panel is connected.".into(),
+            next_step: "Ask the person in chat.".into(),
+            ..AskResult::blank(cx, Status::Unsupported, Via::None)
+        },
+    }
+}
+
+fn answered(
+    cx: &CallContext<'_>,
+    via: Via,
+    values: Map<String, Value>,
+    note: Option<String>,
+) -> AskResult {
+    let text = |name: &str| values.get(name).and_then(Value::as_str).map(str::to_owned);
+    let mut result = AskResult {
+        free_text: note.clone(),
+        ..AskResult::blank(cx, Status::Answered, via)
+    };
+    match cx.tool {
+        ToolKind::Text => result.answer = text("answer"),
+        ToolKind::Choice => {
+            result.answer = text("choice");
+            result.selected = result.answer.iter().cloned().collect();
+            if result.answer.is_none() {
+                result.status = Status::Discussion;
+            }
+        }
+        ToolKind::MultiSelect => {
+            result.selected = values
+                .get("selected")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+        }
+        ToolKind::Confirm => {
+            result.confirmed = values.get("confirmed").and_then(Value::as_bool);
+            result.answer = result
+                .confirmed
+                .map(|yes| if yes { "yes" } else { "no" }.to_owned());
+        }
+        ToolKind::Form => {}
+    }
+    result.message = match (&result.status, cx.tool) {
+        (Status::Discussion, _) => format!(
+            "The person chose no option and wrote instead: {}",
+            note.as_deref().unwrap_or_default()
+        ),
+        (_, ToolKind::Form) => "The person submitted the form; see values.".into(),
+        (_, ToolKind::MultiSelect) => format!("The person chose: {}.", result.selected.join(", ")),
+        _ => match &result.answer {
+            Some(answer) if !has_secret(cx.form) => format!("The person answered: {answer}"),
+            _ => "The person answered.".into(),
+        },
+    };
+    result.next_step = match result.status {
+        Status::Discussion => {
+            "Read the note, reply to it in chat, then ask again with adjusted options if a choice \
+             is still needed."
+                .into()
+        }
+        _ => "Proceed with the answer.".into(),
+    };
+    result.values = values;
+    result
+}
+
+fn has_secret(form: &Form) -> bool {
+    form.fields.iter().any(|f| f.kind == FieldType::Password)
+}
+
+/// The chat hand-back: the whole question as text an agent can relay, with numbered
+/// options, descriptions, defaults and constraints.
+pub fn chat_handback(form: &Form) -> String {
+    let mut out = String::new();
+    out.push_str(&form.title);
+    if let Some(description) = &form.description {
+        out.push_str("\n\n");
+        out.push_str(description);
+    }
+    let single = form.fields.len() == 1 && form.fields[0].label == form.title;
+    for field in &form.fields {
+        out.push('\n');
+        if !single {
+            out.push_str(&format!("\n- {}", field.label));
+            let mut notes = vec![field.kind.name().replace('_', "-")];
+            if field.required {
+                notes.push("required".into());
+            }
+            out.push_str(&format!(" ({})", notes.join(", ")));
+            if let Some(description) = &field.description {
+                out.push_str(&format!(": {description}"));
+            }
+        }
+        for (i, option) in field.options.iter().enumerate() {
+            out.push_str(&format!("\n  {}. {}", i + 1, option.label));
+            if let Some(description) = &option.description {
+                out.push_str(&format!(" — {description}"));
+            }
+            if option.recommended {
+                out.push_str(" (recommended)");
+            }
+        }
+        let mut rules = Vec::new();
+        if let Some(default) = field.default.as_ref().filter(|d| !d.is_null()) {
+            let shown = match default {
+                Value::String(s) => s.clone(),
+                Value::Bool(true) => "yes".into(),
+                Value::Bool(false) => "no".into(),
+                other => other.to_string(),
+            };
+            rules.push(format!("default: {shown}"));
+        }
+        match field.kind {
+            FieldType::MultiSelect => {
+                let n = |b: Option<f64>| b.map(|v| v as u64);
+                match (n(field.min), n(field.max)) {
+                    (Some(min), Some(max)) => rules.push(format!("choose {min} to {max}")),
+                    (Some(min), None) => rules.push(format!("choose at least {min}")),
+                    (None, Some(max)) => rules.push(format!("choose at most {max}")),
+                    (None, None) => rules.push("choose any number".into()),
+                }
+            }
+            FieldType::Number => {
+                if let Some(min) = field.min {
+                    rules.push(format!("at least {min}"));
+                }
+                if let Some(max) = field.max {
+                    rules.push(format!("at most {max}"));
+                }
+            }
+            FieldType::Confirm => rules.push("answer yes or no".into()),
+            FieldType::Password => {
+                rules.push("a secret: ask the person to use a safe channel, not the chat".into())
+            }
+            _ => {}
+        }
+        if !rules.is_empty() {
+            out.push_str(&format!("\n  ({})", rules.join("; ")));
+        }
+    }
+    if form.allow_note {
+        out.push_str("\n\nThe person may also answer in their own words.");
+    }
+    out
+}
+
+/// No interactive channel: hand the question back to the chat (`HIM_FALLBACK=return`).
+pub fn needs_user_input(cx: &CallContext<'_>, reason: &str) -> AskResult {
+    AskResult {
+        message: chat_handback(cx.form),
+        next_step: format!(
+            "{reason} Ask the person this question in the chat, wait for their reply, and use it; \
+             you may call {} again once a browser side panel is connected.",
+            cx.tool.tool_name()
+        ),
+        fallback: Some("return".into()),
+        ..AskResult::blank(cx, Status::NeedsUserInput, Via::Chat)
+    }
+}
+
+/// No interactive channel and no fallback allowed (`HIM_FALLBACK=off`).
+pub fn unsupported(cx: &CallContext<'_>, reason: &str) -> AskResult {
+    AskResult {
+        message: format!("{reason} The fallback is turned off (HIM_FALLBACK=off)."),
+        next_step: "Ask the person in the chat instead, or ask them to open the browser with the \
+                    him extension (run `him doctor` to check the set-up)."
+            .into(),
+        fallback: Some("off".into()),
+        ..AskResult::blank(cx, Status::Unsupported, Via::None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{AskChoiceArgs, AskConfirmArgs};
+    use serde_json::json;
+
+    fn cx(tool: ToolKind, form: &Form) -> CallContext<'_> {
+        CallContext {
+            tool,
+            form,
+            question_id: "q",
+            elapsed_ms: 1200,
+            client_elicitation: false,
+        }
+    }
+
+    fn choice_form() -> Form {
+        serde_json::from_value::<AskChoiceArgs>(json!({
+            "question": "Which DB?", "allow_free_text": true,
+            "options": ["Postgres", {"label": "SQLite", "description": "one file", "recommended": true}],
+            "default": "Postgres"
+        }))
+        .unwrap()
+        .to_form()
+        .unwrap()
+    }
+
+    #[test]
+    fn every_field_is_present_in_the_json() {
+        let form = choice_form();
+        let result = from_outcome(
+            &cx(ToolKind::Choice, &form),
+            Via::Extension,
+            Outcome::Timeout,
+        );
+        let json = serde_json::to_value(&result).unwrap();
+        for key in [
+            "status",
+            "via",
+            "tool",
+            "question",
+            "answer",
+            "selected",
+            "confirmed",
+            "free_text",
+            "values",
+            "message",
+            "next_step",
+            "fallback",
+            "form_url",
+            "elapsed_ms",
+            "client_elicitation",
+            "auto_reject_suspected",
+            "question_id",
+        ] {
+            assert!(json.get(key).is_some(), "{key} missing from {json}");
+        }
+        assert_eq!(json["status"], "timeout");
+        assert!(result.next_step.contains("destructive"));
+    }
+
+    #[test]
+    fn a_choice_answer_fills_answer_and_selected() {
+        let form = choice_form();
+        let values = json!({"choice": "SQLite"}).as_object().unwrap().clone();
+        let result = from_outcome(
+            &cx(ToolKind::Choice, &form),
+            Via::Extension,
+            Outcome::Answered { values, note: None },
+        );
+        assert_eq!(result.status, Status::Answered);
+        assert_eq!(result.answer.as_deref(), Some("SQLite"));
+        assert_eq!(result.selected, vec!["SQLite"]);
+    }
+
+    #[test]
+    fn a_note_without_a_choice_is_a_discussion() {
+        let form = choice_form();
+        let values = json!({"choice": null}).as_object().unwrap().clone();
+        let result = from_outcome(
+            &cx(ToolKind::Choice, &form),
+            Via::Extension,
+            Outcome::Answered {
+                values,
+                note: Some("Neither; use files".into()),
+            },
+        );
+        assert_eq!(result.status, Status::Discussion);
+        assert_eq!(result.free_text.as_deref(), Some("Neither; use files"));
+    }
+
+    #[test]
+    fn confirm_answers_carry_a_boolean() {
+        let form = AskConfirmArgs {
+            question: "Deploy?".into(),
+            ..Default::default()
+        }
+        .to_form()
+        .unwrap();
+        let values = json!({"confirmed": false}).as_object().unwrap().clone();
+        let result = from_outcome(
+            &cx(ToolKind::Confirm, &form),
+            Via::Extension,
+            Outcome::Answered { values, note: None },
+        );
+        assert_eq!(result.confirmed, Some(false));
+        assert_eq!(result.answer.as_deref(), Some("no"));
+    }
+
+    #[test]
+    fn the_chat_handback_numbers_options_with_descriptions_and_default() {
+        let form = choice_form();
+        let result = needs_user_input(&cx(ToolKind::Choice, &form), "No browser is connected.");
+        assert_eq!(result.status, Status::NeedsUserInput);
+        assert_eq!(result.via, Via::Chat);
+        assert!(result.message.contains("1. Postgres"), "{}", result.message);
+        assert!(
+            result
+                .message
+                .contains("2. SQLite — one file (recommended)"),
+            "{}",
+            result.message
+        );
+        assert!(
+            result.message.contains("default: Postgres"),
+            "{}",
+            result.message
+        );
+        assert!(result.next_step.contains("ask_choice again"));
+    }
+}

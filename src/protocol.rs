@@ -1,0 +1,320 @@
+//! The messages of DESIGN.md §3, the only place they are named. Each link direction has its
+//! own enum, so a message can only be sent the way the protocol allows.
+//!
+//! Decoding keeps four failures apart (not JSON, not an object, unknown `type`, bad fields)
+//! so the receiver can answer with an `error` that says which, then carry on.
+
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Version of this protocol, sent in every `hello`, `welcome` and `ready`.
+pub const PROTOCOL: u32 = 1;
+
+/// Who is asking: the MCP client's `clientInfo`, or `him ask`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// A question on its way to the person. The form travels as JSON: the host relays it
+/// without reading it, and the agent that built it validates the answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ask {
+    pub id: String,
+    pub form: Value,
+    pub timeout_ms: u64,
+    pub asked_at_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WithdrawReason {
+    Timeout,
+    Cancelled,
+    Answered,
+    Shutdown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Submit,
+    Decline,
+    Cancel,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub id: String,
+    pub action: Action,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtensionInfo {
+    pub id: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentToHost {
+    Hello {
+        protocol: u32,
+        agent: AgentInfo,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        project: Option<String>,
+        pid: u32,
+    },
+    Ask(Ask),
+    Withdraw {
+        id: String,
+        reason: WithdrawReason,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HostToAgent {
+    Welcome {
+        protocol: u32,
+        host: HostInfo,
+        #[serde(default)]
+        extension: Option<ExtensionInfo>,
+        #[serde(default)]
+        panel_open: bool,
+    },
+    Shown {
+        id: String,
+    },
+    Answer(Answer),
+    Error {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        message: String,
+    },
+}
+
+/// `ask` as the extension sees it: the agent's question plus who asked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelledAsk {
+    #[serde(flatten)]
+    pub ask: Ask,
+    pub agent: AgentInfo,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HostToExtension {
+    Hello {
+        protocol: u32,
+        host: HostInfo,
+    },
+    Ask(LabelledAsk),
+    Withdraw {
+        id: String,
+        reason: WithdrawReason,
+    },
+    /// The reply to a frame the host could not use (§2: answered with an `error`, then
+    /// skipped). Extensions ignore types they do not know, so older ones are unaffected.
+    Error {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ExtensionToHost {
+    Ready {
+        protocol: u32,
+        extension: ExtensionInfo,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        browser: Option<String>,
+    },
+    Shown {
+        id: String,
+    },
+    Answer(Answer),
+    Panel {
+        open: bool,
+    },
+    /// Not part of the contract's list, but an extension may report a problem; the host
+    /// logs it rather than answering "unknown type".
+    Error {
+        #[serde(default)]
+        id: Option<String>,
+        message: String,
+    },
+}
+
+/// A message enum and the `type` values it accepts.
+pub trait Message: DeserializeOwned + Serialize {
+    const TYPES: &'static [&'static str];
+}
+
+impl Message for AgentToHost {
+    const TYPES: &'static [&'static str] = &["hello", "ask", "withdraw"];
+}
+impl Message for HostToAgent {
+    const TYPES: &'static [&'static str] = &["welcome", "shown", "answer", "error"];
+}
+impl Message for HostToExtension {
+    const TYPES: &'static [&'static str] = &["hello", "ask", "withdraw", "error"];
+}
+impl Message for ExtensionToHost {
+    const TYPES: &'static [&'static str] = &["ready", "shown", "answer", "panel", "error"];
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProtocolError {
+    NotJson(String),
+    NotObject,
+    MissingType,
+    UnknownType(String),
+    BadFields { kind: String, detail: String },
+}
+
+impl std::fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProtocolError::NotJson(e) => write!(f, "frame is not valid UTF-8 JSON: {e}"),
+            ProtocolError::NotObject => write!(f, "frame is JSON but not an object"),
+            ProtocolError::MissingType => write!(f, "message has no string \"type\" field"),
+            ProtocolError::UnknownType(t) => write!(f, "unknown message type {t:?}"),
+            ProtocolError::BadFields { kind, detail } => {
+                write!(f, "malformed {kind:?} message: {detail}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+impl ProtocolError {
+    /// The question id the bad message was about, if it named one, so the error reply can
+    /// carry it.
+    pub fn id_in(bytes: &[u8]) -> Option<String> {
+        let value: Value = serde_json::from_slice(bytes).ok()?;
+        value.get("id")?.as_str().map(str::to_owned)
+    }
+}
+
+pub fn decode<M: Message>(bytes: &[u8]) -> Result<M, ProtocolError> {
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| ProtocolError::NotJson(e.to_string()))?;
+    let Value::Object(object) = &value else {
+        return Err(ProtocolError::NotObject);
+    };
+    let kind = match object.get("type") {
+        Some(Value::String(kind)) => kind.clone(),
+        _ => return Err(ProtocolError::MissingType),
+    };
+    if !M::TYPES.contains(&kind.as_str()) {
+        return Err(ProtocolError::UnknownType(kind));
+    }
+    serde_json::from_value(value).map_err(|e| ProtocolError::BadFields {
+        kind,
+        detail: e.to_string(),
+    })
+}
+
+pub fn encode<M: Message>(message: &M) -> Bytes {
+    // Serialising these types cannot fail: every map key is a string and no Serialize impl
+    // of ours returns an error. Fall back to an empty object rather than panic regardless.
+    Bytes::from(serde_json::to_vec(message).unwrap_or_else(|_| b"{}".to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_labelled_ask_flattens_onto_the_wire() {
+        let msg = HostToExtension::Ask(LabelledAsk {
+            ask: Ask {
+                id: "ab".into(),
+                form: json!({"title": "t", "fields": []}),
+                timeout_ms: 1000,
+                asked_at_ms: 5,
+            },
+            agent: AgentInfo {
+                name: "claude-code".into(),
+                title: None,
+                version: None,
+            },
+            project: Some("him".into()),
+        });
+        let wire: Value = serde_json::from_slice(&encode(&msg)).unwrap();
+        assert_eq!(
+            wire,
+            json!({"type": "ask", "id": "ab", "form": {"title": "t", "fields": []},
+                   "timeout_ms": 1000, "asked_at_ms": 5,
+                   "agent": {"name": "claude-code"}, "project": "him"})
+        );
+    }
+
+    #[test]
+    fn decoding_tells_each_kind_of_bad_message_apart() {
+        assert!(matches!(
+            decode::<AgentToHost>(b"nope"),
+            Err(ProtocolError::NotJson(_))
+        ));
+        assert_eq!(
+            decode::<AgentToHost>(b"[1,2]"),
+            Err(ProtocolError::NotObject)
+        );
+        assert_eq!(
+            decode::<AgentToHost>(b"{\"id\":\"x\"}"),
+            Err(ProtocolError::MissingType)
+        );
+        assert_eq!(
+            decode::<AgentToHost>(b"{\"type\":\"answer\"}"),
+            Err(ProtocolError::UnknownType("answer".into()))
+        );
+        assert!(matches!(
+            decode::<AgentToHost>(b"{\"type\":\"ask\",\"id\":3}"),
+            Err(ProtocolError::BadFields { .. })
+        ));
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored() {
+        let msg: ExtensionToHost =
+            decode(br#"{"type":"panel","open":true,"future":{"x":1}}"#).unwrap();
+        assert_eq!(msg, ExtensionToHost::Panel { open: true });
+    }
+
+    #[test]
+    fn an_answer_round_trips() {
+        let raw = br#"{"type":"answer","id":"q1","action":"submit","values":{"a":1},"note":"n"}"#;
+        let msg: ExtensionToHost = decode(raw).unwrap();
+        let ExtensionToHost::Answer(answer) = &msg else {
+            panic!("not an answer: {msg:?}")
+        };
+        assert_eq!(answer.action, Action::Submit);
+        assert_eq!(answer.note.as_deref(), Some("n"));
+        let again: HostToAgent = decode(&encode(&HostToAgent::Answer(answer.clone()))).unwrap();
+        assert_eq!(again, HostToAgent::Answer(answer.clone()));
+    }
+}

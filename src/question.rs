@@ -1,0 +1,231 @@
+//! Waiting for one answer: the first host to answer wins, every answer is checked against
+//! its form, and the wait ends at the deadline, on cancellation, or when every browser has
+//! been gone longer than the reconnect grace. Channel-agnostic: the MCP server and
+//! `him ask` both call [`wait`] and map its [`Outcome`] to a result.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use crate::agent::{HostEvent, Pool, Question, Signal};
+use crate::form::{AnswerError, Form};
+use crate::protocol::{Action, Answer, Ask, WithdrawReason};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Submitted and valid: every field of the form present (`null` where left empty).
+    Answered {
+        values: Map<String, Value>,
+        note: Option<String>,
+    },
+    Declined {
+        note: Option<String>,
+    },
+    /// The person dismissed the question without answering (closed it).
+    Dismissed,
+    /// The answer did not fit the form; the values are not passed on.
+    Invalid(AnswerError),
+    Timeout,
+    /// The tool call was cancelled or the client went away.
+    Cancelled,
+    /// No browser took the question: none was connected when it was asked, or all went
+    /// away and none came back within the grace period. The next channel should take it.
+    NoBrowser {
+        was_connected: bool,
+    },
+    /// Every host refused the question (e.g. too large for the browser).
+    Refused(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct WaitOptions {
+    pub deadline: Instant,
+    pub reconnect_grace: Duration,
+}
+
+/// Checks an answer against the form it answers.
+pub fn judge(form: &Form, answer: Answer) -> Outcome {
+    let note = answer.note.filter(|n| !n.trim().is_empty());
+    match answer.action {
+        Action::Submit => {
+            if note.is_some() && !form.allow_note {
+                return Outcome::Invalid(AnswerError {
+                    field: None,
+                    message: "a note was sent but this question does not take one".into(),
+                });
+            }
+            let values = answer.values.unwrap_or_default();
+            match form.check_answer(&values) {
+                Ok(values) => Outcome::Answered { values, note },
+                Err(err) => Outcome::Invalid(err),
+            }
+        }
+        Action::Decline => Outcome::Declined { note },
+        Action::Cancel => Outcome::Dismissed,
+    }
+}
+
+/// Asks through every browser until an outcome. `cancelled` resolves when the caller gives
+/// up (MCP cancellation, client gone).
+pub async fn wait(
+    pool: &Pool,
+    form: &Form,
+    ask: Ask,
+    options: WaitOptions,
+    cancelled: impl Future<Output = ()>,
+) -> Outcome {
+    let mut question = pool.open(ask).await;
+    if question.hosts() == 0 {
+        return Outcome::NoBrowser {
+            was_connected: false,
+        };
+    }
+    let (outcome, answered_by) = wait_on(&mut question, form, &options, cancelled).await;
+    let reason = match outcome {
+        Outcome::Timeout => WithdrawReason::Timeout,
+        Outcome::Answered { .. }
+        | Outcome::Declined { .. }
+        | Outcome::Dismissed
+        | Outcome::Invalid(_) => WithdrawReason::Answered,
+        _ => WithdrawReason::Cancelled,
+    };
+    question.close(reason, answered_by.as_deref());
+    outcome
+}
+
+async fn wait_on(
+    question: &mut Question,
+    form: &Form,
+    options: &WaitOptions,
+    cancelled: impl Future<Output = ()>,
+) -> (Outcome, Option<PathBuf>) {
+    tokio::pin!(cancelled);
+    let deadline = tokio::time::sleep_until(options.deadline);
+    tokio::pin!(deadline);
+    // Armed while no browser is linked; disarmed when one comes back.
+    let mut orphaned_at: Option<Instant> = None;
+    let mut refusals = 0usize;
+    loop {
+        let grace_end = orphaned_at.map(|t| t + options.reconnect_grace);
+        tokio::select! {
+            _ = &mut deadline => return (Outcome::Timeout, None),
+            _ = &mut cancelled => return (Outcome::Cancelled, None),
+            _ = sleep_until_some(grace_end) => {
+                return (Outcome::NoBrowser { was_connected: true }, None);
+            }
+            signal = question.next_signal() => match signal {
+                Signal::Hosts(hosts) => {
+                    orphaned_at = match (hosts, orphaned_at) {
+                        (0, None) => Some(Instant::now()),
+                        (0, since) => since,
+                        _ => None,
+                    };
+                }
+                Signal::Event(Some(HostEvent::Answer { host, answer })) => {
+                    return (judge(form, answer), Some(host));
+                }
+                Signal::Event(Some(HostEvent::Shown { host })) => {
+                    tracing::debug!(id = question.id(), host = %host.display(), "question shown");
+                }
+                Signal::Event(Some(HostEvent::Refused { host, message })) => {
+                    tracing::warn!(id = question.id(), host = %host.display(), "host refused the question: {message}");
+                    refusals += 1;
+                    if refusals >= question.hosts().max(1) {
+                        return (Outcome::Refused(message), None);
+                    }
+                }
+                Signal::Event(None) => return (Outcome::Cancelled, None),
+            },
+        }
+    }
+}
+
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn form(allow_note: bool) -> Form {
+        serde_json::from_value(json!({
+            "title": "Pick", "allow_note": allow_note,
+            "fields": [{"name": "choice", "type": "radio", "label": "Pick",
+                        "options": [{"value": "a", "label": "a"}, {"value": "b", "label": "b"}]}]
+        }))
+        .unwrap()
+    }
+
+    fn answer(action: Action, values: Value, note: Option<&str>) -> Answer {
+        Answer {
+            id: "x".into(),
+            action,
+            values: values.as_object().cloned(),
+            note: note.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_fitting_submit_is_an_answer() {
+        let outcome = judge(
+            &form(false),
+            answer(Action::Submit, json!({"choice": "b"}), None),
+        );
+        assert_eq!(
+            outcome,
+            Outcome::Answered {
+                values: json!({"choice": "b"}).as_object().unwrap().clone(),
+                note: None
+            }
+        );
+    }
+
+    #[test]
+    fn a_value_the_form_did_not_offer_is_invalid() {
+        let outcome = judge(
+            &form(false),
+            answer(Action::Submit, json!({"choice": "z"}), None),
+        );
+        assert!(matches!(outcome, Outcome::Invalid(e) if e.field.as_deref() == Some("choice")));
+    }
+
+    #[test]
+    fn a_note_is_kept_only_where_the_form_allows_one() {
+        assert!(matches!(
+            judge(
+                &form(false),
+                answer(Action::Submit, json!({"choice": "a"}), Some("but"))
+            ),
+            Outcome::Invalid(_)
+        ));
+        assert!(matches!(
+            judge(&form(true), answer(Action::Submit, json!({"choice": "a"}), Some("but"))),
+            Outcome::Answered { note: Some(n), .. } if n == "but"
+        ));
+    }
+
+    #[test]
+    fn decline_and_cancel_are_outcomes_of_the_person() {
+        assert_eq!(
+            judge(
+                &form(false),
+                answer(Action::Decline, json!(null), Some("no"))
+            ),
+            Outcome::Declined {
+                note: Some("no".into())
+            }
+        );
+        assert_eq!(
+            judge(&form(false), answer(Action::Cancel, json!(null), None)),
+            Outcome::Dismissed
+        );
+    }
+}

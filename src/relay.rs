@@ -1,0 +1,448 @@
+//! The native host's bookkeeping, as a pure state machine: which agent owns which
+//! question, who is asking, what the extension has told us. The async shell in `host.rs`
+//! feeds it events and carries out the effects it returns; nothing here waits or does I/O,
+//! so every routing rule is unit-tested without a runtime.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::frame::MAX_TO_BROWSER;
+use crate::protocol::{
+    self, AgentInfo, AgentToHost, Ask, ExtensionInfo, ExtensionToHost, HostInfo, HostToAgent,
+    HostToExtension, LabelledAsk, PROTOCOL, WithdrawReason,
+};
+
+/// A connected agent, numbered by the host in order of arrival.
+pub type AgentId = u64;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    ToExtension(HostToExtension),
+    ToAgent(AgentId, HostToAgent),
+}
+
+#[derive(Debug, Default)]
+struct AgentState {
+    info: Option<AgentInfo>,
+    project: Option<String>,
+    questions: HashSet<String>,
+}
+
+#[derive(Debug)]
+pub struct Relay {
+    host: HostInfo,
+    agents: HashMap<AgentId, AgentState>,
+    owners: HashMap<String, AgentId>,
+    extension: Option<ExtensionInfo>,
+    panel_open: bool,
+}
+
+/// Shown in the panel for an agent that asked before saying hello.
+const UNNAMED_AGENT: &str = "unnamed agent";
+
+impl Relay {
+    pub fn new(host: HostInfo) -> Relay {
+        Relay {
+            host,
+            agents: HashMap::new(),
+            owners: HashMap::new(),
+            extension: None,
+            panel_open: false,
+        }
+    }
+
+    /// The first message the extension gets.
+    pub fn hello(&self) -> HostToExtension {
+        HostToExtension::Hello {
+            protocol: PROTOCOL,
+            host: self.host.clone(),
+        }
+    }
+
+    pub fn pending(&self) -> usize {
+        self.owners.len()
+    }
+
+    pub fn agent_connected(&mut self, agent: AgentId) {
+        self.agents.entry(agent).or_default();
+    }
+
+    /// The agent's link closed: its questions can no longer be answered, so they leave the
+    /// panel.
+    pub fn agent_closed(&mut self, agent: AgentId) -> Vec<Effect> {
+        let Some(state) = self.agents.remove(&agent) else {
+            return Vec::new();
+        };
+        let mut ids: Vec<String> = state.questions.into_iter().collect();
+        ids.sort();
+        ids.into_iter()
+            .map(|id| {
+                self.owners.remove(&id);
+                Effect::ToExtension(HostToExtension::Withdraw {
+                    id,
+                    reason: WithdrawReason::Cancelled,
+                })
+            })
+            .collect()
+    }
+
+    pub fn agent_frame(&mut self, agent: AgentId, bytes: &[u8]) -> Vec<Effect> {
+        let reply = |message: HostToAgent| vec![Effect::ToAgent(agent, message)];
+        let message = match protocol::decode::<AgentToHost>(bytes) {
+            Ok(message) => message,
+            Err(err) => {
+                return reply(HostToAgent::Error {
+                    id: protocol::ProtocolError::id_in(bytes),
+                    message: err.to_string(),
+                });
+            }
+        };
+        match message {
+            AgentToHost::Hello {
+                agent: info,
+                project,
+                ..
+            } => {
+                let state = self.agents.entry(agent).or_default();
+                state.info = Some(info);
+                state.project = project;
+                reply(self.welcome())
+            }
+            AgentToHost::Ask(ask) => self.ask(agent, ask),
+            AgentToHost::Withdraw { id, reason } => {
+                if self.owners.get(&id) != Some(&agent) {
+                    return reply(HostToAgent::Error {
+                        message: format!(
+                            "cannot withdraw {id}: this link has no pending question of that id"
+                        ),
+                        id: Some(id),
+                    });
+                }
+                self.forget(&id);
+                vec![Effect::ToExtension(HostToExtension::Withdraw {
+                    id,
+                    reason,
+                })]
+            }
+        }
+    }
+
+    fn ask(&mut self, agent: AgentId, ask: Ask) -> Vec<Effect> {
+        let refuse = |id: String, message: String| {
+            vec![Effect::ToAgent(
+                agent,
+                HostToAgent::Error {
+                    id: Some(id),
+                    message,
+                },
+            )]
+        };
+        if !is_question_id(&ask.id) {
+            return refuse(
+                ask.id,
+                "question id must be at least 32 lowercase hex digits (128 bits)".into(),
+            );
+        }
+        if let Some(&owner) = self.owners.get(&ask.id)
+            && owner != agent
+        {
+            return refuse(
+                ask.id,
+                "question id is already in use by another agent".into(),
+            );
+        }
+        let state = self.agents.entry(agent).or_default();
+        let labelled = HostToExtension::Ask(LabelledAsk {
+            agent: state.info.clone().unwrap_or_else(|| AgentInfo {
+                name: UNNAMED_AGENT.into(),
+                title: None,
+                version: None,
+            }),
+            project: state.project.clone(),
+            ask,
+        });
+        let size = protocol::encode(&labelled).len();
+        let HostToExtension::Ask(LabelledAsk { ask, .. }) = &labelled else {
+            unreachable!()
+        };
+        if size > MAX_TO_BROWSER {
+            return refuse(
+                ask.id.clone(),
+                format!("question is {size} bytes; the browser accepts at most {MAX_TO_BROWSER}"),
+            );
+        }
+        state.questions.insert(ask.id.clone());
+        self.owners.insert(ask.id.clone(), agent);
+        vec![Effect::ToExtension(labelled)]
+    }
+
+    pub fn extension_frame(&mut self, bytes: &[u8]) -> Vec<Effect> {
+        let message = match protocol::decode::<ExtensionToHost>(bytes) {
+            Ok(message) => message,
+            Err(err) => {
+                return vec![Effect::ToExtension(HostToExtension::Error {
+                    id: protocol::ProtocolError::id_in(bytes),
+                    message: err.to_string(),
+                })];
+            }
+        };
+        match message {
+            ExtensionToHost::Ready { extension, .. } => {
+                self.extension = Some(extension);
+                self.broadcast_welcome()
+            }
+            ExtensionToHost::Panel { open } => {
+                self.panel_open = open;
+                self.broadcast_welcome()
+            }
+            ExtensionToHost::Shown { id } => match self.owners.get(&id) {
+                Some(&owner) => vec![Effect::ToAgent(owner, HostToAgent::Shown { id })],
+                None => Vec::new(),
+            },
+            ExtensionToHost::Answer(answer) => match self.owners.get(&answer.id).copied() {
+                Some(owner) => {
+                    self.forget(&answer.id);
+                    vec![Effect::ToAgent(owner, HostToAgent::Answer(answer))]
+                }
+                None => vec![Effect::ToExtension(HostToExtension::Error {
+                    message: format!(
+                        "no pending question {}: it was withdrawn, timed out or answered elsewhere",
+                        answer.id
+                    ),
+                    id: Some(answer.id),
+                })],
+            },
+            ExtensionToHost::Error { id, message } => {
+                tracing::warn!(
+                    id = id.as_deref().unwrap_or("-"),
+                    "extension reported: {message}"
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    fn forget(&mut self, id: &str) {
+        if let Some(owner) = self.owners.remove(id)
+            && let Some(state) = self.agents.get_mut(&owner)
+        {
+            state.questions.remove(id);
+        }
+    }
+
+    fn welcome(&self) -> HostToAgent {
+        HostToAgent::Welcome {
+            protocol: PROTOCOL,
+            host: self.host.clone(),
+            extension: self.extension.clone(),
+            panel_open: self.panel_open,
+        }
+    }
+
+    /// Agents that said hello learn when the extension identifies itself or the panel opens.
+    fn broadcast_welcome(&self) -> Vec<Effect> {
+        let mut agents: Vec<AgentId> = self
+            .agents
+            .iter()
+            .filter(|(_, s)| s.info.is_some())
+            .map(|(&id, _)| id)
+            .collect();
+        agents.sort_unstable();
+        agents
+            .into_iter()
+            .map(|id| Effect::ToAgent(id, self.welcome()))
+            .collect()
+    }
+}
+
+/// Question ids carry at least 128 random bits as lowercase hex.
+pub fn is_question_id(id: &str) -> bool {
+    (32..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Action, Answer, encode};
+    use serde_json::json;
+
+    const Q1: &str = "00000000000000000000000000000001";
+    const Q2: &str = "00000000000000000000000000000002";
+
+    fn relay() -> Relay {
+        Relay::new(HostInfo {
+            version: "0.0.0".into(),
+            pid: Some(1),
+        })
+    }
+
+    fn hello(name: &str) -> Vec<u8> {
+        encode(&AgentToHost::Hello {
+            protocol: PROTOCOL,
+            agent: AgentInfo {
+                name: name.into(),
+                title: None,
+                version: None,
+            },
+            project: Some("proj".into()),
+            pid: 9,
+        })
+        .to_vec()
+    }
+
+    fn ask(id: &str) -> Vec<u8> {
+        encode(&AgentToHost::Ask(Ask {
+            id: id.into(),
+            form: json!({"title": "t"}),
+            timeout_ms: 1000,
+            asked_at_ms: 0,
+        }))
+        .to_vec()
+    }
+
+    fn answer(id: &str) -> Vec<u8> {
+        encode(&HostToAgent::Answer(Answer {
+            id: id.into(),
+            action: Action::Decline,
+            values: None,
+            note: None,
+        }))
+        .to_vec()
+    }
+
+    #[test]
+    fn an_ask_reaches_the_extension_labelled_with_its_agent() {
+        let mut r = relay();
+        r.agent_connected(1);
+        assert!(matches!(
+            r.agent_frame(1, &hello("cursor"))[..],
+            [Effect::ToAgent(1, HostToAgent::Welcome { .. })]
+        ));
+        let effects = r.agent_frame(1, &ask(Q1));
+        let [Effect::ToExtension(HostToExtension::Ask(labelled))] = &effects[..] else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(labelled.agent.name, "cursor");
+        assert_eq!(labelled.project.as_deref(), Some("proj"));
+        assert_eq!(r.pending(), 1);
+    }
+
+    #[test]
+    fn an_answer_goes_only_to_the_agent_that_asked() {
+        let mut r = relay();
+        for agent in [1, 2] {
+            r.agent_connected(agent);
+            r.agent_frame(agent, &hello("a"));
+        }
+        r.agent_frame(1, &ask(Q1));
+        r.agent_frame(2, &ask(Q2));
+        let effects = r.extension_frame(&answer(Q2));
+        assert!(matches!(&effects[..], [Effect::ToAgent(2, HostToAgent::Answer(a))] if a.id == Q2));
+        // Answered questions are forgotten: a second answer is refused, not relayed.
+        let again = r.extension_frame(&answer(Q2));
+        assert!(matches!(
+            &again[..],
+            [Effect::ToExtension(HostToExtension::Error { .. })]
+        ));
+        assert_eq!(r.pending(), 1);
+    }
+
+    #[test]
+    fn a_closed_agent_has_its_questions_withdrawn_and_no_one_elses() {
+        let mut r = relay();
+        r.agent_connected(1);
+        r.agent_connected(2);
+        r.agent_frame(1, &ask(Q1));
+        r.agent_frame(2, &ask(Q2));
+        let effects = r.agent_closed(1);
+        assert_eq!(
+            effects,
+            vec![Effect::ToExtension(HostToExtension::Withdraw {
+                id: Q1.into(),
+                reason: WithdrawReason::Cancelled
+            })]
+        );
+        assert_eq!(r.pending(), 1);
+    }
+
+    #[test]
+    fn another_agents_question_id_cannot_be_taken_or_withdrawn() {
+        let mut r = relay();
+        r.agent_frame(1, &ask(Q1));
+        assert!(matches!(
+            &r.agent_frame(2, &ask(Q1))[..],
+            [Effect::ToAgent(2, HostToAgent::Error { .. })]
+        ));
+        let withdraw = encode(&AgentToHost::Withdraw {
+            id: Q1.into(),
+            reason: WithdrawReason::Timeout,
+        });
+        assert!(matches!(
+            &r.agent_frame(2, &withdraw)[..],
+            [Effect::ToAgent(2, HostToAgent::Error { .. })]
+        ));
+        assert!(matches!(
+            &r.agent_frame(1, &withdraw)[..],
+            [Effect::ToExtension(HostToExtension::Withdraw { .. })]
+        ));
+    }
+
+    #[test]
+    fn bad_frames_from_an_agent_get_an_error_naming_the_problem() {
+        let mut r = relay();
+        for (bytes, needle) in [
+            (&b"\xff\xfe"[..], "not valid UTF-8 JSON"),
+            (b"[]", "not an object"),
+            (b"{\"type\":\"launch\"}", "unknown message type"),
+            (b"{\"type\":\"ask\",\"id\":\"short\",\"form\":{},\"timeout_ms\":1,\"asked_at_ms\":1}", "128 bits"),
+        ] {
+            let effects = r.agent_frame(1, bytes);
+            let [Effect::ToAgent(1, HostToAgent::Error { message, .. })] = &effects[..] else {
+                panic!("{effects:?}")
+            };
+            assert!(message.contains(needle), "{message}");
+        }
+        assert_eq!(r.pending(), 0);
+    }
+
+    #[test]
+    fn an_oversize_question_is_refused_before_it_reaches_the_browser() {
+        let mut r = relay();
+        let big = encode(&AgentToHost::Ask(Ask {
+            id: Q1.into(),
+            form: json!({"title": "x".repeat(MAX_TO_BROWSER)}),
+            timeout_ms: 1,
+            asked_at_ms: 0,
+        }));
+        let effects = r.agent_frame(1, &big);
+        assert!(matches!(
+            &effects[..],
+            [Effect::ToAgent(1, HostToAgent::Error { .. })]
+        ));
+        assert_eq!(r.pending(), 0);
+    }
+
+    #[test]
+    fn the_extension_identifying_itself_is_told_to_every_greeted_agent() {
+        let mut r = relay();
+        r.agent_frame(1, &hello("a"));
+        r.agent_connected(2); // never said hello
+        let ready = br#"{"type":"ready","protocol":1,"extension":{"id":"abc","version":"1.0"}}"#;
+        let effects = r.extension_frame(ready);
+        let [
+            Effect::ToAgent(
+                1,
+                HostToAgent::Welcome {
+                    extension: Some(ext),
+                    ..
+                },
+            ),
+        ] = &effects[..]
+        else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(ext.id, "abc");
+    }
+}

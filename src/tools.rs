@@ -1,0 +1,551 @@
+//! The arguments of the ask tools (DESIGN.md §5) and how each becomes a form (§4). Shared
+//! by the MCP server and `him ask`, so both refuse the same bad arguments the same way.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::form::{Choice, Field, FieldType, Form, FormError};
+
+/// Bad tool arguments: becomes a JSON-RPC invalid-params error (or exit code 2 in the CLI)
+/// that names the argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError {
+    pub argument: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ArgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid argument `{}`: {}", self.argument, self.message)
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+fn arg_error(argument: impl Into<String>, message: impl Into<String>) -> ArgError {
+    ArgError {
+        argument: argument.into(),
+        message: message.into(),
+    }
+}
+
+/// Which tool asked, which decides how the answer is presented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind {
+    Text,
+    Choice,
+    MultiSelect,
+    Confirm,
+    Form,
+}
+
+impl ToolKind {
+    pub fn tool_name(self) -> &'static str {
+        match self {
+            ToolKind::Text => "ask_text",
+            ToolKind::Choice => "ask_choice",
+            ToolKind::MultiSelect => "ask_multi_select",
+            ToolKind::Confirm => "ask_confirm",
+            ToolKind::Form => "ask_form",
+        }
+    }
+}
+
+/// Where a non-empty string means "given": optional strings are plain strings defaulting to
+/// empty in the schema, which every client understands.
+fn given(s: &str) -> Option<String> {
+    let trimmed = s.trim();
+    (!trimmed.is_empty()).then(|| s.to_owned())
+}
+
+fn need_question(question: &str) -> Result<(), ArgError> {
+    if question.trim().is_empty() {
+        return Err(arg_error("question", "must not be empty"));
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+pub struct AskTextArgs {
+    /// The question, as the person should read it. Markdown (emphasis, code, lists, links).
+    pub question: String,
+    /// Hint shown in the empty input.
+    #[serde(default)]
+    pub placeholder: String,
+    /// Pre-filled answer the person can accept or edit.
+    #[serde(default)]
+    pub default: String,
+    /// Offer a multi-line text area instead of a single line.
+    #[serde(default)]
+    pub multiline: bool,
+    /// How long to wait for the person, in milliseconds (1 s – 24 h; default 5 min).
+    #[serde(default)]
+    #[schemars(with = "u64")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// An option: just its label, or a label with an explanation.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+#[schemars(inline)]
+pub enum OptionArg {
+    Label(String),
+    Described {
+        /// What the person sees and what comes back as the answer.
+        label: String,
+        /// One line on what choosing this means.
+        #[serde(default)]
+        description: String,
+        /// Mark this option as the one you recommend.
+        #[serde(default)]
+        recommended: bool,
+    },
+}
+
+impl OptionArg {
+    fn to_choice(&self) -> Choice {
+        match self {
+            OptionArg::Label(label) => Choice::plain(label.clone()),
+            OptionArg::Described {
+                label,
+                description,
+                recommended,
+            } => Choice {
+                description: given(description),
+                recommended: *recommended,
+                ..Choice::plain(label.clone())
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+pub struct AskChoiceArgs {
+    /// The question, as the person should read it.
+    pub question: String,
+    /// 2 to 25 options; each a label, or {label, description, recommended}.
+    pub options: Vec<OptionArg>,
+    /// The label of the option chosen in advance.
+    #[serde(default)]
+    pub default: String,
+    /// Let the person add a free-text note, or answer with a note instead of a choice.
+    #[serde(default)]
+    pub allow_free_text: bool,
+    /// How long to wait for the person, in milliseconds (1 s – 24 h; default 5 min).
+    #[serde(default)]
+    #[schemars(with = "u64")]
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+pub struct AskMultiSelectArgs {
+    /// The question, as the person should read it.
+    pub question: String,
+    /// The options (1 to 200); each a label, or {label, description, recommended}.
+    pub options: Vec<OptionArg>,
+    /// At least this many must be chosen.
+    #[serde(default)]
+    #[schemars(with = "u32")]
+    pub min: Option<u32>,
+    /// At most this many may be chosen.
+    #[serde(default)]
+    #[schemars(with = "u32")]
+    pub max: Option<u32>,
+    /// How long to wait for the person, in milliseconds (1 s – 24 h; default 5 min).
+    #[serde(default)]
+    #[schemars(with = "u64")]
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+pub struct AskConfirmArgs {
+    /// A yes/no question, as the person should read it.
+    pub question: String,
+    /// The answer selected in advance.
+    #[serde(default)]
+    #[schemars(with = "bool")]
+    pub default: Option<bool>,
+    /// How long to wait for the person, in milliseconds (1 s – 24 h; default 5 min).
+    #[serde(default)]
+    #[schemars(with = "u64")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// An option of a form field: a string (value and label alike) or an object.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+#[schemars(inline)]
+pub enum FieldOptionArg {
+    Label(String),
+    Described {
+        /// What comes back in `values`; defaults to the label.
+        #[serde(default)]
+        value: String,
+        label: String,
+        #[serde(default)]
+        description: String,
+        #[serde(default)]
+        recommended: bool,
+    },
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(inline)]
+pub struct FieldArg {
+    /// Key of this field in the returned `values`.
+    pub name: String,
+    /// text, email, url, password, number, textarea, select, radio, checkbox, confirm or
+    /// multi_select.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// What the person reads next to the control.
+    pub label: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default)]
+    pub placeholder: String,
+    /// Pre-filled value of the field's type (not allowed for password).
+    #[serde(default, alias = "defaultValue")]
+    #[schemars(schema_with = "any_value_schema")]
+    pub default: Option<Value>,
+    /// For select, radio and multi_select.
+    #[serde(default)]
+    pub options: Vec<FieldOptionArg>,
+    /// number: smallest value; multi_select: fewest choices.
+    #[serde(default)]
+    #[schemars(with = "f64")]
+    pub min: Option<f64>,
+    /// number: largest value; multi_select: most choices.
+    #[serde(default)]
+    #[schemars(with = "f64")]
+    pub max: Option<f64>,
+}
+
+fn any_value_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "Pre-filled value of the field's type",
+        "type": ["string", "number", "boolean", "array"],
+        "items": {"type": "string"}
+    })
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AskFormArgs {
+    /// What the form is for, shown as its heading.
+    pub title: String,
+    /// More context, in Markdown.
+    #[serde(default)]
+    pub description: String,
+    /// Label of the submit button (default "Submit").
+    #[serde(default)]
+    pub submit_label: String,
+    /// Let the person add a free-text note to their answer.
+    #[serde(default)]
+    pub allow_note: bool,
+    /// The fields, in order.
+    pub fields: Vec<FieldArg>,
+    /// How long to wait for the person, in milliseconds (1 s – 24 h; default 5 min).
+    #[serde(default)]
+    #[schemars(with = "u64")]
+    pub timeout_ms: Option<u64>,
+}
+
+const CHOICE_OPTIONS: std::ops::RangeInclusive<usize> = 2..=25;
+
+fn simple_form(question: &str, field: Field) -> Form {
+    Form {
+        title: question.to_owned(),
+        description: None,
+        submit_label: None,
+        fields: vec![field],
+        allow_note: false,
+    }
+}
+
+/// A single-field form's problem is the tool's argument of the same meaning.
+fn blame(err: FormError, argument: &str) -> ArgError {
+    arg_error(argument, err.message)
+}
+
+impl AskTextArgs {
+    pub fn to_form(&self) -> Result<Form, ArgError> {
+        need_question(&self.question)?;
+        let kind = if self.multiline {
+            FieldType::Textarea
+        } else {
+            FieldType::Text
+        };
+        let mut field = Field::new("answer", kind, self.question.clone());
+        field.required = true;
+        field.placeholder = given(&self.placeholder);
+        field.default = given(&self.default).map(Value::String);
+        let form = simple_form(&self.question, field);
+        form.validate().map_err(|e| blame(e, "default"))?;
+        Ok(form)
+    }
+}
+
+fn choices(options: &[OptionArg]) -> Result<Vec<Choice>, ArgError> {
+    let list: Vec<Choice> = options.iter().map(OptionArg::to_choice).collect();
+    for (i, choice) in list.iter().enumerate() {
+        if choice.label.trim().is_empty() {
+            return Err(arg_error(
+                format!("options[{i}]"),
+                "an option needs a non-empty label",
+            ));
+        }
+        if list[..i].iter().any(|c| c.value == choice.value) {
+            return Err(arg_error(
+                format!("options[{i}]"),
+                format!("{:?} appears twice", choice.label),
+            ));
+        }
+    }
+    Ok(list)
+}
+
+impl AskChoiceArgs {
+    pub fn to_form(&self) -> Result<Form, ArgError> {
+        need_question(&self.question)?;
+        if !CHOICE_OPTIONS.contains(&self.options.len()) {
+            return Err(arg_error(
+                "options",
+                format!(
+                    "give between 2 and 25 options (got {}); for yes/no use ask_confirm",
+                    self.options.len()
+                ),
+            ));
+        }
+        let mut field = Field::new("choice", FieldType::Radio, self.question.clone());
+        field.options = choices(&self.options)?;
+        // With free text allowed, a note alone is a valid reply ("discussion").
+        field.required = !self.allow_free_text;
+        if let Some(default) = given(&self.default) {
+            if !field.options.iter().any(|o| o.value == default) {
+                return Err(arg_error(
+                    "default",
+                    format!("{default:?} is not one of the options"),
+                ));
+            }
+            field.default = Some(Value::String(default));
+        }
+        let mut form = simple_form(&self.question, field);
+        form.allow_note = self.allow_free_text;
+        form.validate().map_err(|e| blame(e, "options"))?;
+        Ok(form)
+    }
+}
+
+impl AskMultiSelectArgs {
+    pub fn to_form(&self) -> Result<Form, ArgError> {
+        need_question(&self.question)?;
+        if self.options.is_empty() {
+            return Err(arg_error("options", "give at least one option"));
+        }
+        let mut field = Field::new("selected", FieldType::MultiSelect, self.question.clone());
+        field.options = choices(&self.options)?;
+        let n = field.options.len() as u32;
+        if let Some(min) = self.min.filter(|&m| m > n) {
+            return Err(arg_error(
+                "min",
+                format!("{min} is more than the {n} options"),
+            ));
+        }
+        if let (Some(min), Some(max)) = (self.min, self.max)
+            && min > max
+        {
+            return Err(arg_error(
+                "max",
+                format!("max ({max}) is less than min ({min})"),
+            ));
+        }
+        field.min = self.min.map(f64::from);
+        field.max = self.max.map(f64::from);
+        let form = simple_form(&self.question, field);
+        form.validate().map_err(|e| blame(e, "options"))?;
+        Ok(form)
+    }
+}
+
+impl AskConfirmArgs {
+    pub fn to_form(&self) -> Result<Form, ArgError> {
+        need_question(&self.question)?;
+        let mut field = Field::new("confirmed", FieldType::Confirm, self.question.clone());
+        field.required = true;
+        field.default = self.default.map(Value::Bool);
+        Ok(simple_form(&self.question, field))
+    }
+}
+
+impl AskFormArgs {
+    pub fn to_form(&self) -> Result<Form, ArgError> {
+        if self.title.trim().is_empty() {
+            return Err(arg_error("title", "must not be empty"));
+        }
+        if self.fields.is_empty() {
+            return Err(arg_error("fields", "give at least one field"));
+        }
+        let mut fields = Vec::with_capacity(self.fields.len());
+        for (i, arg) in self.fields.iter().enumerate() {
+            let kind = field_type(&arg.kind).ok_or_else(|| {
+                arg_error(
+                    format!("fields[{i}].type"),
+                    format!(
+                        "{:?} is not a field type; use one of text, email, url, password, number, \
+                         textarea, select, radio, checkbox, confirm, multi_select",
+                        arg.kind
+                    ),
+                )
+            })?;
+            let mut field = Field::new(&arg.name, kind, arg.label.clone());
+            field.description = given(&arg.description);
+            field.required = arg.required;
+            field.placeholder = given(&arg.placeholder);
+            field.default = arg.default.clone().filter(|v| !v.is_null());
+            field.min = arg.min;
+            field.max = arg.max;
+            field.options = arg
+                .options
+                .iter()
+                .map(|o| match o {
+                    FieldOptionArg::Label(label) => Choice::plain(label.clone()),
+                    FieldOptionArg::Described {
+                        value,
+                        label,
+                        description,
+                        recommended,
+                    } => Choice {
+                        value: given(value).unwrap_or_else(|| label.clone()),
+                        label: label.clone(),
+                        description: given(description),
+                        recommended: *recommended,
+                    },
+                })
+                .collect();
+            fields.push(field);
+        }
+        let form = Form {
+            title: self.title.clone(),
+            description: given(&self.description),
+            submit_label: given(&self.submit_label),
+            fields,
+            allow_note: self.allow_note,
+        };
+        form.validate().map_err(|err| match &err.field {
+            Some(name) => {
+                let i = self
+                    .fields
+                    .iter()
+                    .position(|f| &f.name == name)
+                    .unwrap_or(0);
+                arg_error(format!("fields[{i}] ({name})"), err.message)
+            }
+            None => arg_error("fields", err.message),
+        })?;
+        Ok(form)
+    }
+}
+
+/// Field type names, with the spellings agents commonly use for multi-select.
+fn field_type(name: &str) -> Option<FieldType> {
+    match name {
+        "multiselect" | "multiSelect" | "multi-select" => Some(FieldType::MultiSelect),
+        "string" => Some(FieldType::Text),
+        "boolean" => Some(FieldType::Checkbox),
+        other => FieldType::from_name(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ask_choice_needs_two_to_twenty_five_options() {
+        let args: AskChoiceArgs =
+            serde_json::from_value(json!({"question": "q", "options": ["a"]})).unwrap();
+        assert_eq!(args.to_form().unwrap_err().argument, "options");
+        let args: AskChoiceArgs = serde_json::from_value(
+            json!({"question": "q", "options": ["a", {"label": "b", "description": "bee"}]}),
+        )
+        .unwrap();
+        let form = args.to_form().unwrap();
+        assert_eq!(
+            form.fields[0].options[1].description.as_deref(),
+            Some("bee")
+        );
+        assert!(form.fields[0].required);
+    }
+
+    #[test]
+    fn a_default_that_is_not_an_option_names_default() {
+        let args: AskChoiceArgs =
+            serde_json::from_value(json!({"question": "q", "options": ["a", "b"], "default": "c"}))
+                .unwrap();
+        assert_eq!(args.to_form().unwrap_err().argument, "default");
+    }
+
+    #[test]
+    fn free_text_makes_the_choice_optional_and_allows_a_note() {
+        let args: AskChoiceArgs = serde_json::from_value(
+            json!({"question": "q", "options": ["a", "b"], "allow_free_text": true}),
+        )
+        .unwrap();
+        let form = args.to_form().unwrap();
+        assert!(form.allow_note);
+        assert!(!form.fields[0].required);
+    }
+
+    #[test]
+    fn ask_form_errors_name_the_field_by_position_and_name() {
+        let args: AskFormArgs = serde_json::from_value(json!({
+            "title": "t",
+            "fields": [
+                {"name": "a", "type": "text", "label": "A"},
+                {"name": "pw", "type": "password", "label": "P", "defaultValue": "x"}
+            ]
+        }))
+        .unwrap();
+        let err = args.to_form().unwrap_err();
+        assert_eq!(err.argument, "fields[1] (pw)");
+        let args: AskFormArgs = serde_json::from_value(json!({
+            "title": "t", "fields": [{"name": "a", "type": "colour", "label": "A"}]
+        }))
+        .unwrap();
+        assert_eq!(args.to_form().unwrap_err().argument, "fields[0].type");
+    }
+
+    #[test]
+    fn ask_form_takes_seed_camel_case_names() {
+        let args: AskFormArgs = serde_json::from_value(json!({
+            "title": "Deploy", "submitLabel": "Go",
+            "fields": [{"name": "env", "type": "select", "label": "Env", "required": true,
+                        "options": ["dev", {"value": "prod", "label": "Production", "recommended": true}],
+                        "defaultValue": "dev"}]
+        }))
+        .unwrap();
+        let form = args.to_form().unwrap();
+        assert_eq!(form.submit_label.as_deref(), Some("Go"));
+        assert_eq!(form.fields[0].options[1].value, "prod");
+        assert_eq!(form.fields[0].default, Some(json!("dev")));
+    }
+
+    #[test]
+    fn multi_select_bounds_are_checked_against_the_options() {
+        let args: AskMultiSelectArgs =
+            serde_json::from_value(json!({"question": "q", "options": ["a", "b"], "min": 3}))
+                .unwrap();
+        assert_eq!(args.to_form().unwrap_err().argument, "min");
+        let args: AskMultiSelectArgs = serde_json::from_value(
+            json!({"question": "q", "options": ["a", "b"], "min": 2, "max": 1}),
+        )
+        .unwrap();
+        assert_eq!(args.to_form().unwrap_err().argument, "max");
+    }
+}
