@@ -183,6 +183,15 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode, BoxError> {
                 failed = true;
             }
         }
+        if *browser == Browser::Opera {
+            // Opera's extension docs name Google Chrome's locations; some Opera builds read
+            // those rather than Opera's own folder.
+            eprintln!(
+                "him: note: if Opera still says \"Specified native messaging host not found.\", \
+                 also run `{} install --browser chrome`: some Opera builds read Google Chrome's folder",
+                him_command(&ctx.exe)
+            );
+        }
         if family == browsers::Family::Firefox && !args.extension_ids.is_empty() {
             eprintln!(
                 "him: note: --extension-id applies to Chromium browsers; Firefox allows the add-on {}",
