@@ -1,9 +1,145 @@
-//! `him ask`. (Placeholder until the agent side lands.)
+//! `him ask text|choice|multi|confirm|form …`: one question from a shell script, through
+//! the same path as the MCP tools. Prints the result object as JSON on stdout; exit 0 when
+//! answered, 1 otherwise, 2 on bad arguments.
+
+use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use crate::BoxError;
-use crate::cli::AskArgs;
+use crate::agent::{Identity, Pool};
+use crate::asking::{self, PrepareError};
+use crate::cli::{AskArgs, AskKind};
+use crate::config::Config;
+use crate::form::Form;
+use crate::protocol::AgentInfo;
+use crate::tools::{
+    ArgError, AskChoiceArgs, AskConfirmArgs, AskFormArgs, AskMultiSelectArgs, AskTextArgs,
+    OptionArg, ToolKind,
+};
 
-pub fn run(_args: AskArgs) -> Result<ExitCode, BoxError> {
-    Err("`him ask` is not built yet".into())
+const EXIT_BAD_ARGUMENTS: u8 = 2;
+
+pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
+    crate::logging::init();
+    let (tool, form) = match build_form(args.kind) {
+        Ok(built) => built,
+        Err(err) => {
+            eprintln!("him ask: {err}");
+            return Ok(ExitCode::from(EXIT_BAD_ARGUMENTS));
+        }
+    };
+    let config = Config::from_env()?;
+    let prepared = match asking::prepare(tool, form, config.wait_for(args.timeout_ms)) {
+        Ok(prepared) => prepared,
+        Err(PrepareError::TooLarge(err)) => {
+            eprintln!("him ask: {err}");
+            return Ok(ExitCode::from(EXIT_BAD_ARGUMENTS));
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(async {
+        let agent = AgentInfo {
+            name: "him ask".into(),
+            title: None,
+            version: Some(env!("CARGO_PKG_VERSION").into()),
+        };
+        let pool = Pool::new(
+            config.runtime_dir.clone(),
+            Identity::with_cwd_project(agent),
+        );
+        // Ctrl-C withdraws the question rather than leaving it in the panel.
+        let interrupted = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        asking::ask(&pool, &config, prepared, false, interrupted).await
+    });
+    let mut stdout = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut stdout, &result)?;
+    writeln!(stdout)?;
+    Ok(if result.is_answered() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn build_form(kind: AskKind) -> Result<(ToolKind, Form), ArgError> {
+    let labels = |options: Vec<String>| options.into_iter().map(OptionArg::Label).collect();
+    match kind {
+        AskKind::Text {
+            question,
+            placeholder,
+            default,
+            multiline,
+        } => {
+            let args = AskTextArgs {
+                question,
+                placeholder: placeholder.unwrap_or_default(),
+                default: default.unwrap_or_default(),
+                multiline,
+                timeout_ms: None,
+            };
+            Ok((ToolKind::Text, args.to_form()?))
+        }
+        AskKind::Choice {
+            question,
+            options,
+            default,
+            allow_free_text,
+        } => {
+            let args = AskChoiceArgs {
+                question,
+                options: labels(options),
+                default: default.unwrap_or_default(),
+                allow_free_text,
+                timeout_ms: None,
+            };
+            Ok((ToolKind::Choice, args.to_form()?))
+        }
+        AskKind::Multi {
+            question,
+            options,
+            min,
+            max,
+        } => {
+            let args = AskMultiSelectArgs {
+                question,
+                options: labels(options),
+                min,
+                max,
+                timeout_ms: None,
+            };
+            Ok((ToolKind::MultiSelect, args.to_form()?))
+        }
+        AskKind::Confirm { question, default } => {
+            let args = AskConfirmArgs {
+                question,
+                default,
+                timeout_ms: None,
+            };
+            Ok((ToolKind::Confirm, args.to_form()?))
+        }
+        AskKind::Form { json } => {
+            let text = if json == "-" {
+                let mut text = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut text)
+                    .map_err(|e| ArgError {
+                        argument: "json".into(),
+                        message: format!("cannot read stdin: {e}"),
+                    })?;
+                text
+            } else {
+                json
+            };
+            let args: AskFormArgs = serde_json::from_str(&text).map_err(|e| ArgError {
+                argument: "json".into(),
+                message: format!("not valid ask_form arguments: {e}"),
+            })?;
+            Ok((ToolKind::Form, args.to_form()?))
+        }
+    }
 }

@@ -14,6 +14,7 @@
 
 pub mod agent;
 pub mod ask;
+pub mod asking;
 pub mod cli;
 pub mod config;
 pub mod form;

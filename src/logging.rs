@@ -3,11 +3,37 @@
 use tracing_subscriber::EnvFilter;
 
 /// Installs the stderr logger, filtered by `HIM_LOG` (default `warn`). Safe to call twice.
+///
+/// rmcp logs whole messages at debug level, and a tool result can hold a password the
+/// person typed for the agent; so rmcp stays at `info` unless `HIM_LOG` names it on purpose.
 pub fn init() {
-    let filter = EnvFilter::try_from_env("HIM_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let filter = filter_directives(std::env::var("HIM_LOG").ok().as_deref());
+    let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("warn,rmcp=warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .try_init();
+}
+
+fn filter_directives(him_log: Option<&str>) -> String {
+    let base = him_log
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("warn");
+    if base.contains("rmcp") {
+        base.to_owned()
+    } else {
+        format!("{base},rmcp=info")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rmcp_message_dumps_stay_off_unless_asked_for() {
+        assert_eq!(super::filter_directives(None), "warn,rmcp=info");
+        assert_eq!(super::filter_directives(Some("debug")), "debug,rmcp=info");
+        assert_eq!(super::filter_directives(Some("rmcp=trace")), "rmcp=trace");
+    }
 }

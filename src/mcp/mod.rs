@@ -1,9 +1,38 @@
-//! The MCP server. (Placeholder until the server lands.)
+//! `him serve`: the MCP server on stdio. Each ask tool turns its arguments into a form
+//! (`tools.rs`), asks through the shared flow (`asking.rs`) while sending progress
+//! heartbeats, and returns the result object as structured content.
+
+mod server;
+
 use std::process::ExitCode;
+
+use rmcp::ServiceExt;
 
 use crate::BoxError;
 use crate::cli::ServeArgs;
+use crate::config::Config;
 
-pub fn serve(_args: ServeArgs) -> Result<ExitCode, BoxError> {
-    Err("`him serve` is not built yet".into())
+pub use server::HimServer;
+
+pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
+    crate::logging::init();
+    if args.http.is_some() {
+        return Err("`him serve --http` is not built yet; use `him serve` (stdio)".into());
+    }
+    let config = Config::from_env()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let server = HimServer::new(config);
+        let pool_owner = server.clone();
+        let service = server.serve(rmcp::transport::stdio()).await?;
+        let reason = service.waiting().await;
+        // The client is gone: whatever it asked can no longer be answered to anyone.
+        pool_owner.shutdown();
+        tracing::debug!(?reason, "MCP session ended");
+        Ok::<_, BoxError>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,400 @@
+//! `him config <client>`: the snippet that registers `him serve` with an MCP client.
+//!
+//! Pure: the binary path and OS come in, text comes out. The body is a complete,
+//! parseable file (JSON, or TOML for Codex), so `him config codex > snippet.toml` works;
+//! where it lives and why each setting is there go in `notes`, printed to stderr.
+//!
+//! Every snippet sets two clocks so that him's ends first and the agent gets a clean
+//! `timeout` result with a `next_step`, instead of the client cutting the call off:
+//! him's own wait (`HIM_TIMEOUT_MS` in the server's environment) and, where the client has
+//! one, the client's tool-call limit set well above it.
+//!
+//! Formats checked against each client's documentation (see the README section for the
+//! sources): Claude Code `.mcp.json` and `claude mcp add`, `MCP_TOOL_TIMEOUT`; Claude
+//! Desktop `claude_desktop_config.json`; Cursor `mcp.json`; VS Code `mcp.json` with
+//! `servers` and `type`; Codex `[mcp_servers.<name>]` with `tool_timeout_sec` (default 60 s);
+//! Gemini CLI `settings.json` with `timeout` in ms (default 600000); Windsurf
+//! `mcp_config.json` (`serverUrl` for remote servers).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::browsers::Os;
+use crate::cli::Client;
+
+/// Where `him serve --http` listens by default (see `ServeArgs::http`).
+pub const HTTP_URL: &str = "http://127.0.0.1:7676/mcp";
+/// Stands for the bearer token in the HTTP snippet.
+pub const TOKEN_PLACEHOLDER: &str = "<TOKEN>";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Toml,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snippet {
+    pub title: &'static str,
+    /// Which file to put the body in.
+    pub place: String,
+    pub format: Format,
+    /// The snippet alone, ending with a newline.
+    pub body: String,
+    /// What to do with it, and why each setting is there.
+    pub notes: Vec<String>,
+}
+
+/// him's own wait, in ms, per client: below every known client limit.
+fn him_timeout_ms(client: Client) -> u64 {
+    match client {
+        // Claude Desktop drops a tool call near 60 s and has no setting for it (FACTS.md).
+        Client::ClaudeDesktop => 50_000,
+        // Copilot in VS Code has cancelled tool calls at 5 minutes (microsoft/vscode#261734).
+        Client::Vscode => 240_000,
+        _ => 300_000,
+    }
+}
+
+/// Client-side limits set to twice him's wait: room for the person, and him still ends first.
+const CLIENT_TIMEOUT_MS: u64 = 600_000;
+
+#[derive(Serialize)]
+struct StdioServer<'a> {
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    command: &'a str,
+    args: [&'static str; 1],
+    env: BTreeMap<&'static str, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct HttpServer {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    url: &'static str,
+    headers: BTreeMap<&'static str, String>,
+}
+
+/// `{"<key>": {"him": server}}`, pretty-printed with a final newline.
+fn wrap(key: &str, server: impl Serialize) -> String {
+    let mut inner = BTreeMap::new();
+    inner.insert("him", server);
+    let mut outer = BTreeMap::new();
+    outer.insert(key, inner);
+    let mut text = serde_json::to_string_pretty(&outer).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn stdio<'a>(
+    client: Client,
+    kind: Option<&'static str>,
+    exe: &'a str,
+    timeout: Option<u64>,
+) -> StdioServer<'a> {
+    let mut env = BTreeMap::new();
+    env.insert("HIM_TIMEOUT_MS", him_timeout_ms(client).to_string());
+    StdioServer {
+        kind,
+        command: exe,
+        args: ["serve"],
+        env,
+        timeout,
+    }
+}
+
+/// Quotes a word for a POSIX shell, leaving plain paths as they are.
+pub fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%=,".contains(&b));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// A TOML basic string. JSON's string escapes are a subset of TOML's.
+fn toml_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
+    let exe_str = exe.to_string_lossy();
+    let exe_json = exe_str.as_ref();
+    let exe_sh = shell_quote(exe_json);
+    let him_wait = him_timeout_ms(client);
+    let wait_note = format!(
+        "HIM_TIMEOUT_MS={him_wait} is how long him waits for the person ({} s) before it returns a \
+         `timeout` result telling the agent what to do next.",
+        him_wait / 1000
+    );
+    match client {
+        Client::ClaudeCode => Snippet {
+            title: "Claude Code",
+            place: "`.mcp.json` at the root of a project (shared with everyone who works on it)".into(),
+            format: Format::Json,
+            body: wrap("mcpServers", stdio(client, Some("stdio"), exe_json, None)),
+            notes: vec![
+                "Or register him for all your projects with:".into(),
+                format!(
+                    "  claude mcp add --scope user --transport stdio him --env HIM_TIMEOUT_MS={him_wait} -- {exe_sh} serve"
+                ),
+                format!(
+                    "Timeout: Claude Code gives a tool MCP_TOOL_TIMEOUT ms; set it above him's wait, e.g. \
+                     \"env\": {{\"MCP_TOOL_TIMEOUT\": \"{CLIENT_TIMEOUT_MS}\"}} in ~/.claude/settings.json, \
+                     or start `MCP_TOOL_TIMEOUT={CLIENT_TIMEOUT_MS} claude`."
+                ),
+                wait_note,
+                "Claude Code supports elicitation: with no browser connected, him asks in the terminal.".into(),
+            ],
+        },
+        Client::ClaudeDesktop => {
+            let mac = "~/Library/Application Support/Claude/claude_desktop_config.json";
+            let win = r"%APPDATA%\Claude\claude_desktop_config.json";
+            let linux = "~/.config/Claude/claude_desktop_config.json (unofficial Linux builds)";
+            let place = match os {
+                Os::MacOs => format!("{mac} (Windows: {win})"),
+                Os::Linux => format!("{linux}; macOS: {mac}; Windows: {win}"),
+            };
+            Snippet {
+                title: "Claude Desktop",
+                place,
+                format: Format::Json,
+                body: wrap("mcpServers", stdio(client, None, exe_json, None)),
+                notes: vec![
+                    "Merge the \"him\" entry into the file's \"mcpServers\" (Settings → Developer → \
+                     Edit Config opens it), then quit and restart Claude Desktop."
+                        .into(),
+                    format!(
+                        "Timeout: Claude Desktop has no setting for it and drops a tool call near 60 s, \
+                         so him stops waiting first. {wait_note}"
+                    ),
+                    "Claude Desktop has no elicitation: with no browser connected, him hands the \
+                     question back to the chat (HIM_FALLBACK)."
+                        .into(),
+                ],
+            }
+        }
+        Client::Cursor => Snippet {
+            title: "Cursor",
+            place: "~/.cursor/mcp.json (all projects) or .cursor/mcp.json in a project".into(),
+            format: Format::Json,
+            body: wrap("mcpServers", stdio(client, None, exe_json, None)),
+            notes: vec![
+                "Merge the \"him\" entry into the file's \"mcpServers\", then check it is on under \
+                 Cursor Settings → MCP."
+                    .into(),
+                format!(
+                    "Timeout: Cursor has no documented per-server tool timeout. {wait_note} Lower it \
+                     if Cursor gives up on the call first."
+                ),
+            ],
+        },
+        Client::Vscode => Snippet {
+            title: "VS Code",
+            place: ".vscode/mcp.json in the workspace, or your user mcp.json (Command Palette: \
+                    \"MCP: Open User Configuration\")"
+                .into(),
+            format: Format::Json,
+            body: wrap("servers", stdio(client, Some("stdio"), exe_json, None)),
+            notes: vec![
+                "VS Code's mcp.json uses \"servers\" (not \"mcpServers\") and a \"type\" for each server."
+                    .into(),
+                format!(
+                    "Timeout: mcp.json has no timeout setting, and Copilot has cancelled tool calls \
+                     after 5 minutes, so him stops waiting first. {wait_note}"
+                ),
+                "VS Code supports elicitation (1.102+): with no browser connected, him asks in the \
+                 chat view."
+                    .into(),
+            ],
+        },
+        Client::Codex => {
+            let secs = CLIENT_TIMEOUT_MS / 1000;
+            let body = format!(
+                "[mcp_servers.him]\n\
+                 command = {}\n\
+                 args = [\"serve\"]\n\
+                 # Codex ends a tool call after 60 s unless told otherwise; a person needs longer.\n\
+                 tool_timeout_sec = {secs}\n\
+                 \n\
+                 [mcp_servers.him.env]\n\
+                 HIM_TIMEOUT_MS = \"{him_wait}\"\n",
+                toml_string(exe_json)
+            );
+            Snippet {
+                title: "Codex",
+                place: "~/.codex/config.toml (or .codex/config.toml in a trusted project)".into(),
+                format: Format::Toml,
+                body,
+                notes: vec![
+                    "Append this to the file; the Codex CLI, IDE extension and app all read it."
+                        .into(),
+                    format!(
+                        "Timeout: tool_timeout_sec (default 60) must be above him's wait. {wait_note}"
+                    ),
+                    "Codex auto-declines elicitation in some approval modes; him then hands the \
+                     question back to the chat."
+                        .into(),
+                ],
+            }
+        }
+        Client::Gemini => Snippet {
+            title: "Gemini CLI",
+            place: "~/.gemini/settings.json (or .gemini/settings.json in a project)".into(),
+            format: Format::Json,
+            body: wrap("mcpServers", stdio(client, None, exe_json, Some(CLIENT_TIMEOUT_MS))),
+            notes: vec![
+                "Merge the \"him\" entry into the file's \"mcpServers\"; /mcp in Gemini CLI lists it."
+                    .into(),
+                format!(
+                    "Timeout: \"timeout\" is Gemini's per-request limit in ms (default 600000); keep it \
+                     above him's wait. {wait_note}"
+                ),
+            ],
+        },
+        Client::Windsurf => Snippet {
+            title: "Windsurf",
+            place: r"~/.codeium/windsurf/mcp_config.json (Windows: %USERPROFILE%\.codeium\windsurf\mcp_config.json)"
+                .into(),
+            format: Format::Json,
+            body: wrap("mcpServers", stdio(client, None, exe_json, None)),
+            notes: vec![
+                "Merge the \"him\" entry into the file's \"mcpServers\", then press refresh in \
+                 Cascade's MCP panel."
+                    .into(),
+                format!(
+                    "Timeout: Windsurf has no documented tool timeout setting. {wait_note} Lower it if \
+                     Windsurf gives up on the call first."
+                ),
+            ],
+        },
+        Client::Http => {
+            let mut headers = BTreeMap::new();
+            headers.insert("Authorization", format!("Bearer {TOKEN_PLACEHOLDER}"));
+            Snippet {
+                title: "any client, over Streamable HTTP",
+                place: "the client's MCP configuration (this is the Claude Code `.mcp.json` / Cursor \
+                        `mcp.json` shape)"
+                    .into(),
+                format: Format::Json,
+                body: wrap("mcpServers", HttpServer { kind: "http", url: HTTP_URL, headers }),
+                notes: vec![
+                    format!(
+                        "Run the server with `{exe_sh} serve --http`; replace {TOKEN_PLACEHOLDER} with \
+                         the output of `{exe_sh} serve --http --print-token`."
+                    ),
+                    format!(
+                        "Claude Code: claude mcp add --transport http him {HTTP_URL} --header \
+                         \"Authorization: Bearer {TOKEN_PLACEHOLDER}\""
+                    ),
+                    "VS Code: put the entry under \"servers\" with \"type\": \"http\".".into(),
+                    "Windsurf: \"serverUrl\" instead of \"url\". Gemini CLI: \"httpUrl\" instead of \"url\"."
+                        .into(),
+                    format!(
+                        "Codex: [mcp_servers.him] url = \"{HTTP_URL}\" and bearer_token_env_var = \
+                         \"HIM_TOKEN\", with the token in HIM_TOKEN."
+                    ),
+                    "The client's own tool timeout still applies (see `him config <client>`).".into(),
+                ],
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    const ALL: [Client; 8] = [
+        Client::ClaudeCode,
+        Client::ClaudeDesktop,
+        Client::Cursor,
+        Client::Vscode,
+        Client::Codex,
+        Client::Gemini,
+        Client::Windsurf,
+        Client::Http,
+    ];
+
+    #[test]
+    fn plain_paths_stay_plain_and_others_are_quoted() {
+        assert_eq!(
+            shell_quote("/home/u/.cargo/bin/him"),
+            "/home/u/.cargo/bin/him"
+        );
+        assert_eq!(shell_quote("/Users/a b/him"), "'/Users/a b/him'");
+        assert_eq!(shell_quote("/x/it's"), r"'/x/it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn every_json_snippet_names_the_binary_and_serve() {
+        let exe = Path::new("/opt/him \"x\"/him");
+        for client in ALL {
+            let s = snippet(client, exe, Os::Linux);
+            assert!(s.body.ends_with('\n'));
+            if s.format == Format::Json && client != Client::Http {
+                let v: Value = serde_json::from_str(&s.body).unwrap();
+                let key = if client == Client::Vscode {
+                    "servers"
+                } else {
+                    "mcpServers"
+                };
+                let him = &v[key]["him"];
+                assert_eq!(him["command"], exe.to_str().unwrap(), "{client:?}");
+                assert_eq!(him["args"], serde_json::json!(["serve"]), "{client:?}");
+                assert!(him["env"]["HIM_TIMEOUT_MS"].is_string(), "{client:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn him_stops_waiting_before_each_client_limit() {
+        assert!(him_timeout_ms(Client::ClaudeDesktop) < 60_000);
+        assert!(him_timeout_ms(Client::Vscode) < 300_000);
+        for client in ALL {
+            assert!(him_timeout_ms(client) < CLIENT_TIMEOUT_MS);
+        }
+    }
+
+    #[test]
+    fn the_codex_snippet_escapes_the_path_as_toml() {
+        let s = snippet(Client::Codex, Path::new(r#"/a"b\c/him"#), Os::Linux);
+        assert!(s.body.contains(r#"command = "/a\"b\\c/him""#), "{}", s.body);
+    }
+
+    #[test]
+    fn claude_desktop_names_the_file_for_the_current_os_first() {
+        let mac = snippet(Client::ClaudeDesktop, Path::new("/h"), Os::MacOs);
+        assert!(
+            mac.place
+                .starts_with("~/Library/Application Support/Claude/")
+        );
+        let linux = snippet(Client::ClaudeDesktop, Path::new("/h"), Os::Linux);
+        assert!(linux.place.starts_with("~/.config/Claude/"));
+    }
+
+    #[test]
+    fn the_http_snippet_carries_the_url_and_a_bearer_header() {
+        let s = snippet(Client::Http, Path::new("/h"), Os::Linux);
+        let v: Value = serde_json::from_str(&s.body).unwrap();
+        assert_eq!(v["mcpServers"]["him"]["url"], HTTP_URL);
+        assert_eq!(v["mcpServers"]["him"]["type"], "http");
+        assert_eq!(
+            v["mcpServers"]["him"]["headers"]["Authorization"],
+            "Bearer <TOKEN>"
+        );
+        assert!(s.notes.iter().any(|n| n.contains("--print-token")));
+    }
+}

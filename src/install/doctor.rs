@@ -1,0 +1,818 @@
+//! `him doctor`: checks, in the order the side panel needs them, everything `him install`
+//! set up and everything the host needs at run time, and says how to fix what fails.
+//!
+//! ```text
+//! Binary             this binary, and whether its path will last
+//! Browser manifests  per browser: present, JSON, name = file, stdio, absolute path to this
+//!                    binary, the extension allowed (the browser's own error text alongside)
+//! Runtime directory  DESIGN.md §1: ours, mode 0700
+//! Browser connection live host sockets, asked `hello` → `welcome` (extension id, version)
+//! Sandboxed browsers Snap and Flatpak browsers, which cannot start native hosts
+//! ```
+//!
+//! The checks gather [`Finding`]s; rendering is separate, so tests read the findings and
+//! the command prints them. The side panel "cannot work" — exit 1 — when no browser has a
+//! valid manifest (and no host is connected), or the runtime directory would be refused.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::browsers::{self, Layout, Os};
+use super::{Context, INSTALL_FOR_GOOD, him_command, looks_temporary, manifest};
+use crate::cli::Browser;
+use crate::{BoxError, EXTENSION_ID, HOST_NAME};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Pass,
+    Warn,
+    Fail,
+    /// Not applicable here (a browser that is not installed).
+    Skip,
+}
+
+impl Status {
+    fn symbol(self) -> &'static str {
+        match self {
+            Status::Pass => "✓",
+            Status::Warn => "⚠",
+            Status::Fail => "✗",
+            Status::Skip => "·",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub status: Status,
+    pub text: String,
+    /// What exactly is wrong, one item a line.
+    pub details: Vec<String>,
+    /// The command or step that fixes it (a hint, for warnings).
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    fn new(status: Status, text: impl Into<String>) -> Finding {
+        Finding {
+            status,
+            text: text.into(),
+            details: Vec::new(),
+            fix: None,
+        }
+    }
+
+    fn fix(mut self, fix: impl Into<String>) -> Finding {
+        self.fix = Some(fix.into());
+        self
+    }
+
+    fn detail(mut self, detail: impl Into<String>) -> Finding {
+        self.details.push(detail.into());
+        self
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    pub title: &'static str,
+    pub findings: Vec<Finding>,
+}
+
+pub fn render(sections: &[Section]) -> String {
+    let mut out = String::new();
+    for section in sections {
+        let _ = writeln!(out, "{}", section.title);
+        for f in &section.findings {
+            let _ = writeln!(out, "  {} {}", f.status.symbol(), f.text);
+            for d in &f.details {
+                let _ = writeln!(out, "      {d}");
+            }
+            if let Some(fix) = &f.fix {
+                let label = if f.status == Status::Fail {
+                    "fix"
+                } else {
+                    "hint"
+                };
+                let _ = writeln!(out, "      {label}: {fix}");
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+pub fn run() -> Result<ExitCode, BoxError> {
+    let ctx = Context::from_env()?;
+    let uid = effective_uid();
+    let (runtime, source) = runtime_dir(
+        std::env::var_os("HIM_RUNTIME_DIR"),
+        std::env::var_os("XDG_RUNTIME_DIR"),
+        &std::env::temp_dir(),
+        uid,
+    );
+    let him = him_command(&ctx.exe);
+
+    let binary = check_binary(&ctx.exe);
+    let (manifests, valid) = check_manifests(&ctx.layout, &ctx.exe, &him);
+    let (runtime_findings, runtime_ok) = check_runtime_dir(&runtime, source, uid);
+    let (connection, live) = check_connection(&runtime);
+    let sandboxed = if ctx.layout.os == Os::Linux {
+        check_sandboxed(Path::new("/"), &ctx.layout.home)
+    } else {
+        Vec::new()
+    };
+
+    let mut sections = vec![
+        Section {
+            title: "Binary",
+            findings: binary,
+        },
+        Section {
+            title: "Browser manifests",
+            findings: manifests,
+        },
+        Section {
+            title: "Runtime directory",
+            findings: runtime_findings,
+        },
+        Section {
+            title: "Browser connection",
+            findings: connection,
+        },
+    ];
+    if !sandboxed.is_empty() {
+        sections.push(Section {
+            title: "Sandboxed browsers",
+            findings: sandboxed,
+        });
+    }
+    let works = (!valid.is_empty() || live) && runtime_ok;
+    let verdict = if works {
+        let names: Vec<&str> = valid.iter().map(|b| browsers::display_name(*b)).collect();
+        let mut f = Finding::new(Status::Pass, "The side panel can work");
+        if !names.is_empty() {
+            f.text.push_str(&format!(" in: {}", names.join(", ")));
+        }
+        f
+    } else if !runtime_ok {
+        Finding::new(
+            Status::Fail,
+            "The side panel cannot work: the runtime directory would be refused",
+        )
+        .fix("see Runtime directory above")
+    } else {
+        Finding::new(
+            Status::Fail,
+            "The side panel cannot work: no browser has a valid him manifest",
+        )
+        .fix(format!(
+            "load the extension, then run `{him} install` (or `{him} install --browser NAME`)"
+        ))
+    };
+    sections.push(Section {
+        title: "Summary",
+        findings: vec![verdict],
+    });
+
+    let mut out = io::stdout().lock();
+    writeln!(out, "him doctor (him {})\n", env!("CARGO_PKG_VERSION"))?;
+    out.write_all(render(&sections).as_bytes())?;
+    Ok(if works {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn check_binary(exe: &Path) -> Vec<Finding> {
+    let mut findings = vec![Finding::new(
+        Status::Pass,
+        format!("him {} at {}", env!("CARGO_PKG_VERSION"), exe.display()),
+    )];
+    if let Some(why) = looks_temporary(exe, &std::env::temp_dir()) {
+        findings.push(
+            Finding::new(
+                Status::Warn,
+                format!("this binary is in {why}; manifests that point here break when it goes"),
+            )
+            .fix(INSTALL_FOR_GOOD),
+        );
+    }
+    findings
+}
+
+/// One finding per browser, and the browsers whose manifest is valid.
+pub fn check_manifests(layout: &Layout, exe: &Path, him: &str) -> (Vec<Finding>, Vec<Browser>) {
+    let mut findings = Vec::new();
+    let mut valid = Vec::new();
+    for browser in browsers::ALL {
+        let (finding, ok) = check_manifest(browser, layout, exe, him);
+        if ok {
+            valid.push(browser);
+        }
+        findings.push(finding);
+    }
+    (findings, valid)
+}
+
+/// Checks one browser's manifest on disk; `true` when the browser can start this host.
+pub fn check_manifest(browser: Browser, layout: &Layout, exe: &Path, him: &str) -> (Finding, bool) {
+    let name = browsers::display_name(browser);
+    let path = browsers::manifest_path(browser, layout);
+    let reinstall = format!(
+        "run `{him} install --browser {}`",
+        browsers::cli_name(browser)
+    );
+    let says = |e: &str| format!("the browser says: \"{e}\"");
+
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            if browsers::detected_on_disk(browser, layout) {
+                let f = Finding::new(
+                    Status::Fail,
+                    format!("{name}: no him manifest at {}", path.display()),
+                )
+                .detail(says("Specified native messaging host not found."))
+                .fix(reinstall);
+                return (f, false);
+            }
+            let dirs: Vec<String> = browsers::detection_dirs(browser, layout)
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            let f = Finding::new(
+                Status::Skip,
+                format!(
+                    "{name}: not installed for this user (no {})",
+                    dirs.join(" or ")
+                ),
+            );
+            return (f, false);
+        }
+        Err(err) => {
+            let f = Finding::new(
+                Status::Fail,
+                format!("{name}: cannot read {}: {err}", path.display()),
+            )
+            .fix(format!("make the file readable, or {reinstall}"));
+            return (f, false);
+        }
+    };
+
+    let file_name = format!("{HOST_NAME}.json");
+    let checked = manifest::check(&text, &file_name, browsers::family(browser));
+    let mut details: Vec<String> = Vec::new();
+    let mut errors: Vec<&'static str> = Vec::new();
+    for p in &checked.problems {
+        details.push(p.to_string());
+        if let Some(e) = p.browser_error() {
+            errors.push(e);
+        }
+    }
+    let mut other_binary = None;
+    if let Some(host) = &checked.host_path {
+        match inspect_host(Path::new(host), exe) {
+            HostFile::ThisBinary => {}
+            HostFile::Missing => {
+                details.push(format!("\"path\" is {host}, which does not exist"));
+                errors.push("Native host has exited.");
+            }
+            HostFile::NotExecutable => {
+                details.push(format!(
+                    "\"path\" is {host}, which is not an executable file"
+                ));
+                errors.push("Native host has exited.");
+            }
+            HostFile::Other(found) => other_binary = Some(found),
+        }
+    }
+
+    if !details.is_empty() {
+        errors.dedup();
+        let mut f =
+            Finding::new(Status::Fail, format!("{name}: {}", path.display())).fix(reinstall);
+        f.details = details;
+        f.details.extend(errors.into_iter().map(says));
+        return (f, false);
+    }
+    if let Some(found) = other_binary {
+        let f = Finding::new(Status::Warn, format!("{name}: {}", path.display()))
+            .detail(format!(
+                "starts {}, not this binary ({})",
+                found.display(),
+                exe.display()
+            ))
+            .fix(format!(
+                "if the browser should start this binary, {reinstall}"
+            ));
+        return (f, true);
+    }
+    (
+        Finding::new(Status::Pass, format!("{name}: {}", path.display())),
+        true,
+    )
+}
+
+enum HostFile {
+    ThisBinary,
+    Missing,
+    NotExecutable,
+    /// Another executable: the browser will start that one.
+    Other(PathBuf),
+}
+
+fn inspect_host(host: &Path, exe: &Path) -> HostFile {
+    let Ok(meta) = std::fs::metadata(host) else {
+        return HostFile::Missing;
+    };
+    if !meta.is_file() || !is_executable(&meta) {
+        return HostFile::NotExecutable;
+    }
+    let canonical = host.canonicalize().unwrap_or_else(|_| host.to_path_buf());
+    if canonical == exe {
+        HostFile::ThisBinary
+    } else {
+        HostFile::Other(canonical)
+    }
+}
+
+#[cfg(unix)]
+fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_meta: &std::fs::Metadata) -> bool {
+    true
+}
+
+/// Where host sockets live (DESIGN.md §1), and which rule chose it.
+pub fn runtime_dir(
+    him_runtime_dir: Option<OsString>,
+    xdg_runtime_dir: Option<OsString>,
+    temp_dir: &Path,
+    uid: u32,
+) -> (PathBuf, &'static str) {
+    if let Some(dir) = him_runtime_dir.filter(|d| !d.is_empty()) {
+        return (PathBuf::from(dir), "HIM_RUNTIME_DIR");
+    }
+    if let Some(dir) = xdg_runtime_dir
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+    {
+        return (dir.join("him"), "XDG_RUNTIME_DIR");
+    }
+    (temp_dir.join(format!("him-{uid}")), "the temporary folder")
+}
+
+/// Whether the runtime directory is one the host and agents will use: ours, and not
+/// writable by anyone else. `false` means they would refuse it.
+#[cfg(unix)]
+pub fn check_runtime_dir(dir: &Path, source: &str, uid: u32) -> (Vec<Finding>, bool) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    let shown = format!("{} (from {source})", dir.display());
+    let meta = match std::fs::metadata(dir) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            let f = Finding::new(
+                Status::Pass,
+                format!(
+                    "{shown} does not exist yet; the host creates it (mode 0700) when the browser starts it"
+                ),
+            );
+            return (vec![f], true);
+        }
+        Err(err) => {
+            let f = Finding::new(Status::Fail, format!("{shown}: cannot read it: {err}"))
+                .fix("set HIM_RUNTIME_DIR to a directory of your own");
+            return (vec![f], false);
+        }
+    };
+    if !meta.is_dir() {
+        let f = Finding::new(Status::Fail, format!("{shown} is not a directory")).fix(format!(
+            "remove {}, or set HIM_RUNTIME_DIR to a directory of your own",
+            dir.display()
+        ));
+        return (vec![f], false);
+    }
+    if meta.uid() != uid {
+        let f = Finding::new(
+            Status::Fail,
+            format!(
+                "{shown} belongs to uid {}, not to you (uid {uid}); him refuses it",
+                meta.uid()
+            ),
+        )
+        .fix("set HIM_RUNTIME_DIR to a directory of your own");
+        return (vec![f], false);
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o022 != 0 {
+        let f = Finding::new(
+            Status::Fail,
+            format!("{shown} has mode {mode:04o}: others can write to it, so him refuses it"),
+        )
+        .fix(format!(
+            "chmod 700 {}",
+            super::clients::shell_quote(&dir.to_string_lossy())
+        ));
+        return (vec![f], false);
+    }
+    if mode != 0o700 {
+        let f = Finding::new(
+            Status::Warn,
+            format!("{shown} has mode {mode:04o}; others can see which hosts run"),
+        )
+        .fix(format!(
+            "chmod 700 {}",
+            super::clients::shell_quote(&dir.to_string_lossy())
+        ));
+        return (vec![f], true);
+    }
+    (
+        vec![Finding::new(
+            Status::Pass,
+            format!("{shown}: yours, mode 0700"),
+        )],
+        true,
+    )
+}
+
+#[cfg(not(unix))]
+pub fn check_runtime_dir(dir: &Path, source: &str, _uid: u32) -> (Vec<Finding>, bool) {
+    let f = Finding::new(
+        Status::Skip,
+        format!("{} (from {source}): not checked on this OS", dir.display()),
+    );
+    (vec![f], true)
+}
+
+#[cfg(unix)]
+#[allow(unsafe_code)]
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid(2) takes no arguments, touches no memory of ours and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+#[cfg(not(unix))]
+pub fn effective_uid() -> u32 {
+    0
+}
+
+/// What a host said in its `welcome` (DESIGN.md §3); each field only when present.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Welcome {
+    pub host_version: Option<String>,
+    pub host_pid: Option<u64>,
+    pub extension_id: Option<String>,
+    pub extension_version: Option<String>,
+    pub panel_open: Option<bool>,
+}
+
+impl Welcome {
+    pub fn from_json(v: &Value) -> Welcome {
+        let s = |v: &Value| v.as_str().map(str::to_owned);
+        Welcome {
+            host_version: s(&v["host"]["version"]),
+            host_pid: v["host"]["pid"].as_u64(),
+            extension_id: s(&v["extension"]["id"]),
+            extension_version: s(&v["extension"]["version"]),
+            panel_open: v["panel_open"].as_bool(),
+        }
+    }
+}
+
+/// How long the doctor waits for a host to answer. A host answers `hello` at once.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Socket frames are capped at 4 MiB (DESIGN.md §2); a welcome is far smaller.
+const MAX_FRAME: usize = 4 * 1024 * 1024;
+
+/// Says `hello` and reads frames until the `welcome`. The one place the doctor speaks the
+/// protocol: u32 native-endian length + JSON (DESIGN.md §2, §3). To switch to the shared
+/// codec (`frame.rs`, `protocol.rs`) later, only this function changes.
+pub fn hello_welcome(stream: &mut (impl Read + Write)) -> Result<Welcome, String> {
+    use byteorder::{NativeEndian, ReadBytesExt, WriteBytesExt};
+
+    let hello = serde_json::json!({
+        "type": "hello",
+        "protocol": 1,
+        "agent": {"name": "him doctor", "version": env!("CARGO_PKG_VERSION")},
+        "pid": std::process::id(),
+    })
+    .to_string();
+    let len = u32::try_from(hello.len()).map_err(|e| e.to_string())?;
+    stream
+        .write_u32::<NativeEndian>(len)
+        .and_then(|()| stream.write_all(hello.as_bytes()))
+        .and_then(|()| stream.flush())
+        .map_err(|e| format!("cannot send hello: {e}"))?;
+    // A few frames at most: a host answers hello with welcome before anything else.
+    for _ in 0..4 {
+        let len = stream
+            .read_u32::<NativeEndian>()
+            .map_err(|e| describe_read_error(&e))? as usize;
+        if len > MAX_FRAME {
+            return Err(format!(
+                "answered with a frame of {len} bytes, over the 4 MiB limit"
+            ));
+        }
+        let mut buf = vec![0; len];
+        stream
+            .read_exact(&mut buf)
+            .map_err(|e| describe_read_error(&e))?;
+        let v: Value =
+            serde_json::from_slice(&buf).map_err(|e| format!("answered with bad JSON: {e}"))?;
+        match v["type"].as_str() {
+            Some("welcome") => return Ok(Welcome::from_json(&v)),
+            Some("error") => {
+                return Err(format!(
+                    "answered hello with an error: {}",
+                    v["message"].as_str().unwrap_or("")
+                ));
+            }
+            _ => continue,
+        }
+    }
+    Err("did not answer hello with welcome".to_owned())
+}
+
+fn describe_read_error(err: &io::Error) -> String {
+    match err.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            format!("no answer to hello within {} s", PROBE_TIMEOUT.as_secs())
+        }
+        io::ErrorKind::UnexpectedEof => "closed the connection without answering hello".to_owned(),
+        _ => format!("read failed: {err}"),
+    }
+}
+
+#[derive(Debug)]
+pub enum Probe {
+    Live(Welcome),
+    /// Accepted the connection but did not answer as a him host.
+    Silent(String),
+    /// Nothing listens there: a host that died without cleaning up.
+    Stale(String),
+}
+
+/// The host sockets in `<runtime>/hosts/`, sorted.
+pub fn host_sockets(runtime: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(runtime.join("hosts")) else {
+        return Vec::new();
+    };
+    let mut socks: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+        .collect();
+    socks.sort();
+    socks
+}
+
+#[cfg(unix)]
+pub fn probe(sock: &Path) -> Probe {
+    use std::os::unix::net::UnixStream;
+    let mut stream = match UnixStream::connect(sock) {
+        Ok(s) => s,
+        Err(err) => return Probe::Stale(err.to_string()),
+    };
+    let _ = stream.set_read_timeout(Some(PROBE_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(PROBE_TIMEOUT));
+    match hello_welcome(&mut stream) {
+        Ok(w) => Probe::Live(w),
+        Err(why) => Probe::Silent(why),
+    }
+}
+
+#[cfg(not(unix))]
+pub fn probe(_sock: &Path) -> Probe {
+    Probe::Silent("not supported on this OS yet".to_owned())
+}
+
+/// One finding per host socket (or one warning when there is none); `true` when a host
+/// answered.
+pub fn check_connection(runtime: &Path) -> (Vec<Finding>, bool) {
+    let socks = host_sockets(runtime);
+    let mut findings = Vec::new();
+    let mut live = false;
+    for sock in &socks {
+        match probe(sock) {
+            Probe::Live(w) => {
+                live = true;
+                findings.extend(describe_live(sock, &w));
+            }
+            Probe::Silent(why) => findings.push(
+                Finding::new(Status::Warn, format!("{}: a process listens there but {why}", sock.display()))
+                    .fix("restart the browser so it starts the installed him"),
+            ),
+            Probe::Stale(why) => findings.push(Finding::new(
+                Status::Warn,
+                format!("{}: no host listens there ({why}); a stale socket, which the next agent removes", sock.display()),
+            )),
+        }
+    }
+    if !live {
+        findings.push(
+            Finding::new(Status::Warn, "no browser is connected now")
+                .fix("open the browser where the him extension is loaded: the extension connects when the browser starts"),
+        );
+    }
+    (findings, live)
+}
+
+fn describe_live(sock: &Path, w: &Welcome) -> Vec<Finding> {
+    let host = match (w.host_pid, &w.host_version) {
+        (Some(pid), Some(v)) => format!("host pid {pid} (him {v})"),
+        (Some(pid), None) => format!("host pid {pid}"),
+        (None, Some(v)) => format!("host him {v}"),
+        (None, None) => format!("host at {}", sock.display()),
+    };
+    let ext = match (&w.extension_id, &w.extension_version) {
+        (Some(id), Some(v)) => format!("extension {id} version {v}"),
+        (Some(id), None) => format!("extension {id}"),
+        _ => "extension not ready yet".to_owned(),
+    };
+    let panel = match w.panel_open {
+        Some(true) => ", side panel open",
+        Some(false) => ", side panel closed",
+        None => "",
+    };
+    let mut f = Finding::new(
+        Status::Pass,
+        format!("browser connected: {host}, {ext}{panel}"),
+    );
+    if w.extension_id
+        .as_deref()
+        .is_some_and(|id| id != EXTENSION_ID)
+    {
+        f = f.detail(format!(
+            "this is not the published extension id ({EXTENSION_ID}): an unpacked copy allowed with --extension-id"
+        ));
+    }
+    let mut out = vec![f];
+    if let Some(v) = &w.host_version
+        && v != env!("CARGO_PKG_VERSION")
+    {
+        out.push(
+            Finding::new(
+                Status::Warn,
+                format!(
+                    "the running host is him {v}, this binary is him {}",
+                    env!("CARGO_PKG_VERSION")
+                ),
+            )
+            .fix("restart the browser (or reload the extension) so it starts this version"),
+        );
+    }
+    out
+}
+
+/// One warning per Snap or Flatpak browser, each with what to install instead.
+pub fn check_sandboxed(root: &Path, home: &Path) -> Vec<Finding> {
+    browsers::sandboxed_on_disk(root, home)
+        .into_iter()
+        .map(|s| {
+            let name = browsers::display_name(s.browser);
+            Finding::new(
+                Status::Warn,
+                format!(
+                    "{} {name} ({}) cannot start native-messaging hosts: the side panel cannot reach him from it",
+                    s.kind.name(),
+                    s.evidence.display()
+                ),
+            )
+            .fix(format!(
+                "use a {name} installed from a .deb/.rpm or the vendor's package instead (on Ubuntu, \
+                 `apt install chromium` installs the snap again); then run `him install`"
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_dir_follows_design_section_1() {
+        let t = Path::new("/tmp");
+        let (d, src) = runtime_dir(Some("/r".into()), Some("/run/user/7".into()), t, 7);
+        assert_eq!((d, src), (PathBuf::from("/r"), "HIM_RUNTIME_DIR"));
+        let (d, _) = runtime_dir(Some("".into()), Some("/run/user/7".into()), t, 7);
+        assert_eq!(d, PathBuf::from("/run/user/7/him"));
+        let (d, _) = runtime_dir(None, Some("relative".into()), t, 7);
+        assert_eq!(d, PathBuf::from("/tmp/him-7"));
+        let (d, _) = runtime_dir(None, None, t, 7);
+        assert_eq!(d, PathBuf::from("/tmp/him-7"));
+    }
+
+    #[test]
+    fn a_welcome_is_read_after_hello() {
+        // The stream replays the host's side; what we wrote is checked afterwards.
+        struct Duplex {
+            input: io::Cursor<Vec<u8>>,
+            output: Vec<u8>,
+        }
+        impl Read for Duplex {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                self.input.read(buf)
+            }
+        }
+        impl Write for Duplex {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                self.output.write(buf)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let frame = |json: &str| {
+            let mut f = (json.len() as u32).to_ne_bytes().to_vec();
+            f.extend_from_slice(json.as_bytes());
+            f
+        };
+        let mut input = frame(r#"{"type":"shown","id":"x"}"#);
+        input.extend(frame(
+            r#"{"type":"welcome","protocol":1,"host":{"version":"0.1.0","pid":42},
+               "extension":{"id":"mephldgjjmdajmfkonfbblipccnbagig","version":"0.2.0"},"panel_open":true}"#,
+        ));
+        let mut s = Duplex {
+            input: io::Cursor::new(input),
+            output: Vec::new(),
+        };
+        let w = hello_welcome(&mut s).unwrap();
+        assert_eq!(w.host_pid, Some(42));
+        assert_eq!(w.extension_version.as_deref(), Some("0.2.0"));
+        assert_eq!(w.panel_open, Some(true));
+        let len = u32::from_ne_bytes(s.output[..4].try_into().unwrap()) as usize;
+        let hello: Value = serde_json::from_slice(&s.output[4..4 + len]).unwrap();
+        assert_eq!(hello["type"], "hello");
+        assert_eq!(hello["protocol"], 1);
+        assert_eq!(hello["agent"]["name"], "him doctor");
+    }
+
+    #[test]
+    fn a_host_that_closes_without_welcome_is_described() {
+        let mut s = io::Cursor::new(Vec::new());
+        // Writing to a cursor works; reading then hits EOF at once.
+        let err = hello_welcome(&mut s).unwrap_err();
+        assert!(
+            err.contains("without answering") || err.contains("read"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn findings_render_with_symbols_and_fixes() {
+        let text = render(&[Section {
+            title: "T",
+            findings: vec![
+                Finding::new(Status::Fail, "bad")
+                    .detail("why")
+                    .fix("do this"),
+                Finding::new(Status::Warn, "meh").fix("maybe"),
+                Finding::new(Status::Pass, "good"),
+            ],
+        }]);
+        assert_eq!(
+            text,
+            "T\n  ✗ bad\n      why\n      fix: do this\n  ⚠ meh\n      hint: maybe\n  ✓ good\n\n"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_group_writable_runtime_dir_is_refused_and_a_private_one_passes() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        std::fs::create_dir(&dir).unwrap();
+        let uid = effective_uid();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o770)).unwrap();
+        let (f, ok) = check_runtime_dir(&dir, "test", uid);
+        assert!(!ok);
+        assert_eq!(f[0].status, Status::Fail);
+        assert!(f[0].fix.as_deref().unwrap().starts_with("chmod 700 "));
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (f, ok) = check_runtime_dir(&dir, "test", uid);
+        assert!(ok);
+        assert_eq!(f[0].status, Status::Warn);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let (f, ok) = check_runtime_dir(&dir, "test", uid);
+        assert!(ok);
+        assert_eq!(f[0].status, Status::Pass);
+        let (f, ok) = check_runtime_dir(&dir, "test", uid + 1);
+        assert!(!ok);
+        assert!(f[0].text.contains("not to you"));
+    }
+}

@@ -1,0 +1,309 @@
+//! Test helpers that drive the real `him` binary: `FakeExtension` plays the browser side
+//! by starting `him chrome-extension://<id>/` exactly as Chrome does and speaking native
+//! messaging on its stdio; `Agent` is rmcp's own client running `him serve`.
+#![allow(dead_code)] // each test file uses a different part of this module
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use him::frame::{FrameCodec, MAX_INBOUND};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+/// Long enough for a loaded CI machine; a test that needs it has already failed.
+pub const PATIENCE: Duration = Duration::from_secs(15);
+
+pub fn him_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_him"))
+}
+
+pub fn origin() -> String {
+    format!("chrome-extension://{}/", him::EXTENSION_ID)
+}
+
+/// A private runtime directory for one test.
+pub fn runtime_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("him-test-")
+        .tempdir()
+        .expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    dir
+}
+
+pub fn sockets(runtime: &Path) -> Vec<PathBuf> {
+    him::runtime::list_host_sockets(runtime)
+}
+
+pub async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !check() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The browser side: a native host started as Chrome starts it, and its stdio.
+pub struct FakeExtension {
+    pub child: Child,
+    pub pid: u32,
+    pub socket: PathBuf,
+    reader: FramedRead<ChildStdout, FrameCodec>,
+    writer: Option<FramedWrite<ChildStdin, FrameCodec>>,
+}
+
+impl FakeExtension {
+    /// Starts a host, checks its `hello`, sends `ready`, and waits until it listens.
+    pub async fn start(runtime: &Path) -> FakeExtension {
+        let mut child = Command::new(him_bin())
+            .arg(origin())
+            .env("HIM_RUNTIME_DIR", runtime)
+            .env("HIM_LOG", "debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn host");
+        let pid = child.id().expect("pid");
+        let reader = FramedRead::new(
+            child.stdout.take().expect("stdout"),
+            FrameCodec::new(MAX_INBOUND),
+        );
+        let writer = FramedWrite::new(
+            child.stdin.take().expect("stdin"),
+            FrameCodec::new(MAX_INBOUND),
+        );
+        let socket = him::runtime::socket_path(runtime, pid);
+        let mut ext = FakeExtension {
+            child,
+            pid,
+            socket,
+            reader,
+            writer: Some(writer),
+        };
+        let hello = ext.recv().await;
+        assert_eq!(hello["type"], "hello", "first frame from the host: {hello}");
+        assert_eq!(hello["protocol"], 1);
+        ext.send(json!({"type": "ready", "protocol": 1,
+                        "extension": {"id": him::EXTENSION_ID, "version": "0.0.0-test"}, "browser": "test"}))
+            .await;
+        let socket = ext.socket.clone();
+        eventually("the host socket", || socket.exists()).await;
+        ext
+    }
+
+    /// The next frame from the host, which must arrive and be a JSON object.
+    pub async fn recv(&mut self) -> Value {
+        let frame = tokio::time::timeout(PATIENCE, self.reader.next())
+            .await
+            .expect("timed out waiting for a frame from the host")
+            .expect("host closed its stdout")
+            .expect("bad frame from the host");
+        let value: Value =
+            serde_json::from_slice(&frame).expect("host wrote a frame that is not JSON");
+        assert!(value.is_object(), "host wrote a non-object: {value}");
+        value
+    }
+
+    /// The next frame of type `kind`, skipping others of `skippable` types.
+    pub async fn recv_type(&mut self, kind: &str) -> Value {
+        loop {
+            let frame = self.recv().await;
+            if frame["type"] == kind {
+                return frame;
+            }
+            assert!(
+                frame["type"] != "ask" || kind == "ask",
+                "unexpected ask while waiting for {kind}: {frame}"
+            );
+        }
+    }
+
+    /// Whether a frame arrives within `wait`.
+    pub async fn quiet_for(&mut self, wait: Duration) -> Option<Value> {
+        match tokio::time::timeout(wait, self.reader.next()).await {
+            Ok(Some(Ok(frame))) => Some(serde_json::from_slice(&frame).expect("json")),
+            Ok(other) => panic!("host link ended: {other:?}"),
+            Err(_) => None,
+        }
+    }
+
+    pub async fn send(&mut self, value: Value) {
+        self.send_raw(serde_json::to_vec(&value).expect("json"))
+            .await;
+    }
+
+    pub async fn send_raw(&mut self, bytes: Vec<u8>) {
+        let writer = self.writer.as_mut().expect("stdin still open");
+        writer
+            .send(Bytes::from(bytes))
+            .await
+            .expect("write to host stdin");
+    }
+
+    /// Writes bytes with no framing at all.
+    pub async fn write_unframed(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        let writer = self.writer.as_mut().expect("stdin still open");
+        writer.get_mut().write_all(bytes).await.expect("write");
+        writer.get_mut().flush().await.expect("flush");
+    }
+
+    /// Takes the next `ask`, says it is shown, and returns it.
+    pub async fn take_ask(&mut self) -> Value {
+        let ask = self.recv_type("ask").await;
+        self.send(json!({"type": "shown", "id": ask["id"]})).await;
+        ask
+    }
+
+    pub async fn submit(&mut self, id: &Value, values: Value) {
+        self.send(json!({"type": "answer", "id": id, "action": "submit", "values": values}))
+            .await;
+    }
+
+    /// The browser closes the port: stdin EOF. Returns the host's exit status.
+    pub async fn close(mut self) -> std::process::ExitStatus {
+        self.writer = None;
+        tokio::time::timeout(PATIENCE, self.child.wait())
+            .await
+            .expect("host did not exit")
+            .expect("wait")
+    }
+
+    pub async fn kill(mut self) {
+        self.child.kill().await.expect("kill host");
+    }
+}
+
+/// Counts progress notifications; otherwise a plain client.
+#[derive(Clone, Default)]
+pub struct TestClient {
+    pub name: String,
+    pub progress: Arc<AtomicUsize>,
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new(self.name.clone(), "1.0.0"),
+        )
+    }
+
+    async fn on_progress(
+        &self,
+        _params: ProgressNotificationParam,
+        _cx: NotificationContext<RoleClient>,
+    ) {
+        self.progress.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+pub type Agent = RunningService<RoleClient, TestClient>;
+
+/// rmcp's client running `him serve` with `HIM_RUNTIME_DIR` and any extra environment.
+pub async fn start_agent(runtime: &Path, name: &str, env: &[(&str, &str)]) -> (Agent, TestClient) {
+    let handler = TestClient {
+        name: name.into(),
+        progress: Arc::default(),
+    };
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let runtime = runtime.to_owned();
+    let transport = TokioChildProcess::new(Command::new(him_bin()).configure(move |cmd| {
+        cmd.arg("serve")
+            .env("HIM_RUNTIME_DIR", &runtime)
+            .env("HIM_LOG", "debug");
+        for (k, v) in &env {
+            cmd.env(k, v);
+        }
+    }))
+    .expect("spawn him serve");
+    let client = handler
+        .clone()
+        .serve(transport)
+        .await
+        .expect("initialize him serve");
+    (client, handler)
+}
+
+pub fn params(tool: &str, args: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(args.as_object().expect("object args").clone())
+}
+
+/// Calls a tool and returns its structured content, checking the text copy agrees.
+pub async fn call(agent: &Agent, tool: &str, args: Value) -> Value {
+    let result = agent
+        .call_tool(params(tool, args))
+        .await
+        .expect("tools/call");
+    assert_eq!(
+        result.is_error,
+        Some(false),
+        "tool reported an error: {result:?}"
+    );
+    let structured = result.structured_content.expect("structured content");
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .expect("text copy");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).expect("text is JSON"),
+        structured
+    );
+    structured
+}
+
+/// Every key of the result object, always present.
+pub const RESULT_KEYS: [&str; 17] = [
+    "status",
+    "via",
+    "tool",
+    "question",
+    "answer",
+    "selected",
+    "confirmed",
+    "free_text",
+    "values",
+    "message",
+    "next_step",
+    "fallback",
+    "form_url",
+    "elapsed_ms",
+    "client_elicitation",
+    "auto_reject_suspected",
+    "question_id",
+];
+
+pub fn assert_complete(result: &Value) {
+    for key in RESULT_KEYS {
+        assert!(result.get(key).is_some(), "result lacks {key}: {result}");
+    }
+    assert!(
+        !result["next_step"].as_str().unwrap_or_default().is_empty(),
+        "next_step empty: {result}"
+    );
+}

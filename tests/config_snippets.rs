@@ -1,0 +1,186 @@
+//! `him config <client>` on the real binary: stdout is the snippet alone and parses as the
+//! client expects (JSON, or TOML for Codex); where it goes and why goes to stderr.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+struct Out {
+    stdout: String,
+    stderr: String,
+}
+
+fn config(client: &str) -> Out {
+    let o = Command::new(env!("CARGO_BIN_EXE_him"))
+        .args(["config", client])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{client}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    Out {
+        stdout: String::from_utf8(o.stdout).unwrap(),
+        stderr: String::from_utf8(o.stderr).unwrap(),
+    }
+}
+
+fn exe() -> String {
+    Path::new(env!("CARGO_BIN_EXE_him"))
+        .canonicalize()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn him_timeout_ms(server: &Value) -> u64 {
+    server["env"]["HIM_TIMEOUT_MS"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn every_json_snippet_parses_and_starts_him_serve_by_absolute_path() {
+    for (client, key) in [
+        ("claude-code", "mcpServers"),
+        ("claude-desktop", "mcpServers"),
+        ("cursor", "mcpServers"),
+        ("vscode", "servers"),
+        ("gemini", "mcpServers"),
+        ("windsurf", "mcpServers"),
+    ] {
+        let out = config(client);
+        let v: Value = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{client}: stdout is not JSON ({e}):\n{}", out.stdout));
+        let servers = v[key]
+            .as_object()
+            .unwrap_or_else(|| panic!("{client}: no {key}"));
+        assert_eq!(servers.len(), 1, "{client}");
+        let him = &servers["him"];
+        assert_eq!(him["command"], exe(), "{client}");
+        assert_eq!(him["args"], json!(["serve"]), "{client}");
+        assert!(him_timeout_ms(him) >= 30_000, "{client}");
+        assert!(
+            !out.stderr.is_empty(),
+            "{client}: says where the snippet goes"
+        );
+    }
+}
+
+#[test]
+fn the_codex_snippet_is_toml_with_a_tool_timeout_above_hims_wait() {
+    let out = config("codex");
+    let doc: toml::Table = toml::from_str(&out.stdout).unwrap();
+    let him = &doc["mcp_servers"]["him"];
+    assert_eq!(him["command"].as_str(), Some(exe().as_str()));
+    assert_eq!(him["args"].as_array().unwrap()[0].as_str(), Some("serve"));
+    let tool_timeout = him["tool_timeout_sec"].as_integer().unwrap() as u64;
+    let wait: u64 = him["env"]["HIM_TIMEOUT_MS"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        tool_timeout * 1000 > wait,
+        "Codex would cut the call before him answers"
+    );
+    assert!(
+        out.stderr.contains("~/.codex/config.toml"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn claude_code_gets_the_mcp_add_command_and_the_tool_timeout() {
+    let out = config("claude-code");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["mcpServers"]["him"]["type"], "stdio");
+    assert!(
+        out.stderr
+            .contains("claude mcp add --scope user --transport stdio him --env HIM_TIMEOUT_MS="),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(&format!("-- {} serve", exe())),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("MCP_TOOL_TIMEOUT"), "{}", out.stderr);
+    assert!(out.stderr.contains(".mcp.json"));
+}
+
+#[test]
+fn claude_desktop_stops_waiting_before_its_60_second_cut() {
+    let out = config("claude-desktop");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(him_timeout_ms(&v["mcpServers"]["him"]) < 60_000);
+    assert!(
+        out.stderr.contains("claude_desktop_config.json"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn vscode_uses_servers_with_a_type() {
+    let v: Value = serde_json::from_str(&config("vscode").stdout).unwrap();
+    assert!(v.get("mcpServers").is_none());
+    assert_eq!(v["servers"]["him"]["type"], "stdio");
+}
+
+#[test]
+fn gemini_gets_a_request_timeout_above_hims_wait() {
+    let out = config("gemini");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let him = &v["mcpServers"]["him"];
+    assert!(him["timeout"].as_u64().unwrap() > him_timeout_ms(him));
+    assert!(out.stderr.contains("~/.gemini/settings.json"));
+}
+
+#[test]
+fn cursor_and_windsurf_say_where_their_file_lives() {
+    assert!(config("cursor").stderr.contains("~/.cursor/mcp.json"));
+    assert!(
+        config("windsurf")
+            .stderr
+            .contains("~/.codeium/windsurf/mcp_config.json")
+    );
+}
+
+#[test]
+fn the_http_snippet_points_at_the_loopback_endpoint_with_a_bearer_token() {
+    let out = config("http");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let him = &v["mcpServers"]["him"];
+    assert_eq!(him["type"], "http");
+    assert_eq!(him["url"], "http://127.0.0.1:7676/mcp");
+    assert_eq!(him["headers"]["Authorization"], "Bearer <TOKEN>");
+    assert!(
+        out.stderr.contains("serve --http --print-token"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("claude mcp add --transport http him"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_unknown_client_is_refused_by_the_command_line() {
+    let o = Command::new(env!("CARGO_BIN_EXE_him"))
+        .args(["config", "notepad"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(o.stdout.is_empty());
+}
