@@ -94,23 +94,6 @@ async function noticeFor(title) {
   return notice.textContent();
 }
 
-function hostManifest() {
-  try {
-    return JSON.parse(execFileSync(HIM_BIN, ['manifest', 'chromium'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
-  } catch (err) {
-    // TEMPORARY until `him manifest` lands on main: the same manifest, written here.
-    if (!String(err.stderr).includes('not built yet')) throw err;
-    process.stderr.write('note: `him manifest` is not built yet; the test writes the host manifest itself\n');
-    return {
-      name: HOST_NAME,
-      description: 'him: human input for MCP',
-      path: path.resolve(HIM_BIN),
-      type: 'stdio',
-      allowed_origins: [`chrome-extension://${EXTENSION_ID}/`],
-    };
-  }
-}
-
 before(async () => {
   assert.ok(HIM_BIN, 'HIM_BIN must name the him binary (cargo test sets it)');
   tmp = mkdtempSync(path.join(tmpdir(), 'him-e2e-'));
@@ -120,7 +103,7 @@ before(async () => {
   mkdirSync(path.join(profile, 'NativeMessagingHosts'), { recursive: true });
 
   // The real manifest from the real binary: with --user-data-dir, Chromium looks only here.
-  const manifest = hostManifest();
+  const manifest = JSON.parse(execFileSync(HIM_BIN, ['manifest', 'chromium'], { encoding: 'utf8' }));
   assert.equal(manifest.name, HOST_NAME);
   assert.equal(manifest.type, 'stdio');
   assert.ok(path.isAbsolute(manifest.path), `manifest path ${manifest.path} is not absolute`);
@@ -393,6 +376,39 @@ test('the host is killed mid-question: a new one starts, the draft survives, the
   assert.equal(r.status, 'answered');
   assert.equal(r.answer, 'Revert the tag, then redeploy');
   assert.equal(r.question_id, id);
+});
+
+test('the service worker is stopped mid-question: it restarts from storage and the answer arrives', { timeout: 30_000 }, async () => {
+  const q = ask('ask_text', { question: 'Which branch should be released?' });
+  const box = page.getByRole('textbox', { name: 'Which branch should be released?' });
+  await box.waitFor();
+  await box.fill('release/2');
+  await until('the draft to be stored', async () =>
+    (await stored()).queue?.questions?.some((x) => x.draft?.values?.answer === 'release/2'),
+  );
+  const [oldPid] = hostPids();
+  await worker.evaluate(() => {
+    globalThis.beforeRestart = true;
+  });
+
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('ServiceWorker.enable');
+  await cdp.send('ServiceWorker.stopAllWorkers');
+  await cdp.detach();
+  // The panel reconnects, which starts the worker again; the worker connects a new host.
+  const newPid = await until('a new host after the worker restart', () => hostPids().find((pid) => pid !== oldPid));
+  assert.ok(newPid);
+  worker = await until('the restarted worker', () => context.serviceWorkers().find((w) => w.url().includes(EXTENSION_ID)));
+  assert.equal(await worker.evaluate(() => globalThis.beforeRestart), undefined, 'a fresh worker, not the old one');
+  await until('the question to be re-sent to the new host', async () => {
+    const question = (await stored()).queue?.questions?.find((x) => x.draft?.values?.answer === 'release/2');
+    return question && question.unconfirmed_since_ms === null;
+  });
+  assert.equal(await box.inputValue(), 'release/2');
+  await box.press('Enter');
+  const r = await q.result();
+  assert.equal(r.status, 'answered');
+  assert.equal(r.answer, 'release/2');
 });
 
 test('a missing host shows the browser error and what to run; Try again reconnects', { timeout: 30_000 }, async () => {
