@@ -32,7 +32,8 @@ let worker;
 let page;
 let client;
 let serverLog = '';
-const pageErrors = [];
+/** Uncaught errors, and console errors or warnings, from the worker and the panel. */
+const problems = [];
 
 /** Poll `fn` until it returns a truthy value; fail with `what` after `ms`. */
 async function until(what, fn, ms = 10_000) {
@@ -126,11 +127,14 @@ before(async () => {
       '--no-default-browser-check',
     ],
   });
+  context.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`);
+  });
+  context.on('weberror', (err) => problems.push(`uncaught: ${err.error()}`));
   worker = context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
   assert.equal(new URL(worker.url()).host, EXTENSION_ID, 'the key in manifest.json pins the id');
 
   page = await context.newPage();
-  page.on('pageerror', (err) => pageErrors.push(String(err)));
   await page.goto(PANEL_URL);
   await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });
 
@@ -231,6 +235,24 @@ test('ask_confirm: 1 means Yes, Enter sends it', { timeout: STEP_MS }, async () 
   const r = await q.result();
   assert.equal(r.status, 'answered');
   assert.equal(r.confirmed, true);
+});
+
+test('with the panel closed, a question raises a notification; opening the panel clears it', { timeout: STEP_MS }, async () => {
+  await page.close();
+  const q = ask('ask_confirm', { question: 'Restart the staging database?' });
+  const all = () => worker.evaluate(() => chrome.notifications.getAll());
+  const shown = await until('a notification', async () => Object.keys(await all()).find((id) => id.startsWith('him:')));
+  assert.equal(await worker.evaluate(() => chrome.action.getBadgeText({})), '1');
+
+  page = await context.newPage();
+  await page.goto(PANEL_URL);
+  // Seeing the panel is enough: the notification has done its job.
+  await until('the notification to clear', async () => !(shown in (await all())));
+  await page.getByRole('radio', { name: 'No' }).check();
+  await page.keyboard.press('Enter');
+  const r = await q.result();
+  assert.equal(r.confirmed, false);
+  assert.equal(r.answer, 'no');
 });
 
 test('ask_form: every field type, by label; the password never reaches storage', { timeout: STEP_MS }, async () => {
@@ -429,6 +451,6 @@ test('a missing host shows the browser error and what to run; Try again reconnec
   assert.equal(await page.getByRole('region', { name: 'him is not installed for this browser.' }).count(), 0);
 });
 
-test('the panel page raised no errors', () => {
-  assert.deepEqual(pageErrors, []);
+test('the worker and the panel logged no error or warning throughout', () => {
+  assert.deepEqual(problems, []);
 });
