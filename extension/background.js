@@ -61,11 +61,14 @@ function update(change) {
     const result = await change(now);
     const expired = expire(queue, now);
     const dropped = dropUnconfirmed(expired.state, now);
+    const noticesBefore = dropped.state.notices;
     queue = pruneNotices(dropped.state, now);
-    for (const id of [...expired.expired, ...dropped.dropped]) clearNotification(id);
+    const gone = [...expired.expired, ...dropped.dropped];
+    for (const id of gone) clearNotification(id);
     if (JSON.stringify(queue) !== before) {
       await api.storage.session.set({ queue });
-      if (!result?.quiet) broadcast();
+      // A quiet change (a draft) is not redrawn, unless this pass also removed something.
+      if (!result?.quiet || gone.length > 0 || queue.notices !== noticesBefore) broadcast();
       updateBadge();
     }
     scheduleTick(now);

@@ -299,3 +299,18 @@ test('a disabled form neither submits nor declines', () => {
   el.querySelector('.him-decline').click();
   assert.equal(calls.decline, 1);
 });
+
+test('a sole field labelled with the question keeps its label for assistive technology only', () => {
+  const { el, document } = mount({
+    title: 'Ship **today**?\n\nThe `main` branch is green.',
+    fields: [{ name: 'answer', type: 'text', label: 'Ship **today**?\n\nThe `main` branch is green.', required: true }],
+  });
+  assert.equal(el.querySelector('h2 strong')?.textContent, 'today', 'the question reads as Markdown');
+  assert.equal(el.querySelector('.him-title-more code')?.textContent, 'main');
+  const label = document.querySelector('label[for="t-f0"]');
+  assert.ok(label.classList.contains('him-visually-hidden'));
+  assert.match(label.textContent, /Ship today/);
+
+  const two = mount({ title: 'T', fields: [{ name: 'a', type: 'text', label: 'T' }, { name: 'b', type: 'text', label: 'B' }] });
+  assert.equal(two.el.querySelectorAll('.him-visually-hidden').length, 0, 'only a sole field hides its label');
+});
