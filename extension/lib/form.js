@@ -13,7 +13,8 @@
 //     draft,      // {values: {name: raw}, note} from an earlier view.draft(), or undefined
 //     onChange,   // (draft) => void, after every edit; the draft never holds password values
 //     onSubmit,   // ({values, note}) => void, only once validate() passed
-//     onDecline,  // () => void, from the Decline button or Esc
+//     onDecline,  // () => void, from the Decline button or Esc (twice, once anything
+//                 // was changed: a reflex Esc must not throw away a typed answer)
 //   });
 //   view.element      the <form> to insert
 //   view.values()     typed answer values (§4): string | number | boolean | option values[]
@@ -328,6 +329,10 @@ export function renderForm(doc, form, opts = {}) {
   const raws = () => Object.fromEntries(controls.map((c) => [c.field.name, c.read()]));
   const note = () => (noteArea ? noteArea.value : '');
   const draft = () => draftOf(form, raws(), note());
+  // Everything the person can change, passwords included, as first shown.
+  const snapshot = () => JSON.stringify([raws(), note()]);
+  const pristine = snapshot();
+  let escArmedUntil = 0;
 
   const validate = () => {
     const result = validateRaw(form, raws());
@@ -388,9 +393,16 @@ export function renderForm(doc, form, opts = {}) {
   };
 
   root.addEventListener('keydown', (event) => {
-    if (disabled) return;
+    // Keys that compose text in an input method (Enter picks a candidate) are not ours.
+    if (disabled || event.isComposing || event.keyCode === 229) return;
     if (event.key === 'Escape' && !event.defaultPrevented) {
       event.preventDefault();
+      const now = Date.now();
+      if (snapshot() !== pristine && now > escArmedUntil) {
+        escArmedUntil = now + 3000;
+        status.textContent = 'Press Esc again to decline.';
+        return;
+      }
       opts.onDecline?.();
       return;
     }

@@ -255,7 +255,8 @@ test('keys: digits pick options outside text inputs, Enter submits, Esc declines
   key(window, text, 'Enter');
   assert.deepEqual(calls.submit, [{ values: { c: 'c' }, note: '' }]);
   key(window, text, 'Escape');
-  assert.equal(calls.decline, 1);
+  key(window, text, 'Escape');
+  assert.equal(calls.decline, 1, 'the form was changed, so it takes two');
 });
 
 test('Enter in a text area is a new line; Ctrl+Enter submits', () => {
@@ -313,4 +314,27 @@ test('a sole field labelled with the question keeps its label for assistive tech
 
   const two = mount({ title: 'T', fields: [{ name: 'a', type: 'text', label: 'T' }, { name: 'b', type: 'text', label: 'B' }] });
   assert.equal(two.el.querySelectorAll('.him-visually-hidden').length, 0, 'only a sole field hides its label');
+});
+
+test('Esc after typing asks to be pressed again, so a reflex cannot discard an answer', () => {
+  const { el, window, calls } = mount({ title: 'T', fields: [{ name: 'a', type: 'password', label: 'A' }] });
+  const input = el.querySelector('input');
+  type(window, input, 'secret');
+  key(window, input, 'Escape');
+  assert.equal(calls.decline, 0);
+  assert.equal(el.querySelector('.him-status').textContent, 'Press Esc again to decline.');
+  key(window, input, 'Escape');
+  assert.equal(calls.decline, 1);
+
+  const untouched = mount({ title: 'T', fields: [{ name: 'a', type: 'text', label: 'A', default: 'x' }] });
+  key(untouched.window, untouched.el.querySelector('input'), 'Escape');
+  assert.equal(untouched.calls.decline, 1, 'nothing changed: one Esc declines');
+});
+
+test('keys that compose text in an input method are left alone', () => {
+  const { el, window, calls } = mount({ title: 'T', fields: [{ name: 'a', type: 'text', label: 'A' }] });
+  const input = el.querySelector('input');
+  assert.equal(key(window, input, 'Enter', { isComposing: true }).defaultPrevented, false);
+  key(window, input, 'Escape', { isComposing: true });
+  assert.deepEqual([calls.submit.length, calls.decline], [0, 0]);
 });
