@@ -131,21 +131,22 @@ function renderNotices(notices) {
 
 function renderQueue(questions) {
   const ids = new Set(questions.map((q) => q.id));
+  let changed = false;
   for (const [id, card] of cards) {
     if (!ids.has(id)) {
       clearTimeout(card.draftTimer);
       card.element.remove();
       cards.delete(id);
+      changed = true;
     }
   }
   const main = $('queue');
-  let created = false;
   questions.forEach((question, i) => {
     let card = cards.get(question.id);
     if (!card) {
       card = createCard(question);
       cards.set(question.id, card);
-      created = true;
+      changed = true;
     }
     card.question = question;
     // Keep the cards in queue order (oldest first). Move one only when it is out of place:
@@ -154,7 +155,10 @@ function renderQueue(questions) {
     updateCard(card);
   });
   $('empty').hidden = questions.length > 0;
-  if (created && !main.contains(document.activeElement)) {
+  // When a question arrives or leaves and the focus is not in another one, the oldest
+  // question gets it: answer one, and the keyboard is already in the next. A question
+  // never takes the focus from one the person is in.
+  if (changed && !main.contains(document.activeElement)) {
     cards.values().next().value?.view.focusFirst();
   }
 }

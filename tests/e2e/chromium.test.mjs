@@ -237,6 +237,28 @@ test('ask_confirm: 1 means Yes, Enter sends it', { timeout: STEP_MS }, async () 
   assert.equal(r.confirmed, true);
 });
 
+test('two questions at once: the new one waits its turn, then gets the keyboard', { timeout: STEP_MS }, async () => {
+  const first = ask('ask_text', { question: 'Name the feature flag' });
+  const box = page.getByRole('textbox', { name: 'Name the feature flag' });
+  await box.waitFor();
+  await box.pressSequentially('fast-');
+  const second = ask('ask_confirm', { question: 'Enable it for everyone?' });
+  await card('Enable it for everyone?').waitFor();
+  assert.equal(await box.evaluate((el) => el === document.activeElement), true, 'typing is not interrupted');
+  await box.pressSequentially('path');
+  await box.press('Enter');
+  assert.equal((await first.result()).answer, 'fast-path');
+  // The focus moved to the next question, so the keyboard alone answers it.
+  await until('the focus to reach the next question', () =>
+    page.evaluate(() => document.activeElement?.closest('article')?.textContent.includes('Enable it for everyone?')),
+  );
+  await page.keyboard.press('2');
+  await page.keyboard.press('Enter');
+  const r = await second.result();
+  assert.equal(r.status, 'answered');
+  assert.equal(r.confirmed, false);
+});
+
 test('with the panel closed, a question raises a notification; opening the panel clears it', { timeout: STEP_MS }, async () => {
   await page.close();
   const q = ask('ask_confirm', { question: 'Restart the staging database?' });
