@@ -35,7 +35,7 @@ async fn host_still_works(ext: &mut FakeExtension, runtime: &std::path::Path) {
         );
     let ask = ext.take_ask().await;
     ext.submit(&ask["id"], json!({"answer": "yes"})).await;
-    assert_eq!(call.await.unwrap()["answer"], "yes");
+    assert_eq!(call.await.expect("call task")["answer"], "yes");
 }
 
 #[tokio::test]
