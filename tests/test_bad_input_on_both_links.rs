@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 /// A raw agent link to the host, written by hand.
 fn raw_agent(ext: &FakeExtension) -> UnixStream {
     let stream = UnixStream::connect(&ext.socket).expect("connect to host socket");
-    stream.set_read_timeout(Some(PATIENCE)).expect("set a read timeout");
+    stream
+        .set_read_timeout(Some(PATIENCE))
+        .expect("set a read timeout");
     stream
 }
 
