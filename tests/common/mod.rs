@@ -278,25 +278,7 @@ pub async fn call(agent: &Agent, tool: &str, args: Value) -> Value {
 }
 
 /// Every key of the result object, always present.
-pub const RESULT_KEYS: [&str; 17] = [
-    "status",
-    "via",
-    "tool",
-    "question",
-    "answer",
-    "selected",
-    "confirmed",
-    "free_text",
-    "values",
-    "message",
-    "next_step",
-    "fallback",
-    "form_url",
-    "elapsed_ms",
-    "client_elicitation",
-    "auto_reject_suspected",
-    "question_id",
-];
+pub const RESULT_KEYS: [&str; 17] = him::outcome::AskResult::FIELDS;
 
 pub fn assert_complete(result: &Value) {
     for key in RESULT_KEYS {
