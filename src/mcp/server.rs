@@ -3,9 +3,9 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use super::params::Parameters;
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ErrorData, Implementation, ProgressNotificationParam, ProgressToken,
     ServerCapabilities, ServerConfig,
