@@ -35,8 +35,16 @@ let queue = emptyQueue();
 let host = { status: 'connecting', version: null, problem: null };
 let port = null;
 let hostReady = false;
-/** Failed connection attempts since the last `hello`. */
+/** Failed connection attempts in a row. */
 let failures = 0;
+/** When the current host said hello, and what it said was wrong with itself, if anything. */
+let helloAt = null;
+let hostSaid = null;
+/**
+ * A host that said hello and lived this long worked; one that dies sooner (or says what is
+ * wrong first) failed, and the next attempt waits longer.
+ */
+const WORKED_MS = 2000;
 let reconnectTimer = null;
 let tickTimer = null;
 /** Connected panels → whether each is visible (a visible panel makes notifications noise). */
@@ -100,6 +108,8 @@ function connect() {
   }
   port = p;
   hostReady = false;
+  helloAt = null;
+  hostSaid = null;
   p.onMessage.addListener((msg) => onHostMessage(p, msg));
   p.onDisconnect.addListener((closed) => {
     // Chrome reports why in runtime.lastError (reading it also keeps Chrome from logging
@@ -113,18 +123,23 @@ function connect() {
 }
 
 function hostGone(message) {
-  const wasReady = failures === 0 && host.status === 'connected';
-  failures += 1;
+  const worked = helloAt !== null && hostSaid === null && Date.now() - helloAt >= WORKED_MS;
+  failures = worked ? 0 : failures + 1;
   // A host that was working and went away (killed, crashed, updated) usually comes straight
-  // back: show "reconnecting", not an error, unless the next attempt fails too.
+  // back: show "reconnecting", not an error, unless the next attempt fails too. The host's
+  // own account of what is wrong says more than the browser's "Native host has exited."
   host = {
-    status: wasReady ? 'connecting' : 'error',
+    status: worked ? 'connecting' : 'error',
     version: null,
-    problem: describeHostProblem(message, { extensionId: api.runtime.id }),
+    problem: hostSaid
+      ? describeHostProblem(hostSaid, { extensionId: api.runtime.id, fromHost: true })
+      : describeHostProblem(message, { extensionId: api.runtime.id }),
   };
+  helloAt = null;
+  hostSaid = null;
   broadcast();
   clearTimeout(reconnectTimer);
-  reconnectTimer = setTimeout(connect, wasReady ? backoffMs(0) : backoffMs(failures - 1));
+  reconnectTimer = setTimeout(connect, backoffMs(worked ? 0 : failures - 1));
 }
 
 function sendToHost(message) {
@@ -142,7 +157,7 @@ function onHostMessage(from, msg) {
   switch (msg.type) {
     case 'hello':
       hostReady = true;
-      failures = 0;
+      helloAt = Date.now();
       host = { status: 'connected', version: msg.host?.version ?? null, problem: null };
       sendToHost({
         type: 'ready',
@@ -174,6 +189,11 @@ function onHostMessage(from, msg) {
         queue = removeQuestion(queue, msg.id, msg.reason, now).state;
         clearNotification(msg.id);
       });
+      break;
+    case 'error':
+      // Without an id it is about the host itself (e.g. it cannot listen for agents and is
+      // about to exit); keep it for the panel.
+      if (typeof msg.id !== 'string' && typeof msg.message === 'string') hostSaid = msg.message;
       break;
     default:
       // Unknown types are ignored: a newer host may say more than this extension knows.

@@ -4,12 +4,21 @@
 // The messages matched here are Chromium's (see FACTS.md) and Firefox's.
 
 /**
- * @param {string|null} message the browser's error text, or null when the host just closed
- * @param {{extensionId?: string}} ctx
- * @returns {{summary: string, message: string, commands: string[]}}
+ * @param {string|null} message the browser's error text (or, with `fromHost`, the host's
+ *   own `error` message), or null when the host just closed
+ * @param {{extensionId?: string, fromHost?: boolean}} ctx
+ * @returns {{summary: string, message: string, source: 'browser'|'host', commands: string[]}}
  */
 export function describeHostProblem(message, ctx = {}) {
   const text = String(message ?? '').trim();
+  const doctor = 'him doctor';
+  if (ctx.fromHost) {
+    return { summary: 'The him host could not start.', message: text, source: 'host', commands: [doctor] };
+  }
+  return { ...fromBrowser(text, ctx), source: 'browser' };
+}
+
+function fromBrowser(text, ctx) {
   const lower = text.toLowerCase();
   const doctor = 'him doctor';
   if (lower.includes('not found') || lower.includes('no such native application')) {

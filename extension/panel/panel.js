@@ -80,6 +80,7 @@ function renderLink(host) {
   problem.hidden = host.status !== 'error' || !host.problem;
   if (problem.hidden) return;
   $('problem-title').textContent = host.problem.summary;
+  $('problem-said').textContent = host.problem.source === 'host' ? 'The host said: ' : 'The browser said: ';
   $('problem-message').textContent = host.problem.message;
   const list = $('problem-commands');
   list.replaceChildren(

@@ -8,7 +8,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,6 +56,7 @@ function stored() {
   return worker.evaluate(() => chrome.storage.session.get(null));
 }
 
+/** Pids of the live hosts, from their sockets in the runtime directory. */
 function hostPids() {
   let names = [];
   try {
@@ -63,7 +64,18 @@ function hostPids() {
   } catch {
     return [];
   }
-  return names.filter((n) => /^\d+\.sock$/.test(n)).map((n) => Number.parseInt(n, 10));
+  // A SIGKILLed host leaves its socket until an agent sweeps it: list live hosts only.
+  return names
+    .filter((n) => /^\d+\.sock$/.test(n))
+    .map((n) => Number.parseInt(n, 10))
+    .filter((pid) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    });
 }
 
 /** Start a tool call; the person answers in the panel meanwhile. */
@@ -471,6 +483,24 @@ test('a missing host shows the browser error and what to run; Try again reconnec
   await page.getByRole('button', { name: 'Try again' }).click();
   await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });
   assert.equal(await page.getByRole('region', { name: 'him is not installed for this browser.' }).count(), 0);
+});
+
+test('a host that cannot start says why, and the panel shows it instead of the browser error', { timeout: 30_000 }, async () => {
+  // A runtime directory others can write is refused (DESIGN.md §1): the host says hello,
+  // then an error, then exits.
+  chmodSync(runtimeDir, 0o770);
+  try {
+    for (const pid of hostPids()) process.kill(pid, 'SIGKILL');
+    const problem = page.getByRole('region', { name: 'The him host could not start.' });
+    await problem.waitFor({ timeout: 10_000 });
+    assert.match(await problem.textContent(), /The host said: him host: /);
+    assert.match(await problem.textContent(), new RegExp(runtimeDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+    assert.equal(await problem.getByText('him doctor', { exact: true }).count(), 1);
+  } finally {
+    chmodSync(runtimeDir, 0o700);
+  }
+  await page.getByRole('button', { name: 'Try again' }).click();
+  await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });
 });
 
 test('the worker and the panel logged no error or warning throughout', () => {

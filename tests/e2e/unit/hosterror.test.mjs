@@ -18,6 +18,14 @@ test("each browser error says what it means and what to run", () => {
     describeHostProblem('Error when communicating with the native messaging host.').commands,
     ['him doctor', 'him install'],
   );
+  assert.equal(notFound.source, 'browser');
+  const own = describeHostProblem('him host: /run/him is writable by group or others', { fromHost: true });
+  assert.deepEqual(own, {
+    summary: 'The him host could not start.',
+    message: 'him host: /run/him is writable by group or others',
+    source: 'host',
+    commands: ['him doctor'],
+  });
   const unknown = describeHostProblem(null);
   assert.deepEqual(unknown.commands, ['him doctor']);
   assert.ok(unknown.message);
