@@ -48,6 +48,7 @@ fn node_ready() -> bool {
                 "playwright-core",
                 "@modelcontextprotocol/sdk",
                 "web-ext",
+                "axe-core",
             ]
             .iter()
             .all(|p| e2e_dir().join("node_modules").join(p).is_dir()),

@@ -602,14 +602,13 @@ function buildField(doc, field, id, raw, hideLabel) {
         // nothing, which makes the as-typed draft and the error message impossible.
         input.type = 'text';
         input.inputMode = 'decimal';
-        if (typeof field.min === 'number') input.setAttribute('aria-valuemin', String(field.min));
-        if (typeof field.max === 'number') input.setAttribute('aria-valuemax', String(field.max));
       }
       if (['email', 'url', 'password', 'number'].includes(field.type)) {
         input.spellcheck = false;
         input.setAttribute('autocapitalize', 'off');
       }
-      input.autocomplete = field.type === 'password' ? 'new-password' : 'off';
+      // "off", not "new-password": a secret asked for once is not a password to generate.
+      input.autocomplete = 'off';
     }
     if (field.type !== 'select') {
       input.value = raw;
@@ -652,7 +651,9 @@ function buildField(doc, field, id, raw, hideLabel) {
     setError(message) {
       error.hidden = !message;
       error.textContent = message ?? '';
-      for (const el of isGroup(field) ? [wrap] : focusables) {
+      // A radiogroup carries aria-invalid itself; a plain group cannot, so its boxes do.
+      const marked = field.type === 'radio' || field.type === 'confirm' ? [wrap] : focusables;
+      for (const el of marked) {
         if (message) el.setAttribute('aria-invalid', 'true');
         else el.removeAttribute('aria-invalid');
       }

@@ -8,7 +8,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +24,7 @@ const HIM_BIN = process.env.HIM_BIN;
 const CHROMIUM = process.env.HIM_CHROMIUM ?? '/usr/lib/chromium/chromium';
 const PANEL_URL = `chrome-extension://${EXTENSION_ID}/panel/panel.html`;
 const STEP_MS = 20_000;
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let tmp;
 let runtimeDir;
@@ -94,6 +96,18 @@ function ask(name, args) {
       return res.structuredContent;
     },
   };
+}
+
+/**
+ * axe-core's WCAG A/AA rules on the panel as it is now: the violations, summarised.
+ * Evaluated over CDP, which the extension page's CSP does not block.
+ */
+async function accessibilityViolations() {
+  await page.evaluate(`${AXE_SOURCE};0`);
+  const results = await page.evaluate(() =>
+    globalThis.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }),
+  );
+  return results.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }
 
 /** The card showing the question titled `title`. */
@@ -226,7 +240,8 @@ test('ask_multi_select: too many is stopped at the field, then fixed', { timeout
   for (const name of ['lint', 'test', 'build']) await c.getByRole('checkbox', { name }).check();
   await c.getByRole('button', { name: 'Submit' }).click();
   await c.getByText('Choose at most 2 options.').waitFor();
-  assert.equal(await c.getByRole('group', { name: 'Which checks should run?' }).getAttribute('aria-invalid'), 'true');
+  assert.equal(await c.getByRole('checkbox', { name: 'lint' }).getAttribute('aria-invalid'), 'true');
+  assert.match(await c.getByRole('group', { name: 'Which checks should run?' }).getAttribute('aria-describedby'), /-error/);
   await new Promise((r) => setTimeout(r, 200));
   assert.equal(q.settled(), false, 'nothing was sent');
   await c.getByRole('checkbox', { name: 'build' }).uncheck();
@@ -356,6 +371,18 @@ test('ask_form: every field type, by label; the password never reaches storage',
   const storage = JSON.stringify(await stored());
   assert.ok(storage.includes('Ada'), 'the draft holds what was typed');
   assert.ok(!storage.includes(secret), 'the password is not in storage.session');
+
+  // Every control has a name and a role, and the contrast holds in both themes; checked
+  // with an error showing, so the error styles are checked too.
+  await c.getByLabel('Owner').fill('');
+  await c.getByRole('button', { name: 'Deploy' }).click();
+  await c.getByText('This field is required.').waitFor();
+  assert.deepEqual(await accessibilityViolations(), [], 'light theme');
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await new Promise((r) => setTimeout(r, 300)); // past the colour transitions
+  assert.deepEqual(await accessibilityViolations(), [], 'dark theme');
+  await page.emulateMedia({ colorScheme: 'light' });
+  await c.getByLabel('Owner').fill('Ada');
 
   await c.getByRole('button', { name: 'Deploy' }).click();
   const r = await q.result();
