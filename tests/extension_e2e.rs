@@ -1,11 +1,13 @@
 //! The browser extension's own tests, run from `cargo test`: the Node unit tests of
-//! `extension/lib`, `web-ext lint` on the Firefox build, and the end-to-end run in real
-//! Chromium against this crate's `him` binary (tests/e2e/chromium.test.mjs).
+//! `extension/lib`, `web-ext lint` on the Firefox build, the end-to-end run in real
+//! Chromium against this crate's `him` binary (tests/e2e/chromium.test.mjs), and the
+//! Firefox build's handshake with the real host in real Firefox (tests/e2e/firefox.test.mjs).
 //!
 //! They need Node, `npm ci --prefix tests/e2e` (this test does not touch the network), and
 //! for the end-to-end run Debian's Chromium (`/usr/lib/chromium/chromium`, or `HIM_CHROMIUM`).
 //! Missing any of these skips the test with the reason printed, unless `HIM_E2E=1`
-//! (`.ci/run` sets it), under which a missing prerequisite fails.
+//! (`.ci/run` sets it), under which a missing prerequisite fails. Firefox (`firefox-esr`,
+//! or `HIM_FIREFOX`) is optional: without it the Firefox run is skipped, whatever HIM_E2E.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
@@ -87,6 +89,14 @@ fn the_extension_lib_modules_pass_their_node_unit_tests() {
 fn the_firefox_build_passes_web_ext_lint() {
     if node_ready() {
         node_test(&["firefox-lint.test.mjs"]);
+    }
+}
+
+#[test]
+fn the_firefox_build_starts_the_real_host_in_firefox() {
+    if node_ready() {
+        // The node test skips itself, saying so, when it finds no Firefox.
+        node_test(&["firefox.test.mjs"]);
     }
 }
 

@@ -1,0 +1,156 @@
+// The Firefox build in real Firefox: `web-ext run` loads it (headless) into a throw-away
+// profile, with the host manifest `him manifest firefox` prints in a throw-away HOME, so
+// Firefox starts the real him binary as the host. An agent on the host's socket then sees
+// the extension say `ready` as him@him.dev and answer an `ask` with `shown`: the background
+// script runs as a module in Firefox and owns the native port there as in Chromium.
+//
+// The panel itself is not driven here (Playwright cannot drive a stock Firefox); the
+// Chromium test covers it, and it is the same page. Needs HIM_BIN and Firefox
+// (HIM_FIREFOX, else firefox-esr or firefox on PATH); without Firefox it skips.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildFirefox } from './build-firefox.mjs';
+
+const HIM_BIN = process.env.HIM_BIN;
+const WEB_EXT = fileURLToPath(new URL('./node_modules/web-ext/bin/web-ext.js', import.meta.url));
+const FIREFOX = findFirefox();
+const QUESTION_ID = 'f1f2f3f4f5f6f7f8f9f0a1a2a3a4a5a6';
+
+function findFirefox() {
+  if (process.env.HIM_FIREFOX) return existsSync(process.env.HIM_FIREFOX) ? process.env.HIM_FIREFOX : null;
+  for (const name of ['firefox-esr', 'firefox']) {
+    try {
+      return execFileSync('which', [name], { encoding: 'utf8' }).trim();
+    } catch {
+      // not this one
+    }
+  }
+  return null;
+}
+
+let tmp;
+let firefox;
+let firefoxLog = '';
+
+/** A minimal agent: frames are a u32 native-endian length, then JSON (DESIGN.md §2). */
+function agent(socketPath) {
+  const socket = net.connect(socketPath);
+  const messages = [];
+  const waiters = [];
+  let buf = Buffer.alloc(0);
+  socket.on('data', (data) => {
+    buf = Buffer.concat([buf, data]);
+    while (buf.length >= 4) {
+      const n = buf.readUInt32LE(0);
+      if (buf.length < 4 + n) break;
+      messages.push(JSON.parse(buf.subarray(4, 4 + n).toString('utf8')));
+      buf = buf.subarray(4 + n);
+    }
+    for (const w of [...waiters]) w();
+  });
+  return {
+    connected: new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject)),
+    send(message) {
+      const body = Buffer.from(JSON.stringify(message));
+      const head = Buffer.alloc(4);
+      head.writeUInt32LE(body.length);
+      socket.write(Buffer.concat([head, body]));
+    },
+    /** The first message (received or yet to come) that `match` accepts. */
+    next(match, ms = 10_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no matching message in ${JSON.stringify(messages)}`)), ms);
+        const check = () => {
+          const found = messages.find(match);
+          if (!found) return;
+          clearTimeout(timer);
+          waiters.splice(waiters.indexOf(check), 1);
+          resolve(found);
+        };
+        waiters.push(check);
+        check();
+      });
+    },
+    close: () => socket.end(),
+  };
+}
+
+before(() => {
+  if (!FIREFOX) return;
+  assert.ok(HIM_BIN, 'HIM_BIN must name the him binary (cargo test sets it)');
+  tmp = mkdtempSync(path.join(tmpdir(), 'him-firefox-e2e-'));
+});
+
+after(async () => {
+  if (firefox && firefox.exitCode === null) {
+    // web-ext closes Firefox when it is interrupted.
+    const exited = new Promise((resolve) => firefox.once('exit', resolve));
+    firefox.kill('SIGINT');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+    if (firefox.exitCode === null) firefox.kill('SIGKILL');
+  }
+  if (process.exitCode && firefoxLog) process.stderr.write(`--- web-ext run ---\n${firefoxLog.slice(-5000)}\n`);
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+test('in Firefox, the add-on starts the real host, says ready as him@him.dev and shows an ask', { skip: !FIREFOX && 'Firefox is not installed (apt-get install firefox-esr)', timeout: 90_000 }, async () => {
+  const home = path.join(tmp, 'home');
+  const runtimeDir = path.join(tmp, 'run');
+  const addon = path.join(tmp, 'addon');
+  mkdirSync(runtimeDir, { mode: 0o700 });
+  mkdirSync(addon);
+  buildFirefox(addon);
+  // Firefox looks for host manifests per user, so a throw-away HOME keeps the real one out.
+  const hosts = path.join(home, '.mozilla', 'native-messaging-hosts');
+  mkdirSync(hosts, { recursive: true });
+  const manifest = execFileSync(HIM_BIN, ['manifest', 'firefox'], { encoding: 'utf8' });
+  assert.deepEqual(JSON.parse(manifest).allowed_extensions, ['him@him.dev']);
+  writeFileSync(path.join(hosts, 'dev.him.host.json'), manifest);
+
+  firefox = spawn(
+    process.execPath,
+    [WEB_EXT, 'run', '-s', addon, '--firefox', FIREFOX, '--no-reload', '--no-input', '--no-config-discovery',
+      '--profile-create-if-missing', '--firefox-profile', path.join(tmp, 'profile')],
+    {
+      env: { ...process.env, HOME: home, HIM_RUNTIME_DIR: runtimeDir, MOZ_HEADLESS: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  firefox.stdout.on('data', (d) => (firefoxLog += d));
+  firefox.stderr.on('data', (d) => (firefoxLog += d));
+
+  // The background script connects at start-up, so a host socket appears by itself.
+  let socket = null;
+  const end = Date.now() + 60_000;
+  while (!socket && Date.now() < end && firefox.exitCode === null) {
+    await new Promise((r) => setTimeout(r, 100));
+    try {
+      socket = readdirSync(path.join(runtimeDir, 'hosts')).find((n) => n.endsWith('.sock')) ?? null;
+    } catch {
+      // not created yet
+    }
+  }
+  assert.ok(socket, 'Firefox never started the host');
+
+  const a = agent(path.join(runtimeDir, 'hosts', socket));
+  await a.connected;
+  a.send({ type: 'hello', protocol: 1, agent: { name: 'firefox-e2e' }, project: 'e2e', pid: process.pid });
+  const welcome = await a.next((m) => m.type === 'welcome' && m.extension);
+  assert.deepEqual(welcome.extension, { id: 'him@him.dev', version: '0.1.0' });
+  a.send({
+    type: 'ask',
+    id: QUESTION_ID,
+    form: { title: 'Does Firefox show this?', fields: [{ name: 'answer', type: 'text', label: 'Answer' }] },
+    timeout_ms: 60_000,
+    asked_at_ms: Date.now(),
+  });
+  await a.next((m) => m.type === 'shown' && m.id === QUESTION_ID);
+  a.close();
+});
