@@ -204,8 +204,10 @@ function onHostMessage(from, msg) {
 let browserLabel = null;
 function browserName() {
   if (browserLabel) return browserLabel;
-  const brands = globalThis.navigator?.userAgentData?.brands ?? [];
-  const brand = brands.find((b) => !/not.a.brand/i.test(b.brand) && b.brand !== 'Chromium') ?? brands[0];
+  // The most specific real brand ("Google Chrome" over "Chromium"), never the made-up
+  // "Not=A?Brand" entry browsers add so that nobody parses this list naively.
+  const brands = (globalThis.navigator?.userAgentData?.brands ?? []).filter((b) => !/not.a.brand/i.test(b.brand));
+  const brand = brands.find((b) => b.brand !== 'Chromium') ?? brands[0];
   return brand ? `${brand.brand} ${brand.version}` : undefined;
 }
 if (api.runtime.getBrowserInfo) {
@@ -287,7 +289,13 @@ function onPanelMessage(from, msg) {
 
 function answer(from, msg, now) {
   const question = queue.questions.find((q) => q.id === msg.id);
-  const fail = (message) => from.postMessage({ type: 'answer-failed', id: msg.id, message });
+  const fail = (message) => {
+    try {
+      from.postMessage({ type: 'answer-failed', id: msg.id, message });
+    } catch {
+      // That panel closed; the question stays in the queue for the next one.
+    }
+  };
   if (!question) return fail('This question is no longer waiting.');
   if (!hostReady || question.unconfirmed_since_ms !== null) {
     return fail('Reconnecting to the agent; your answer is kept. Try again in a moment.');

@@ -202,7 +202,8 @@ function createCard(question) {
       answer('submit', { values, note });
     },
     onDecline() {
-      answer('decline');
+      // A note written before declining says why; the agent gets it with the decline.
+      answer('decline', { note: card.view.note() });
     },
   });
   element.append(head, card.view.element);

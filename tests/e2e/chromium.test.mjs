@@ -416,6 +416,22 @@ test('Esc declines', { timeout: STEP_MS }, async () => {
   assert.match(await noticeFor('Anything to add to the changelog?'), /Declined/);
 });
 
+test('after typing a note, Esc asks once more, then declines with the note', { timeout: STEP_MS }, async () => {
+  const q = ask('ask_choice', { question: 'Which licence?', options: ['MIT', 'Apache-2.0'], allow_free_text: true });
+  const c = card('Which licence?');
+  await c.waitFor();
+  const note = c.getByLabel('Note (optional)');
+  await note.fill('ask legal, not me');
+  await note.press('Escape');
+  await c.getByText('Press Esc again to decline.').waitFor();
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(q.settled(), false, 'one Esc after typing does not decline');
+  await note.press('Escape');
+  const r = await q.result();
+  assert.equal(r.status, 'declined');
+  assert.equal(r.free_text, 'ask legal, not me');
+});
+
 test('a question that times out leaves the panel with a notice', { timeout: STEP_MS }, async () => {
   const q = ask('ask_text', { question: 'Quick: which port?', timeout_ms: 1500 });
   const c = card('Quick: which port?');
