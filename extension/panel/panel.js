@@ -16,7 +16,7 @@ const URGENT_MS = 30_000;
 let port = null;
 let state = null;
 let reconnected = false;
-/** Question id → {element, view, timeEl, question, draftTimer, expired}. */
+/** Question id → {element, view, timeEl, question, draftTimer, expired, sending}. */
 const cards = new Map();
 let cardCounter = 0;
 let noticeKeys = '';
@@ -50,11 +50,21 @@ function onWorkerMessage(msg) {
     render();
     if (reconnected) {
       reconnected = false;
-      for (const [id, card] of cards) send({ type: 'draft', id, draft: card.view.draft() });
+      for (const [id, card] of cards) {
+        send({ type: 'draft', id, draft: card.view.draft() });
+        if (card.sending && !card.expired) {
+          // The worker restarted with this answer in flight and still lists the question,
+          // so the answer did not get through.
+          card.sending = false;
+          card.view.setDisabled(false);
+          card.view.setStatus('The connection was interrupted before your answer was sent; send it again.');
+        }
+      }
     }
   } else if (msg?.type === 'answer-failed') {
     const card = cards.get(msg.id);
     if (card && !card.expired) {
+      card.sending = false;
       card.view.setDisabled(false);
       card.view.setStatus(msg.message);
     }
@@ -180,13 +190,15 @@ function createCard(question) {
   timeEl.setAttribute('role', 'timer');
   head.append(who, timeEl);
 
-  const card = { element, timeEl, question, draftTimer: null, expired: false, view: null };
+  const card = { element, timeEl, question, draftTimer: null, expired: false, sending: false, view: null };
   const answer = (action, extra = {}) => {
     if (card.expired) return;
+    card.sending = true;
     card.view.setDisabled(true);
     card.view.setStatus(action === 'submit' ? 'Sending…' : 'Declining…');
     clearTimeout(card.draftTimer);
     if (!send({ type: 'answer', id: question.id, action, ...extra })) {
+      card.sending = false;
       card.view.setDisabled(false);
       card.view.setStatus('Not connected to the extension; try again in a moment.');
     }
