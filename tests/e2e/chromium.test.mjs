@@ -37,13 +37,19 @@ let serverLog = '';
 /** Uncaught errors, and console errors or warnings, from the worker and the panel. */
 const problems = [];
 
-/** Poll `fn` until it returns a truthy value; fail with `what` after `ms`. */
+/**
+ * Poll `fn` until it returns a truthy value; fail with `what` after `ms`. Each attempt is
+ * bounded too, so a call that hangs (say, on a worker that just died) is retried.
+ */
 async function until(what, fn, ms = 10_000) {
   const end = Date.now() + ms;
   let last;
   while (Date.now() < end) {
     try {
-      last = await fn();
+      last = await Promise.race([
+        fn(),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('attempt hung')), 2000)),
+      ]);
       if (last) return last;
     } catch (err) {
       last = err;
@@ -497,8 +503,14 @@ test('the service worker is stopped mid-question: it restarts from storage and t
   // The panel reconnects, which starts the worker again; the worker connects a new host.
   const newPid = await until('a new host after the worker restart', () => hostPids().find((pid) => pid !== oldPid));
   assert.ok(newPid);
-  worker = await until('the restarted worker', () => context.serviceWorkers().find((w) => w.url().includes(EXTENSION_ID)));
-  assert.equal(await worker.evaluate(() => globalThis.beforeRestart), undefined, 'a fresh worker, not the old one');
+  // Playwright may hand back the same Worker object for the restarted worker, or a new
+  // one; either way, the restarted one has a fresh global scope.
+  worker = await until('the restarted worker', async () => {
+    for (const w of context.serviceWorkers()) {
+      if ((await w.evaluate(() => globalThis.beforeRestart === undefined)) && w.url().includes(EXTENSION_ID)) return w;
+    }
+    return null;
+  });
   await until('the question to be re-sent to the new host', async () => {
     const question = (await stored()).queue?.questions?.find((x) => x.draft?.values?.answer === 'release/2');
     return question && question.unconfirmed_since_ms === null;
