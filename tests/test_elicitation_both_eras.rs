@@ -50,13 +50,13 @@ impl ElicitingClient {
     }
 
     fn form(&self) -> Value {
-        let forms = self.forms.lock().unwrap();
-        serde_json::to_value(forms.last().expect("an elicitation arrived")).unwrap()
+        let forms = self.forms.lock().expect("lock");
+        serde_json::to_value(forms.last().expect("an elicitation arrived")).expect("json")
     }
 
     /// The form's properties in wire order.
     fn property_order(&self) -> Vec<String> {
-        let forms = self.forms.lock().unwrap();
+        let forms = self.forms.lock().expect("lock");
         match forms.last().expect("an elicitation arrived") {
             ElicitRequestParams::FormElicitationParams {
                 requested_schema, ..
@@ -95,7 +95,7 @@ async fn act(
 impl ClientHandler for ElicitingClient {
     fn get_info(&self) -> ClientConfig {
         let capabilities: ClientCapabilities =
-            serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
+            serde_json::from_value(json!({"elicitation": {"form": {}}})).expect("capabilities");
         ClientConfig::new(
             capabilities,
             Implementation::new("eliciting-client", "1.0.0"),
