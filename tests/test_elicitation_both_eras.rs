@@ -108,7 +108,7 @@ impl ClientHandler for ElicitingClient {
         cx: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        self.forms.lock().unwrap().push(request);
+        self.forms.lock().expect("lock").push(request);
         Ok(act(&self.person, &cx, &self.cancelled).await)
     }
 }
