@@ -35,6 +35,8 @@ pub const BODY_LIMIT: usize = 256 * 1024;
 pub const HEAD_LIMIT: usize = 16 * 1024;
 /// Connections served at once; more are closed unanswered (a browser needs two or three).
 const MAX_CONNECTIONS: usize = 32;
+/// How long requests already under way when the answer came may take to be told 410 Gone.
+const LINGER: Duration = Duration::from_secs(1);
 /// A request must arrive whole within this time.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -109,13 +111,21 @@ impl Loopback {
             form: self.form,
             question_id: self.question_id,
             answer: Mutex::new(Some(answer_tx)),
+            busy: Busy::default(),
         });
         let mut connections = JoinSet::new();
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return LoopbackEnd::Stopped,
                 answer = &mut answer_rx => match answer {
-                    Ok(answer) => return LoopbackEnd::Answer(answer),
+                    Ok(answer) => {
+                        // The port closes now. A request already under way on an open
+                        // connection (a second tab's submit) is still told 410 Gone, for a
+                        // moment; idle connections are simply closed.
+                        drop(self.listener);
+                        let _ = tokio::time::timeout(LINGER, shared.busy.until_zero()).await;
+                        return LoopbackEnd::Answer(answer);
+                    }
                     // `shared` holds the sender for as long as this loop runs.
                     Err(_) => return LoopbackEnd::Stopped,
                 },
@@ -143,6 +153,43 @@ struct Shared {
     question_id: String,
     /// Taken by the one request whose answer counts.
     answer: Mutex<Option<oneshot::Sender<Answer>>>,
+    /// Connections that have started a request and not yet been answered.
+    busy: Busy,
+}
+
+/// A count of requests under way, and a way to wait until there are none.
+#[derive(Default)]
+struct Busy {
+    count: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+impl Busy {
+    fn enter(&self) -> BusyGuard<'_> {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        BusyGuard(self)
+    }
+
+    async fn until_zero(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
+
+struct BusyGuard<'a>(&'a Busy);
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        self.0
+            .count
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.idle.notify_waiters();
+    }
 }
 
 impl Shared {
@@ -387,6 +434,13 @@ struct PostedAnswer {
 }
 
 async fn connection(mut stream: TcpStream, shared: Arc<Shared>) {
+    // Idle until the first byte: a browser's speculative connection is not a request.
+    let mut first = [0u8; 1];
+    match tokio::time::timeout(REQUEST_TIMEOUT, stream.peek(&mut first)).await {
+        Ok(Ok(1..)) => {}
+        _ => return,
+    }
+    let _busy = shared.busy.enter();
     let response = match tokio::time::timeout(REQUEST_TIMEOUT, request(&mut stream, &shared)).await
     {
         Ok(Ok(response)) => response,
