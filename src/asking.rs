@@ -198,6 +198,10 @@ pub async fn ask(
     };
 
     let elicitable = channels.client_elicitation && !form.has_password();
+    if channels.client_elicitation && form.has_password() {
+        reason
+            .push_str(" The form asks for a password, which must not go through MCP elicitation.");
+    }
     match channels.elicitation {
         Elicitation::OnRetry if elicitable => return Asked::InputRequired,
         Elicitation::Request(request) if elicitable => {

@@ -422,10 +422,15 @@ async fn through_mcp_the_url_comes_as_progress_and_as_form_url() {
     });
     let url = recorded_url(runtime.path()).await;
     let progress = client.progress.clone();
-    eventually("a progress notification with the URL", || {
+    eventually("a progress notification", || {
         progress.load(std::sync::atomic::Ordering::SeqCst) >= 1
     })
     .await;
+    let told = client.messages.lock().expect("lock").clone();
+    assert!(
+        told.iter().any(|m| m.contains(&url)),
+        "no progress message names {url}: {told:?}"
+    );
     let rest = url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_once('/').unwrap();
     let port: u16 = host.rsplit(':').next().unwrap().parse().unwrap();

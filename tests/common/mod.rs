@@ -198,6 +198,8 @@ impl FakeExtension {
 pub struct TestClient {
     pub name: String,
     pub progress: Arc<AtomicUsize>,
+    /// The messages of the progress notifications, in order.
+    pub messages: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ClientHandler for TestClient {
@@ -210,9 +212,14 @@ impl ClientHandler for TestClient {
 
     async fn on_progress(
         &self,
-        _params: ProgressNotificationParam,
+        params: ProgressNotificationParam,
         _cx: NotificationContext<RoleClient>,
     ) {
+        if let Some(message) = params.message
+            && let Ok(mut messages) = self.messages.lock()
+        {
+            messages.push(message);
+        }
         self.progress.fetch_add(1, Ordering::SeqCst);
     }
 }
@@ -224,6 +231,7 @@ pub async fn start_agent(runtime: &Path, name: &str, env: &[(&str, &str)]) -> (A
     let handler = TestClient {
         name: name.into(),
         progress: Arc::default(),
+        messages: Arc::default(),
     };
     let env: Vec<(String, String)> = env
         .iter()
