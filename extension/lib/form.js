@@ -13,7 +13,8 @@
 //     draft,      // {values: {name: raw}, note} from an earlier view.draft(), or undefined
 //     onChange,   // (draft) => void, after every edit; the draft never holds password values
 //     onSubmit,   // ({values, note}) => void, only once validate() passed
-//     onDecline,  // () => void, from the Decline button or Esc
+//     onDecline,  // () => void, from the Decline button or Esc (twice, once anything
+//                 // was changed: a reflex Esc must not throw away a typed answer)
 //   });
 //   view.element      the <form> to insert
 //   view.values()     typed answer values (§4): string | number | boolean | option values[]
@@ -328,6 +329,10 @@ export function renderForm(doc, form, opts = {}) {
   const raws = () => Object.fromEntries(controls.map((c) => [c.field.name, c.read()]));
   const note = () => (noteArea ? noteArea.value : '');
   const draft = () => draftOf(form, raws(), note());
+  // Everything the person can change, passwords included, as first shown.
+  const snapshot = () => JSON.stringify([raws(), note()]);
+  const pristine = snapshot();
+  let escArmedUntil = 0;
 
   const validate = () => {
     const result = validateRaw(form, raws());
@@ -388,9 +393,16 @@ export function renderForm(doc, form, opts = {}) {
   };
 
   root.addEventListener('keydown', (event) => {
-    if (disabled) return;
+    // Keys that compose text in an input method (Enter picks a candidate) are not ours.
+    if (disabled || event.isComposing || event.keyCode === 229) return;
     if (event.key === 'Escape' && !event.defaultPrevented) {
       event.preventDefault();
+      const now = Date.now();
+      if (snapshot() !== pristine && now > escArmedUntil) {
+        escArmedUntil = now + 3000;
+        status.textContent = 'Press Esc again to decline.';
+        return;
+      }
       opts.onDecline?.();
       return;
     }
@@ -590,14 +602,13 @@ function buildField(doc, field, id, raw, hideLabel) {
         // nothing, which makes the as-typed draft and the error message impossible.
         input.type = 'text';
         input.inputMode = 'decimal';
-        if (typeof field.min === 'number') input.setAttribute('aria-valuemin', String(field.min));
-        if (typeof field.max === 'number') input.setAttribute('aria-valuemax', String(field.max));
       }
       if (['email', 'url', 'password', 'number'].includes(field.type)) {
         input.spellcheck = false;
         input.setAttribute('autocapitalize', 'off');
       }
-      input.autocomplete = field.type === 'password' ? 'new-password' : 'off';
+      // "off", not "new-password": a secret asked for once is not a password to generate.
+      input.autocomplete = 'off';
     }
     if (field.type !== 'select') {
       input.value = raw;
@@ -640,7 +651,9 @@ function buildField(doc, field, id, raw, hideLabel) {
     setError(message) {
       error.hidden = !message;
       error.textContent = message ?? '';
-      for (const el of isGroup(field) ? [wrap] : focusables) {
+      // A radiogroup carries aria-invalid itself; a plain group cannot, so its boxes do.
+      const marked = field.type === 'radio' || field.type === 'confirm' ? [wrap] : focusables;
+      for (const el of marked) {
         if (message) el.setAttribute('aria-invalid', 'true');
         else el.removeAttribute('aria-invalid');
       }
