@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::frame::{FrameCodec, FrameError, MAX_INBOUND, MAX_TO_BROWSER};
-use crate::protocol::{self, HostInfo, HostToAgent};
+use crate::protocol::{self, HostInfo, HostToAgent, HostToExtension};
 use crate::relay::{AgentId, Effect, Relay};
 use crate::runtime;
 
@@ -94,10 +94,24 @@ where
     });
 
     let (to_extension, extension_queue) = mpsc::unbounded_channel::<Bytes>();
-    tokio::spawn(write_to_extension(stdout, extension_queue));
+    let writer = tokio::spawn(write_to_extension(stdout, extension_queue));
     let _ = to_extension.send(protocol::encode(&relay.hello()));
 
-    let (listener, path) = bind(runtime_dir, pid)?;
+    let (listener, path) = match bind(runtime_dir, pid) {
+        Ok(bound) => bound,
+        Err(err) => {
+            // Tell the panel why, so the person sees the fix rather than only the
+            // browser's "Native host has exited."
+            let why = HostToExtension::Error {
+                id: None,
+                message: format!("him host: {err}"),
+            };
+            let _ = to_extension.send(protocol::encode(&why));
+            drop(to_extension);
+            let _ = writer.await;
+            return Err(err);
+        }
+    };
     let _guard = SocketGuard(path.clone());
     tracing::info!(socket = %path.display(), "host listening");
 

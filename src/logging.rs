@@ -5,10 +5,11 @@ use tracing_subscriber::EnvFilter;
 /// Installs the stderr logger, filtered by `HIM_LOG` (default `warn`). Safe to call twice.
 ///
 /// rmcp logs whole messages at debug level, and a tool result can hold a password the
-/// person typed for the agent; so rmcp stays at `info` unless `HIM_LOG` names it on purpose.
+/// person typed for the agent; its info lines are session chatter. So rmcp stays at `warn`
+/// unless `HIM_LOG` names it on purpose.
 pub fn init() {
     let filter = filter_directives(std::env::var("HIM_LOG").ok().as_deref());
-    let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("warn,rmcp=warn"));
+    let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -24,7 +25,7 @@ fn filter_directives(him_log: Option<&str>) -> String {
     if base.contains("rmcp") {
         base.to_owned()
     } else {
-        format!("{base},rmcp=info")
+        format!("{base},rmcp=warn")
     }
 }
 
@@ -32,8 +33,8 @@ fn filter_directives(him_log: Option<&str>) -> String {
 mod tests {
     #[test]
     fn rmcp_message_dumps_stay_off_unless_asked_for() {
-        assert_eq!(super::filter_directives(None), "warn,rmcp=info");
-        assert_eq!(super::filter_directives(Some("debug")), "debug,rmcp=info");
+        assert_eq!(super::filter_directives(None), "warn,rmcp=warn");
+        assert_eq!(super::filter_directives(Some("debug")), "debug,rmcp=warn");
         assert_eq!(super::filter_directives(Some("rmcp=trace")), "rmcp=trace");
     }
 }

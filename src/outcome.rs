@@ -97,6 +97,27 @@ pub struct CallContext<'a> {
 }
 
 impl AskResult {
+    /// Every field, in the contract's order (DESIGN.md §5); all are always serialised.
+    pub const FIELDS: [&'static str; 17] = [
+        "status",
+        "via",
+        "tool",
+        "question",
+        "answer",
+        "selected",
+        "confirmed",
+        "free_text",
+        "values",
+        "message",
+        "next_step",
+        "fallback",
+        "form_url",
+        "elapsed_ms",
+        "client_elicitation",
+        "auto_reject_suspected",
+        "question_id",
+    ];
+
     /// The skeleton every result starts from: nothing answered yet.
     pub fn blank(cx: &CallContext<'_>, status: Status, via: Via) -> AskResult {
         AskResult {
@@ -399,27 +420,10 @@ mod tests {
             Outcome::Timeout,
         );
         let json = serde_json::to_value(&result).unwrap();
-        for key in [
-            "status",
-            "via",
-            "tool",
-            "question",
-            "answer",
-            "selected",
-            "confirmed",
-            "free_text",
-            "values",
-            "message",
-            "next_step",
-            "fallback",
-            "form_url",
-            "elapsed_ms",
-            "client_elicitation",
-            "auto_reject_suspected",
-            "question_id",
-        ] {
+        for key in AskResult::FIELDS {
             assert!(json.get(key).is_some(), "{key} missing from {json}");
         }
+        assert_eq!(json.as_object().unwrap().len(), AskResult::FIELDS.len());
         assert_eq!(json["status"], "timeout");
         assert!(result.next_step.contains("destructive"));
     }

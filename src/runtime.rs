@@ -39,7 +39,7 @@ impl std::fmt::Display for RuntimeError {
             ),
             RuntimeError::TooOpen { path, mode } => write!(
                 f,
-                "runtime directory {} has mode {mode:o}; it must be private: run `chmod 700 {}`",
+                "runtime directory {} has mode {mode:o}: others can write to it; run `chmod 700 {}`",
                 path.display(),
                 path.display()
             ),
@@ -58,21 +58,34 @@ impl std::fmt::Display for RuntimeError {
 impl std::error::Error for RuntimeError {}
 
 /// Where the runtime directory is, from the environment values passed in (so tests need
-/// not touch the process environment).
+/// not touch the process environment), and which rule chose it.
+pub fn locate(
+    him_runtime_dir: Option<OsString>,
+    xdg_runtime_dir: Option<OsString>,
+    temp_dir: &Path,
+    uid: u32,
+) -> (PathBuf, &'static str) {
+    if let Some(dir) = him_runtime_dir.filter(|v| !v.is_empty()) {
+        return (PathBuf::from(dir), "HIM_RUNTIME_DIR");
+    }
+    // The XDG spec requires an absolute path; a relative one is ignored, as other
+    // programs do.
+    if let Some(xdg) = xdg_runtime_dir
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+    {
+        return (xdg.join("him"), "XDG_RUNTIME_DIR");
+    }
+    (temp_dir.join(format!("him-{uid}")), "the temporary folder")
+}
+
 pub fn runtime_dir_from(
     him_runtime_dir: Option<OsString>,
     xdg_runtime_dir: Option<OsString>,
     temp_dir: &Path,
     uid: u32,
 ) -> PathBuf {
-    let non_empty = |v: Option<OsString>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(dir) = non_empty(him_runtime_dir) {
-        return dir;
-    }
-    if let Some(xdg) = non_empty(xdg_runtime_dir) {
-        return xdg.join("him");
-    }
-    temp_dir.join(format!("him-{uid}"))
+    locate(him_runtime_dir, xdg_runtime_dir, temp_dir, uid).0
 }
 
 /// The runtime directory for this process's environment.
@@ -127,7 +140,9 @@ pub fn check_private_dir(dir: &Path, uid: u32) -> Result<(), RuntimeError> {
     check_owner_and_mode(dir, meta.uid(), meta.mode(), uid)
 }
 
-/// Pure form of the rule: owned by `uid`, no access for group or others.
+/// Pure form of the rule: owned by `uid`, not writable by group or others (who could
+/// otherwise plant or replace sockets). New directories are made 0700; `him doctor` warns
+/// about one that others can merely read.
 pub fn check_owner_and_mode(
     dir: &Path,
     owner: u32,
@@ -140,7 +155,7 @@ pub fn check_owner_and_mode(
             owner,
         });
     }
-    if mode & 0o077 != 0 {
+    if mode & 0o022 != 0 {
         return Err(RuntimeError::TooOpen {
             path: dir.to_owned(),
             mode: mode & 0o7777,
@@ -209,18 +224,18 @@ mod tests {
     }
 
     #[test]
-    fn a_directory_others_can_enter_is_refused_and_left_alone() {
+    fn a_directory_others_can_write_is_refused_and_left_alone() {
         let base = tempfile::tempdir().unwrap();
         let dir = base.path().join("open");
         fs::create_dir(&dir).unwrap();
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
         let err = ensure_private_dir(&dir).unwrap_err();
         assert!(
-            matches!(err, RuntimeError::TooOpen { mode: 0o755, .. }),
+            matches!(err, RuntimeError::TooOpen { mode: 0o777, .. }),
             "{err}"
         );
         assert!(err.to_string().contains("chmod 700"));
-        assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o755);
+        assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o777);
     }
 
     #[test]
@@ -229,6 +244,9 @@ mod tests {
         assert!(matches!(err, RuntimeError::NotOurs { owner: 4242, .. }));
         assert!(check_owner_and_mode(Path::new("/x"), 1000, 0o40700, 1000).is_ok());
         assert!(check_owner_and_mode(Path::new("/x"), 1000, 0o40720, 1000).is_err());
+        assert!(check_owner_and_mode(Path::new("/x"), 1000, 0o40702, 1000).is_err());
+        // Readable is not a reason to refuse (the sockets themselves are 0600).
+        assert!(check_owner_and_mode(Path::new("/x"), 1000, 0o40755, 1000).is_ok());
     }
 
     #[test]

@@ -21,8 +21,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::browsers::{self, Layout, Os};
 use super::{Context, INSTALL_FOR_GOOD, him_command, looks_temporary, manifest};
 use crate::cli::Browser;
@@ -362,16 +360,7 @@ pub fn runtime_dir(
     temp_dir: &Path,
     uid: u32,
 ) -> (PathBuf, &'static str) {
-    if let Some(dir) = him_runtime_dir.filter(|d| !d.is_empty()) {
-        return (PathBuf::from(dir), "HIM_RUNTIME_DIR");
-    }
-    if let Some(dir) = xdg_runtime_dir
-        .map(PathBuf::from)
-        .filter(|d| d.is_absolute())
-    {
-        return (dir.join("him"), "XDG_RUNTIME_DIR");
-    }
-    (temp_dir.join(format!("him-{uid}")), "the temporary folder")
+    crate::runtime::locate(him_runtime_dir, xdg_runtime_dir, temp_dir, uid)
 }
 
 /// Whether the runtime directory is one the host and agents will use: ours, and not
@@ -405,27 +394,29 @@ pub fn check_runtime_dir(dir: &Path, source: &str, uid: u32) -> (Vec<Finding>, b
         ));
         return (vec![f], false);
     }
-    if meta.uid() != uid {
-        let f = Finding::new(
-            Status::Fail,
-            format!(
-                "{shown} belongs to uid {}, not to you (uid {uid}); him refuses it",
-                meta.uid()
-            ),
-        )
-        .fix("set HIM_RUNTIME_DIR to a directory of your own");
-        return (vec![f], false);
-    }
     let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o022 != 0 {
-        let f = Finding::new(
-            Status::Fail,
-            format!("{shown} has mode {mode:04o}: others can write to it, so him refuses it"),
-        )
-        .fix(format!(
+    // The verdict is the runtime module's, the one the host and agents apply.
+    if let Err(err) = crate::runtime::check_owner_and_mode(dir, meta.uid(), mode, uid) {
+        use crate::runtime::RuntimeError;
+        let chmod = format!(
             "chmod 700 {}",
             super::clients::shell_quote(&dir.to_string_lossy())
-        ));
+        );
+        let (text, fix) = match err {
+            RuntimeError::TooOpen { mode, .. } => (
+                format!("{shown} has mode {mode:04o}: others can write to it, so him refuses it"),
+                chmod,
+            ),
+            RuntimeError::NotOurs { owner, .. } => (
+                format!("{shown} belongs to uid {owner}, not to you (uid {uid}); him refuses it"),
+                "set HIM_RUNTIME_DIR to a directory of your own".to_owned(),
+            ),
+            other => (
+                format!("{shown}: {other}"),
+                "set HIM_RUNTIME_DIR to a directory of your own".to_owned(),
+            ),
+        };
+        let f = Finding::new(Status::Fail, text).fix(fix);
         return (vec![f], false);
     }
     if mode != 0o700 {
@@ -457,16 +448,8 @@ pub fn check_runtime_dir(dir: &Path, source: &str, _uid: u32) -> (Vec<Finding>, 
     (vec![f], true)
 }
 
-#[cfg(unix)]
-#[allow(unsafe_code)]
 pub fn effective_uid() -> u32 {
-    // SAFETY: geteuid(2) takes no arguments, touches no memory of ours and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-#[cfg(not(unix))]
-pub fn effective_uid() -> u32 {
-    0
+    crate::runtime::current_uid()
 }
 
 /// What a host said in its `welcome` (DESIGN.md §3); each field only when present.
@@ -479,68 +462,55 @@ pub struct Welcome {
     pub panel_open: Option<bool>,
 }
 
-impl Welcome {
-    pub fn from_json(v: &Value) -> Welcome {
-        let s = |v: &Value| v.as_str().map(str::to_owned);
-        Welcome {
-            host_version: s(&v["host"]["version"]),
-            host_pid: v["host"]["pid"].as_u64(),
-            extension_id: s(&v["extension"]["id"]),
-            extension_version: s(&v["extension"]["version"]),
-            panel_open: v["panel_open"].as_bool(),
-        }
-    }
-}
-
 /// How long the doctor waits for a host to answer. A host answers `hello` at once.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
-/// Socket frames are capped at 4 MiB (DESIGN.md §2); a welcome is far smaller.
-const MAX_FRAME: usize = 4 * 1024 * 1024;
 
-/// Says `hello` and reads frames until the `welcome`. The one place the doctor speaks the
-/// protocol: u32 native-endian length + JSON (DESIGN.md §2, §3). To switch to the shared
-/// codec (`frame.rs`, `protocol.rs`) later, only this function changes.
+/// Says `hello` and reads frames until the `welcome`, with the shared codec and messages.
 pub fn hello_welcome(stream: &mut (impl Read + Write)) -> Result<Welcome, String> {
-    use byteorder::{NativeEndian, ReadBytesExt, WriteBytesExt};
+    use crate::frame::{FrameError, MAX_INBOUND, read_frame_sync, write_frame_sync};
+    use crate::protocol::{self, AgentInfo, AgentToHost, HostToAgent, PROTOCOL};
 
-    let hello = serde_json::json!({
-        "type": "hello",
-        "protocol": 1,
-        "agent": {"name": "him doctor", "version": env!("CARGO_PKG_VERSION")},
-        "pid": std::process::id(),
-    })
-    .to_string();
-    let len = u32::try_from(hello.len()).map_err(|e| e.to_string())?;
-    stream
-        .write_u32::<NativeEndian>(len)
-        .and_then(|()| stream.write_all(hello.as_bytes()))
-        .and_then(|()| stream.flush())
-        .map_err(|e| format!("cannot send hello: {e}"))?;
+    let hello = protocol::encode(&AgentToHost::Hello {
+        protocol: PROTOCOL,
+        agent: AgentInfo {
+            name: "him doctor".into(),
+            title: None,
+            version: Some(env!("CARGO_PKG_VERSION").into()),
+        },
+        project: None,
+        pid: std::process::id(),
+    });
+    write_frame_sync(stream, &hello).map_err(|e| format!("cannot send hello: {e}"))?;
     // A few frames at most: a host answers hello with welcome before anything else.
     for _ in 0..4 {
-        let len = stream
-            .read_u32::<NativeEndian>()
-            .map_err(|e| describe_read_error(&e))? as usize;
-        if len > MAX_FRAME {
-            return Err(format!(
-                "answered with a frame of {len} bytes, over the 4 MiB limit"
-            ));
-        }
-        let mut buf = vec![0; len];
-        stream
-            .read_exact(&mut buf)
-            .map_err(|e| describe_read_error(&e))?;
-        let v: Value =
-            serde_json::from_slice(&buf).map_err(|e| format!("answered with bad JSON: {e}"))?;
-        match v["type"].as_str() {
-            Some("welcome") => return Ok(Welcome::from_json(&v)),
-            Some("error") => {
-                return Err(format!(
-                    "answered hello with an error: {}",
-                    v["message"].as_str().unwrap_or("")
-                ));
+        let frame = match read_frame_sync(stream, MAX_INBOUND) {
+            Ok(Some(frame)) => frame,
+            Ok(None) | Err(FrameError::Truncated { .. }) => {
+                return Err("closed the connection without answering hello".to_owned());
             }
-            _ => continue,
+            Err(FrameError::Io(err)) => return Err(describe_read_error(&err)),
+            Err(err) => return Err(format!("answered with a bad frame: {err}")),
+        };
+        match protocol::decode::<HostToAgent>(&frame) {
+            Ok(HostToAgent::Welcome {
+                host,
+                extension,
+                panel_open,
+                ..
+            }) => {
+                return Ok(Welcome {
+                    host_version: Some(host.version),
+                    host_pid: host.pid.map(u64::from),
+                    extension_version: extension.as_ref().map(|e| e.version.clone()),
+                    extension_id: extension.map(|e| e.id),
+                    panel_open: Some(panel_open),
+                });
+            }
+            Ok(HostToAgent::Error { message, .. }) => {
+                return Err(format!("answered hello with an error: {message}"));
+            }
+            Ok(_) => continue,
+            Err(err) => return Err(format!("answered with a bad message: {err}")),
         }
     }
     Err("did not answer hello with welcome".to_owned())
@@ -567,15 +537,7 @@ pub enum Probe {
 
 /// The host sockets in `<runtime>/hosts/`, sorted.
 pub fn host_sockets(runtime: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(runtime.join("hosts")) else {
-        return Vec::new();
-    };
-    let mut socks: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "sock"))
-        .collect();
-    socks.sort();
-    socks
+    crate::runtime::list_host_sockets(runtime)
 }
 
 #[cfg(unix)]
@@ -755,7 +717,7 @@ mod tests {
         assert_eq!(w.extension_version.as_deref(), Some("0.2.0"));
         assert_eq!(w.panel_open, Some(true));
         let len = u32::from_ne_bytes(s.output[..4].try_into().unwrap()) as usize;
-        let hello: Value = serde_json::from_slice(&s.output[4..4 + len]).unwrap();
+        let hello: serde_json::Value = serde_json::from_slice(&s.output[4..4 + len]).unwrap();
         assert_eq!(hello["type"], "hello");
         assert_eq!(hello["protocol"], 1);
         assert_eq!(hello["agent"]["name"], "him doctor");

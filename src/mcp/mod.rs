@@ -3,6 +3,7 @@
 //! heartbeats, and returns the result object as structured content.
 
 pub mod elicitation;
+mod params;
 mod server;
 
 use std::process::ExitCode;

@@ -3,10 +3,10 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::params::Parameters;
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
-use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ClientResult, ElicitRequest, ElicitResult, ErrorData,
     Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,

@@ -72,13 +72,18 @@ pub struct FakeExtension {
 impl FakeExtension {
     /// Starts a host, checks its `hello`, sends `ready`, and waits until it listens.
     pub async fn start(runtime: &Path) -> FakeExtension {
+        FakeExtension::start_with_stderr(runtime, Stdio::inherit()).await
+    }
+
+    /// As `start`, with the host's log going to `stderr`.
+    pub async fn start_with_stderr(runtime: &Path, stderr: Stdio) -> FakeExtension {
         let mut child = Command::new(him_bin())
             .arg(origin())
             .env("HIM_RUNTIME_DIR", runtime)
-            .env("HIM_LOG", "debug")
+            .env("HIM_LOG", "trace")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .expect("spawn host");
@@ -228,6 +233,16 @@ pub type Agent = RunningService<RoleClient, TestClient>;
 
 /// rmcp's client running `him serve` with `HIM_RUNTIME_DIR` and any extra environment.
 pub async fn start_agent(runtime: &Path, name: &str, env: &[(&str, &str)]) -> (Agent, TestClient) {
+    start_agent_with_stderr(runtime, name, env, Stdio::inherit()).await
+}
+
+/// As `start_agent`, with the server's log going to `stderr`.
+pub async fn start_agent_with_stderr(
+    runtime: &Path,
+    name: &str,
+    env: &[(&str, &str)],
+    stderr: Stdio,
+) -> (Agent, TestClient) {
     let handler = TestClient {
         name: name.into(),
         progress: Arc::default(),
@@ -238,15 +253,18 @@ pub async fn start_agent(runtime: &Path, name: &str, env: &[(&str, &str)]) -> (A
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let runtime = runtime.to_owned();
-    let transport = TokioChildProcess::new(Command::new(him_bin()).configure(move |cmd| {
+    let command = Command::new(him_bin()).configure(move |cmd| {
         cmd.arg("serve")
             .env("HIM_RUNTIME_DIR", &runtime)
-            .env("HIM_LOG", "debug");
+            .env("HIM_LOG", "trace");
         for (k, v) in &env {
             cmd.env(k, v);
         }
-    }))
-    .expect("spawn him serve");
+    });
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn him serve");
     let client = handler
         .clone()
         .serve(transport)
@@ -286,25 +304,7 @@ pub async fn call(agent: &Agent, tool: &str, args: Value) -> Value {
 }
 
 /// Every key of the result object, always present.
-pub const RESULT_KEYS: [&str; 17] = [
-    "status",
-    "via",
-    "tool",
-    "question",
-    "answer",
-    "selected",
-    "confirmed",
-    "free_text",
-    "values",
-    "message",
-    "next_step",
-    "fallback",
-    "form_url",
-    "elapsed_ms",
-    "client_elicitation",
-    "auto_reject_suspected",
-    "question_id",
-];
+pub const RESULT_KEYS: [&str; 17] = him::outcome::AskResult::FIELDS;
 
 pub fn assert_complete(result: &Value) {
     for key in RESULT_KEYS {

@@ -1,0 +1,116 @@
+//! What an MCP client sees of him: six tools with schemas and annotations, and bad
+//! arguments refused as invalid params that name the argument.
+
+mod common;
+
+use common::*;
+use rmcp::model::ErrorCode;
+use rmcp::service::ServiceError;
+use serde_json::json;
+
+#[tokio::test]
+async fn the_six_tools_are_listed_with_output_schemas_and_annotations() {
+    let runtime = runtime_dir();
+    let (agent, _) = start_agent(runtime.path(), "lister", &[]).await;
+    let info = agent.peer_info().expect("server info");
+    assert_eq!(
+        info.server_info.as_ref().map(|s| s.name.as_str()),
+        Some("him")
+    );
+    let tools = agent.list_all_tools().await.unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "ask_choice",
+            "ask_confirm",
+            "ask_form",
+            "ask_multi_select",
+            "ask_text",
+            "human_input_status"
+        ]
+    );
+    for tool in &tools {
+        let schema = tool
+            .output_schema
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} has no outputSchema", tool.name));
+        assert_eq!(schema.get("type"), Some(&json!("object")));
+        let annotations = tool.annotations.as_ref().expect("annotations");
+        assert_eq!(annotations.read_only_hint, Some(true), "{}", tool.name);
+        assert!(
+            tool.description.as_ref().is_some_and(|d| d.len() > 80),
+            "{} needs a real description",
+            tool.name
+        );
+        // The TypeScript SDK rejects `true` schemas and unresolved references.
+        let text = serde_json::to_string(schema).unwrap();
+        assert!(
+            !text.contains(":true}") && !text.contains("$ref"),
+            "{}: {text}",
+            tool.name
+        );
+        if tool.name.starts_with("ask_") {
+            let required = schema
+                .get("required")
+                .and_then(|r| r.as_array())
+                .expect("required list");
+            assert_eq!(
+                required.len(),
+                RESULT_KEYS.len(),
+                "{}: every result field is required",
+                tool.name
+            );
+            assert_eq!(annotations.open_world_hint, Some(true));
+        }
+    }
+}
+
+async fn invalid_params(tool: &str, args: serde_json::Value) -> String {
+    let runtime = runtime_dir();
+    let (agent, _) = start_agent(runtime.path(), "bad-args", &[]).await;
+    match agent.call_tool(params(tool, args)).await {
+        Err(ServiceError::McpError(err)) => {
+            assert_eq!(err.code, ErrorCode::INVALID_PARAMS, "{err:?}");
+            err.message.to_string()
+        }
+        other => panic!("expected invalid params, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn bad_arguments_are_invalid_params_naming_the_argument() {
+    let message = invalid_params(
+        "ask_choice",
+        json!({"question": "Pick", "options": ["only one"]}),
+    )
+    .await;
+    assert!(message.contains("`options`"), "{message}");
+    let message = invalid_params("ask_text", json!({"placeholder": "no question"})).await;
+    assert!(message.contains("question"), "{message}");
+    let message = invalid_params(
+        "ask_form",
+        json!({"title": "T", "fields": [{"name": "a", "type": "select", "label": "A"}]}),
+    )
+    .await;
+    assert!(
+        message.contains("fields[0] (a)") && message.contains("option"),
+        "{message}"
+    );
+    let message = invalid_params("ask_confirm", json!({"question": "  "})).await;
+    assert!(message.contains("`question`"), "{message}");
+}
+
+#[tokio::test]
+async fn human_input_status_reports_the_channel_without_asking() {
+    let runtime = runtime_dir();
+    let (agent, _) = start_agent(runtime.path(), "status", &[]).await;
+    let status = call(&agent, "human_input_status", json!({})).await;
+    assert_eq!(status["channel"], "chat");
+    assert_eq!(status["browsers"], json!([]));
+    let _ext = FakeExtension::start(runtime.path()).await;
+    let status = call(&agent, "human_input_status", json!({})).await;
+    assert_eq!(status["channel"], "extension");
+    assert_eq!(status["browsers"].as_array().unwrap().len(), 1);
+}
