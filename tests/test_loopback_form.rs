@@ -45,6 +45,10 @@ struct Asked {
 
 impl Asked {
     async fn start(args: &[&str]) -> Asked {
+        Asked::start_logging(args, "info").await
+    }
+
+    async fn start_logging(args: &[&str], log: &str) -> Asked {
         let runtime = runtime_dir();
         let browser = recording_browser(runtime.path());
         let child = Command::new(him_bin())
@@ -53,7 +57,7 @@ impl Asked {
             .env("HIM_RUNTIME_DIR", runtime.path())
             .env("HIM_FALLBACK", "http")
             .env("BROWSER", &browser)
-            .env("HIM_LOG", "info")
+            .env("HIM_LOG", log)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
@@ -476,5 +480,36 @@ async fn status_reports_the_loopback_form_for_a_client_without_elicitation() {
     assert_eq!(
         call(&agent, "human_input_status", json!({})).await["channel"],
         "none"
+    );
+}
+
+#[tokio::test]
+async fn a_password_sent_through_the_form_reaches_the_asker_and_no_log() {
+    let form = json!({"title": "Log in to staging", "fields": [
+        {"name": "user", "type": "text", "label": "User"},
+        {"name": "pw", "type": "password", "label": "Password", "required": true}]});
+    let asked = Asked::start_logging(&["form", &form.to_string()], "trace").await;
+    let (port, path, host) = (asked.port(), asked.path(), asked.host());
+    let page = send(port, &get(&path, &host)).await.unwrap();
+    assert!(page.body.contains("\"password\""), "{}", page.body);
+    let secret = "hunter2-correct-horse";
+    let reply = send(
+        port,
+        &post(
+            &path,
+            &host,
+            &json!({"action": "submit", "values": {"user": "ada", "pw": secret}}),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.status, 200);
+    assert!(!reply.body.contains(secret), "{}", reply.body);
+    let (result, stderr) = asked.finish().await;
+    assert_eq!(result["values"]["pw"], secret, "{result}");
+    assert!(!result["message"].as_str().unwrap().contains(secret));
+    assert!(
+        !stderr.contains(secret),
+        "the password was logged: {stderr}"
     );
 }
