@@ -54,7 +54,14 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
         let interrupted = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        asking::ask(&pool, &config, prepared, false, interrupted).await
+        // The loopback form's address, for a person running this in a terminal.
+        let notice = |message: String| eprintln!("him: {message}");
+        let channels = asking::Channels::without_elicitation(&notice);
+        match asking::ask(&pool, &config, prepared, channels, interrupted).await {
+            asking::Asked::Done(result) => *result,
+            // Only an MCP session offers elicitation; `him ask` never does.
+            asking::Asked::InputRequired => unreachable!("him ask offers no elicitation"),
+        }
     });
     let mut stdout = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut stdout, &result)?;

@@ -1,17 +1,38 @@
-//! One question, from form to result, the same for every front end (MCP tools, `him ask`):
-//! through the browser when one is connected, else the configured fallback.
+//! One question, from form to result, the same for every front end (MCP tools, `him ask`).
+//!
+//! The channel chain of DESIGN.md §5:
+//!
+//! ```text
+//!  browser extension ── a host is connected (or comes back within the grace period)
+//!     │ none
+//!     ▼
+//!  MCP elicitation ──── the client declared form elicitation and no field is a password:
+//!     │ not offered,        ≤ 2025-11-25 `elicitation/create` (run here, beside the browser)
+//!     │ or it failed        2026-07-28   `input_required` (the caller returns; the retry
+//!     ▼                                   is finished by `elicitation_result`)
+//!  HIM_FALLBACK ─────── http: the loopback form (beside the browser) · return: chat · off
+//! ```
+//!
+//! "Beside the browser": while elicitation or the loopback form holds the question, it stays
+//! open to browsers too, so a side panel that appears meanwhile gets it; the first answer
+//! wins and the other channel is withdrawn.
 
 use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use futures::future::BoxFuture;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
-use crate::agent::Pool;
+use crate::agent::{HostEvent, Pool, Question, Signal};
 use crate::config::{Config, FallbackMode};
+use crate::fallback::loopback::{Loopback, LoopbackEnd};
 use crate::form::Form;
 use crate::frame::MAX_TO_BROWSER;
 use crate::outcome::{self, AskResult, CallContext, Via};
-use crate::protocol::{self, AgentToHost, Ask};
+use crate::protocol::{self, Action, AgentToHost, Answer, Ask, WithdrawReason};
 use crate::question::{self, Outcome, WaitOptions};
 use crate::tools::{ArgError, ToolKind};
 
@@ -80,55 +101,294 @@ pub fn prepare(tool: ToolKind, form: Form, timeout: Duration) -> Result<Prepared
     })
 }
 
-/// Asks the person and returns the finished result. `cancelled` resolves when the caller
-/// gives up.
+/// How an `elicitation/create` ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElicitEnd {
+    /// The client's reply, as an answer to the form (not yet judged).
+    Reply(Answer),
+    /// Told to stop first; the request was cancelled at the client.
+    Stopped,
+    /// The client could not show the form (an error reply, or the session failed).
+    Failed(String),
+}
+
+/// Runs one `elicitation/create`; must end soon after its token is cancelled.
+pub type ElicitRequest<'a> =
+    Box<dyn FnOnce(CancellationToken) -> BoxFuture<'a, ElicitEnd> + Send + 'a>;
+
+/// What the caller can offer as MCP elicitation.
+pub enum Elicitation<'a> {
+    /// None: the client did not declare form elicitation, or this is not an MCP session.
+    None,
+    /// ≤ 2025-11-25: send `elicitation/create` from the call's own task.
+    Request(ElicitRequest<'a>),
+    /// 2026-07-28: hand the question to the client as `input_required`; the retry finishes.
+    OnRetry,
+}
+
+/// What the caller offers beyond the browser.
+pub struct Channels<'a> {
+    /// Whether the client declared form elicitation (reported in every result).
+    pub client_elicitation: bool,
+    pub elicitation: Elicitation<'a>,
+    /// Tells the agent's side something at once (the loopback form's URL).
+    pub notice: &'a (dyn Fn(String) + Send + Sync),
+}
+
+impl<'a> Channels<'a> {
+    /// The browser and the configured fallback only (`him ask`).
+    pub fn without_elicitation(notice: &'a (dyn Fn(String) + Send + Sync)) -> Channels<'a> {
+        Channels {
+            client_elicitation: false,
+            elicitation: Elicitation::None,
+            notice,
+        }
+    }
+}
+
+/// How [`ask`] ended.
+#[derive(Debug)]
+pub enum Asked {
+    Done(Box<AskResult>),
+    /// The client must show the form itself and call again (2026-07-28 elicitation).
+    InputRequired,
+}
+
+/// Asks the person through the channel chain and returns the finished result. `cancelled`
+/// resolves when the caller gives up.
 pub async fn ask(
     pool: &Pool,
     config: &Config,
     prepared: Prepared,
-    client_elicitation: bool,
+    channels: Channels<'_>,
     cancelled: impl Future<Output = ()>,
-) -> AskResult {
+) -> Asked {
     let started = Instant::now();
+    let deadline = started + prepared.timeout;
+    tokio::pin!(cancelled);
+    let form = &prepared.form;
+    let cx = |via_started: Instant| CallContext {
+        tool: prepared.tool,
+        form,
+        question_id: &prepared.ask.id,
+        elapsed_ms: via_started.elapsed().as_millis() as u64,
+        client_elicitation: channels.client_elicitation,
+    };
+    let done = |result: AskResult| Asked::Done(Box::new(result));
     let options = WaitOptions {
-        deadline: started + prepared.timeout,
+        deadline,
         reconnect_grace: config.reconnect_grace,
     };
     let outcome = question::wait(
         pool,
-        &prepared.form,
+        form,
         prepared.ask.clone(),
         options,
-        cancelled,
+        cancelled.as_mut(),
     )
     .await;
-    let cx = CallContext {
-        tool: prepared.tool,
-        form: &prepared.form,
-        question_id: &prepared.ask.id,
-        elapsed_ms: started.elapsed().as_millis() as u64,
-        client_elicitation,
-    };
-    match outcome {
-        Outcome::NoBrowser { was_connected } => {
-            let reason = if was_connected {
-                "The browser went away before the person answered."
-            } else {
-                "No browser with the him side panel is connected."
-            };
-            fallback(&cx, config.fallback, reason)
+    let mut reason = match outcome {
+        Outcome::NoBrowser { was_connected } => if was_connected {
+            "The browser went away before the person answered."
+        } else {
+            "No browser with the him side panel is connected."
         }
-        other => outcome::from_outcome(&cx, Via::Extension, other),
+        .to_owned(),
+        other => return done(outcome::from_outcome(&cx(started), Via::Extension, other)),
+    };
+
+    let elicitable = channels.client_elicitation && !form.has_password();
+    if channels.client_elicitation && form.has_password() {
+        reason
+            .push_str(" The form asks for a password, which must not go through MCP elicitation.");
+    }
+    match channels.elicitation {
+        Elicitation::OnRetry if elicitable => return Asked::InputRequired,
+        Elicitation::Request(request) if elicitable => {
+            let shown = Instant::now();
+            match beside_browser(pool, &prepared, deadline, cancelled.as_mut(), request).await {
+                Race::Channel(ElicitEnd::Reply(answer)) => {
+                    return done(elicitation_result(
+                        &cx(started),
+                        config.auto_reject,
+                        answer,
+                        shown.elapsed(),
+                    ));
+                }
+                Race::Channel(ElicitEnd::Failed(why)) => {
+                    tracing::warn!(id = %prepared.ask.id, "elicitation failed: {why}");
+                    reason.push_str(&format!(" The client could not show the form ({why})."));
+                }
+                Race::Channel(ElicitEnd::Stopped) | Race::Cancelled => {
+                    return done(outcome::from_outcome(
+                        &cx(started),
+                        Via::Elicitation,
+                        Outcome::Cancelled,
+                    ));
+                }
+                Race::Timeout => {
+                    return done(outcome::from_outcome(
+                        &cx(started),
+                        Via::Elicitation,
+                        Outcome::Timeout,
+                    ));
+                }
+                Race::Browser(outcome) => {
+                    return done(outcome::from_outcome(&cx(started), Via::Extension, outcome));
+                }
+            }
+        }
+        _ => {}
+    }
+
+    if config.fallback != FallbackMode::Http {
+        return done(fallback(&cx(started), config.fallback, &reason));
+    }
+    let loopback = match Loopback::bind(form, &prepared.ask.id).await {
+        Ok(loopback) => loopback,
+        Err(err) => {
+            tracing::warn!("the loopback form could not start: {err}");
+            reason.push_str(&format!(" The loopback form could not start ({err})."));
+            return done(outcome::needs_user_input(&cx(started), &reason));
+        }
+    };
+    let url = loopback.url();
+    match crate::fallback::opener::open(&url) {
+        Ok(program) => tracing::info!(%url, %program, "loopback form opened"),
+        Err(err) => tracing::warn!(%url, "loopback form not opened: {err}"),
+    }
+    (channels.notice)(format!("{reason} Answer in the browser: {url}"));
+    let race = beside_browser(
+        pool,
+        &prepared,
+        deadline,
+        cancelled.as_mut(),
+        Box::new(|stop| Box::pin(loopback.serve(stop))),
+    )
+    .await;
+    let cx = cx(started);
+    let mut result = match race {
+        Race::Channel(LoopbackEnd::Answer(answer)) => {
+            outcome::from_outcome(&cx, Via::Http, question::judge(form, answer))
+        }
+        Race::Channel(LoopbackEnd::Stopped) | Race::Cancelled => {
+            outcome::from_outcome(&cx, Via::Http, Outcome::Cancelled)
+        }
+        Race::Timeout => outcome::from_outcome(&cx, Via::Http, Outcome::Timeout),
+        Race::Browser(outcome) => outcome::from_outcome(&cx, Via::Extension, outcome),
+    };
+    result.form_url = Some(url);
+    result.fallback = Some(FallbackMode::Http.name().into());
+    done(result)
+}
+
+/// The result of an elicitation reply that reached us `waited` after the form went out.
+/// A decline or cancel faster than `auto_reject` was probably the client's, not the
+/// person's.
+pub fn elicitation_result(
+    cx: &CallContext<'_>,
+    auto_reject: Duration,
+    answer: Answer,
+    waited: Duration,
+) -> AskResult {
+    let refused = matches!(answer.action, Action::Decline | Action::Cancel);
+    if refused && waited < auto_reject {
+        return outcome::auto_rejected(cx, waited.as_millis() as u64);
+    }
+    outcome::from_outcome(cx, Via::Elicitation, question::judge(cx.form, answer))
+}
+
+/// The configured fallback when no interactive channel took the question and none is
+/// served here (`http` is served by [`ask`]; elsewhere it hands back to the chat).
+pub fn fallback(cx: &CallContext<'_>, mode: FallbackMode, reason: &str) -> AskResult {
+    match mode {
+        FallbackMode::Return | FallbackMode::Http => outcome::needs_user_input(cx, reason),
+        FallbackMode::Off => outcome::unsupported(cx, reason),
     }
 }
 
-/// The configured fallback when no interactive channel can take the question.
-pub fn fallback(cx: &CallContext<'_>, mode: FallbackMode, reason: &str) -> AskResult {
-    match mode {
-        FallbackMode::Return => outcome::needs_user_input(cx, reason),
-        FallbackMode::Off => outcome::unsupported(cx, reason),
-        // The loopback form arrives with its own channel; until then `http` behaves like
-        // `return` rather than leaving the person without a way to answer.
-        FallbackMode::Http => outcome::needs_user_input(cx, reason),
+/// Whether a channel's end means the person answered there.
+trait ChannelEnd {
+    fn answered(&self) -> bool;
+}
+
+impl ChannelEnd for ElicitEnd {
+    fn answered(&self) -> bool {
+        matches!(self, ElicitEnd::Reply(_))
+    }
+}
+
+impl ChannelEnd for LoopbackEnd {
+    fn answered(&self) -> bool {
+        matches!(self, LoopbackEnd::Answer(_))
+    }
+}
+
+enum Race<T> {
+    Channel(T),
+    Browser(Outcome),
+    Timeout,
+    Cancelled,
+}
+
+/// How long a channel may take to withdraw itself once told to stop (send the
+/// cancellation, close its port). Both are local and quick.
+const WITHDRAW_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs a channel while the question stays open to every browser, now or later; the first
+/// to end decides, and the other is withdrawn.
+async fn beside_browser<'a, T: ChannelEnd>(
+    pool: &Pool,
+    prepared: &Prepared,
+    deadline: Instant,
+    cancelled: Pin<&mut impl Future<Output = ()>>,
+    channel: Box<dyn FnOnce(CancellationToken) -> BoxFuture<'a, T> + Send + 'a>,
+) -> Race<T> {
+    let stop = CancellationToken::new();
+    let mut channel = channel(stop.clone());
+    let mut question = pool.open(prepared.ask.clone()).await;
+    let race = tokio::select! {
+        end = &mut channel => {
+            let reason = if end.answered() {
+                WithdrawReason::Answered
+            } else {
+                WithdrawReason::Cancelled
+            };
+            question.close(reason, None);
+            return Race::Channel(end);
+        }
+        (outcome, host) = first_browser_answer(&mut question, &prepared.form) => {
+            question.close(WithdrawReason::Answered, Some(&host));
+            Race::Browser(outcome)
+        }
+        _ = tokio::time::sleep_until(deadline) => {
+            question.close(WithdrawReason::Timeout, None);
+            Race::Timeout
+        }
+        _ = cancelled => {
+            question.close(WithdrawReason::Cancelled, None);
+            Race::Cancelled
+        }
+    };
+    stop.cancel();
+    if tokio::time::timeout(WITHDRAW_GRACE, channel).await.is_err() {
+        tracing::warn!(id = %prepared.ask.id, "a channel did not stop in time");
+    }
+    race
+}
+
+/// The first answer any browser gives, however many come and go meanwhile.
+async fn first_browser_answer(question: &mut Question, form: &Form) -> (Outcome, PathBuf) {
+    loop {
+        match question.next_signal().await {
+            Signal::Event(Some(HostEvent::Answer { host, answer })) => {
+                return (question::judge(form, answer), host);
+            }
+            Signal::Event(Some(HostEvent::Refused { host, message })) => {
+                tracing::warn!(id = question.id(), host = %host.display(), "host refused the question: {message}");
+            }
+            Signal::Event(None) => std::future::pending::<()>().await,
+            Signal::Event(Some(HostEvent::Shown { .. })) | Signal::Hosts(_) => {}
+        }
     }
 }

@@ -17,6 +17,7 @@ pub mod ask;
 pub mod asking;
 pub mod cli;
 pub mod config;
+pub mod fallback;
 pub mod form;
 pub mod frame;
 pub mod host;

@@ -354,6 +354,24 @@ pub fn needs_user_input(cx: &CallContext<'_>, reason: &str) -> AskResult {
     }
 }
 
+/// The client declined the elicitation faster than a person could have read it
+/// (`HIM_AUTO_REJECT_MS`): most likely a client set to refuse forms on its own. The question
+/// goes back to the chat, where the person can see it.
+pub fn auto_rejected(cx: &CallContext<'_>, waited_ms: u64) -> AskResult {
+    AskResult {
+        message: chat_handback(cx.form),
+        next_step: format!(
+            "The client refused the form {waited_ms} ms after it was sent, too fast for a person, \
+             so it was probably refused automatically: do not treat this as the person's no; ask \
+             them this question in the chat, wait for their reply, and use it (or call {} again \
+             once a browser side panel is connected).",
+            cx.tool.tool_name()
+        ),
+        auto_reject_suspected: true,
+        ..AskResult::blank(cx, Status::NeedsUserInput, Via::Elicitation)
+    }
+}
+
 /// No interactive channel and no fallback allowed (`HIM_FALLBACK=off`).
 pub fn unsupported(cx: &CallContext<'_>, reason: &str) -> AskResult {
     AskResult {

@@ -2,6 +2,7 @@
 //! (`tools.rs`), asks through the shared flow (`asking.rs`) while sending progress
 //! heartbeats, and returns the result object as structured content.
 
+pub mod elicitation;
 mod params;
 mod server;
 

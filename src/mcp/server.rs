@@ -1,27 +1,34 @@
 //! The tools of DESIGN.md §5 on an rmcp `ToolRouter`.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::params::Parameters;
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::model::{
-    CallToolResult, ErrorData, Implementation, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig,
+    CallToolResponse, CallToolResult, ClientResult, ElicitRequest, ElicitResult, ErrorData,
+    Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
+    ServerRequest,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{Peer, PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
+use super::elicitation::{self, INPUT_KEY, RetryState, StateCodec};
 use crate::agent::{HostStatus, Identity, Pool};
-use crate::asking::{self, PrepareError};
-use crate::config::Config;
-use crate::form::Form;
-use crate::outcome::AskResult;
+use crate::asking::{self, Asked, Channels, ElicitEnd, Elicitation, PrepareError};
+use crate::config::{Config, FallbackMode};
+use crate::form::{AnswerError, Form};
+use crate::outcome::{self, AskResult, CallContext, Via};
 use crate::protocol::{AgentInfo, ExtensionInfo};
+use crate::question::Outcome;
 use crate::tools::{
     ArgError, AskChoiceArgs, AskConfirmArgs, AskFormArgs, AskMultiSelectArgs, AskTextArgs, ToolKind,
 };
@@ -31,7 +38,23 @@ pub struct HimServer {
     config: Arc<Config>,
     /// Made on the first question, when the client's name is known for the `hello`.
     pool: Arc<OnceLock<Pool>>,
+    /// Seals the 2026-07-28 `requestState`; `None` if no key could be made (then such
+    /// sessions skip elicitation).
+    states: Arc<Option<StateCodec>>,
     tool_router: ToolRouter<HimServer>,
+}
+
+/// The 2026-07-28 round trip's inputs to a tool call.
+struct Retry {
+    state: Option<String>,
+    responses: Option<InputResponses>,
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 const INSTRUCTIONS: &str = "him asks the human user a question and returns their typed answer. \
@@ -61,12 +84,18 @@ pub struct BrowserStatus {
 pub struct StatusResult {
     /// Browsers with the him extension connected now.
     pub browsers: Vec<BrowserStatus>,
-    /// The channel a question would take now: extension, chat (hand-back) or none.
+    /// The channel a question would take now: extension, elicitation, http (loopback
+    /// form), chat (hand-back) or none.
     pub channel: String,
     /// Why that channel.
     pub reason: String,
     /// Whether this client declared MCP form elicitation.
     pub client_elicitation: bool,
+    /// How elicitation would reach this client: `elicitation/create` (protocol ≤ 2025-11-25),
+    /// `input_required` (2026-07-28), or `none`.
+    pub elicitation: String,
+    /// The MCP protocol version of this session.
+    pub protocol_version: String,
     /// HIM_FALLBACK in force: return, http or off.
     pub fallback: String,
     /// Default wait for an answer, in milliseconds.
@@ -100,6 +129,15 @@ impl HimServer {
         HimServer {
             config: Arc::new(config),
             pool: Arc::new(OnceLock::new()),
+            states: Arc::new(match StateCodec::generate() {
+                Ok(codec) => Some(codec),
+                Err(err) => {
+                    tracing::warn!(
+                        "no requestState key ({err}); 2026-07-28 clients get no elicitation"
+                    );
+                    None
+                }
+            }),
             tool_router: Self::tool_router(),
         }
     }
@@ -132,10 +170,19 @@ impl HimServer {
         })
     }
 
+    /// Whether the client declared form elicitation (an empty `elicitation` object means
+    /// form, as before URL mode existed).
     fn client_elicitation(ctx: &RequestContext<RoleServer>) -> bool {
         ctx.client_capabilities()
             .and_then(|c| c.elicitation)
-            .is_some()
+            .is_some_and(|e| e.form.is_some() || e.url.is_none())
+    }
+
+    /// Whether this request speaks 2026-07-28 or later: no server-to-client requests, so
+    /// elicitation is an `input_required` round trip.
+    fn input_required_era(ctx: &RequestContext<RoleServer>) -> bool {
+        ctx.protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
     }
 
     async fn ask(
@@ -143,9 +190,13 @@ impl HimServer {
         tool: ToolKind,
         form: Result<Form, ArgError>,
         timeout_ms: Option<u64>,
+        retry: Retry,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let form = form.map_err(invalid_params)?;
+        if let Some(state) = retry.state {
+            return self.finish_retry(tool, form, &state, retry.responses, &ctx);
+        }
         let prepared = asking::prepare(tool, form, self.config.wait_for(timeout_ms)).map_err(
             |err| match err {
                 PrepareError::TooLarge(arg) => invalid_params(arg),
@@ -154,20 +205,134 @@ impl HimServer {
         )?;
         tracing::info!(tool = tool.tool_name(), id = %prepared.ask.id, "asking");
         let pool = self.pool(&ctx).clone();
+        let (notices, notice_rx) = mpsc::unbounded_channel();
+        let notice = move |message: String| {
+            let _ = notices.send(message);
+        };
         let heartbeat = heartbeat(
             ctx.peer.clone(),
             ctx.meta.get_progress_token(),
             self.config.heartbeat,
+            notice_rx,
         );
-        let elicitation = Self::client_elicitation(&ctx);
-        let result: AskResult = tokio::select! {
-            result = asking::ask(&pool, &self.config, prepared, elicitation, ctx.ct.cancelled()) => result,
+        let client_elicitation = Self::client_elicitation(&ctx);
+        let form = prepared.form.clone();
+        let id = prepared.ask.id.clone();
+        let asked_ms = prepared.ask.asked_at_ms;
+        let timeout = prepared.timeout;
+        let elicitation = match (client_elicitation, Self::input_required_era(&ctx)) {
+            (false, _) => Elicitation::None,
+            (true, true) if self.states.is_some() => Elicitation::OnRetry,
+            (true, true) => Elicitation::None,
+            (true, false) => {
+                let (peer, form, id) = (ctx.peer.clone(), form.clone(), id.clone());
+                Elicitation::Request(Box::new(move |stop| Box::pin(elicit(peer, form, id, stop))))
+            }
+        };
+        let channels = Channels {
+            client_elicitation,
+            elicitation,
+            notice: &notice,
+        };
+        let asked = tokio::select! {
+            asked = asking::ask(&pool, &self.config, prepared, channels, ctx.ct.cancelled()) => asked,
             never = heartbeat => match never {},
         };
-        tracing::info!(tool = tool.tool_name(), id = %result.question_id, status = ?result.status, "asked");
-        let value = serde_json::to_value(&result)
+        let result = match asked {
+            Asked::Done(result) => result,
+            Asked::InputRequired => {
+                let now = unix_ms();
+                let state = RetryState {
+                    id,
+                    asked_ms,
+                    elicited_ms: now,
+                    deadline_ms: asked_ms + timeout.as_millis() as u64,
+                };
+                tracing::info!(tool = tool.tool_name(), id = %state.id, "asking through the client (input_required)");
+                return self.input_required(tool, &form, &state);
+            }
+        };
+        tracing::info!(tool = tool.tool_name(), id = %result.question_id, status = ?result.status, via = ?result.via, "asked");
+        structured(&result)
+    }
+
+    /// The 2026-07-28 elicitation: the form as an input request, the question's state
+    /// sealed so the retry can be trusted.
+    fn input_required(
+        &self,
+        tool: ToolKind,
+        form: &Form,
+        state: &RetryState,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(codec) = self.states.as_ref() else {
+            return Err(ErrorData::internal_error("no requestState key", None));
+        };
+        let params = elicitation::request(form)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        Ok(CallToolResult::structured(value))
+        let mut requests = InputRequests::new();
+        requests.insert(
+            INPUT_KEY.to_owned(),
+            InputRequest::Elicitation(ElicitRequest::new(params)),
+        );
+        let sealed = codec.seal(tool.tool_name(), form, state);
+        Ok(InputRequiredResult::new(Some(requests), Some(sealed)).into())
+    }
+
+    /// The retry of a call that returned `input_required`: verify the state, judge the reply.
+    fn finish_retry(
+        &self,
+        tool: ToolKind,
+        form: Form,
+        sealed: &str,
+        responses: Option<InputResponses>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let refuse = |message: String| {
+            ErrorData::invalid_params(message, Some(json!({ "argument": "requestState" })))
+        };
+        let Some(codec) = self.states.as_ref() else {
+            return Err(refuse("this server issued no requestState".into()));
+        };
+        let state = codec
+            .open(tool.tool_name(), &form, sealed)
+            .map_err(|e| refuse(e.to_string()))?;
+        let Some(reply) = responses.and_then(|mut r| r.remove(INPUT_KEY)) else {
+            // A retry without our answer (e.g. load shedding): ask for it again.
+            return self.input_required(tool, &form, &state);
+        };
+        let now = unix_ms();
+        codec
+            .redeem(&state, now)
+            .map_err(|e| refuse(e.to_string()))?;
+        let cx = CallContext {
+            tool,
+            form: &form,
+            question_id: &state.id,
+            elapsed_ms: now.saturating_sub(state.asked_ms),
+            client_elicitation: Self::client_elicitation(ctx),
+        };
+        let result = if now > state.deadline_ms {
+            outcome::from_outcome(&cx, Via::Elicitation, Outcome::Timeout)
+        } else {
+            match serde_json::from_value::<ElicitResult>(reply) {
+                Ok(reply) => asking::elicitation_result(
+                    &cx,
+                    self.config.auto_reject,
+                    elicitation::answer_of(&form, &state.id, &reply),
+                    Duration::from_millis(now.saturating_sub(state.elicited_ms)),
+                ),
+                Err(err) => outcome::from_outcome(
+                    &cx,
+                    Via::Elicitation,
+                    Outcome::Invalid(AnswerError {
+                        field: None,
+                        message: format!("the client's reply is not an elicitation result: {err}"),
+                    }),
+                ),
+            }
+        };
+        tracing::info!(tool = tool.tool_name(), id = %result.question_id, status = ?result.status, "asked through the client");
+        structured(&result)
     }
 
     /// Ask the person for a short free-text answer (a name, a value, a sentence).
@@ -183,9 +348,12 @@ impl HimServer {
     async fn ask_text(
         &self,
         Parameters(args): Parameters<AskTextArgs>,
+        RequestState(state): RequestState,
+        Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.ask(ToolKind::Text, args.to_form(), args.timeout_ms, ctx)
+    ) -> Result<CallToolResponse, ErrorData> {
+        let retry = Retry { state, responses };
+        self.ask(ToolKind::Text, args.to_form(), args.timeout_ms, retry, ctx)
             .await
     }
 
@@ -201,10 +369,19 @@ impl HimServer {
     async fn ask_choice(
         &self,
         Parameters(args): Parameters<AskChoiceArgs>,
+        RequestState(state): RequestState,
+        Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.ask(ToolKind::Choice, args.to_form(), args.timeout_ms, ctx)
-            .await
+    ) -> Result<CallToolResponse, ErrorData> {
+        let retry = Retry { state, responses };
+        self.ask(
+            ToolKind::Choice,
+            args.to_form(),
+            args.timeout_ms,
+            retry,
+            ctx,
+        )
+        .await
     }
 
     /// Ask the person to pick any number of options (bounded by min/max); the answer is
@@ -218,10 +395,19 @@ impl HimServer {
     async fn ask_multi_select(
         &self,
         Parameters(args): Parameters<AskMultiSelectArgs>,
+        RequestState(state): RequestState,
+        Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.ask(ToolKind::MultiSelect, args.to_form(), args.timeout_ms, ctx)
-            .await
+    ) -> Result<CallToolResponse, ErrorData> {
+        let retry = Retry { state, responses };
+        self.ask(
+            ToolKind::MultiSelect,
+            args.to_form(),
+            args.timeout_ms,
+            retry,
+            ctx,
+        )
+        .await
     }
 
     /// Ask the person a yes/no question; `confirmed` is true or false.
@@ -235,10 +421,19 @@ impl HimServer {
     async fn ask_confirm(
         &self,
         Parameters(args): Parameters<AskConfirmArgs>,
+        RequestState(state): RequestState,
+        Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.ask(ToolKind::Confirm, args.to_form(), args.timeout_ms, ctx)
-            .await
+    ) -> Result<CallToolResponse, ErrorData> {
+        let retry = Retry { state, responses };
+        self.ask(
+            ToolKind::Confirm,
+            args.to_form(),
+            args.timeout_ms,
+            retry,
+            ctx,
+        )
+        .await
     }
 
     /// Ask the person to fill in a form of several typed fields at once (text, email, url,
@@ -254,9 +449,12 @@ impl HimServer {
     async fn ask_form(
         &self,
         Parameters(args): Parameters<AskFormArgs>,
+        RequestState(state): RequestState,
+        Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.ask(ToolKind::Form, args.to_form(), args.timeout_ms, ctx)
+    ) -> Result<CallToolResponse, ErrorData> {
+        let retry = Retry { state, responses };
+        self.ask(ToolKind::Form, args.to_form(), args.timeout_ms, retry, ctx)
             .await
     }
 
@@ -278,22 +476,56 @@ impl HimServer {
             pool.hosts().into_iter().map(BrowserStatus::from).collect();
         let client_elicitation = Self::client_elicitation(&ctx);
         let fallback = self.config.fallback.name().to_owned();
+        let elicitation = match (client_elicitation, Self::input_required_era(&ctx)) {
+            (false, _) => "none",
+            (true, true) if self.states.is_some() => "input_required",
+            (true, true) => "none",
+            (true, false) => "elicitation/create",
+        };
+        let (otherwise, otherwise_why) = match self.config.fallback {
+            FallbackMode::Http => (
+                "http",
+                "HIM_FALLBACK=http opens a one-time form on 127.0.0.1 in the person's browser \
+                 (its address comes back as form_url and in a progress message)",
+            ),
+            FallbackMode::Return => (
+                "chat",
+                "HIM_FALLBACK=return hands the question back to you to ask in chat",
+            ),
+            FallbackMode::Off => ("none", "HIM_FALLBACK=off answers unsupported"),
+        };
         let (channel, reason) = if connected > 0 {
             (
                 "extension",
-                format!("{connected} browser(s) with the him extension connected"),
+                format!(
+                    "{connected} browser(s) with the him extension connected; the side panel \
+                     takes the question"
+                ),
             )
-        } else if self.config.fallback == crate::config::FallbackMode::Off {
+        } else if elicitation != "none" {
+            let how = if elicitation == "input_required" {
+                "as an input_required result (protocol 2026-07-28) that the client shows and \
+                 answers on its retry"
+            } else {
+                "with elicitation/create (protocol 2025-11-25 or earlier)"
+            };
             (
-                "none",
-                "no browser is connected and HIM_FALLBACK=off".to_owned(),
+                "elicitation",
+                format!(
+                    "no browser is connected and this client declared form elicitation, so the \
+                     client shows the form itself, {how}; a form with a password field skips \
+                     it: {otherwise_why}"
+                ),
             )
         } else {
+            let why = if client_elicitation {
+                "this session cannot carry elicitation"
+            } else {
+                "this client did not declare form elicitation"
+            };
             (
-                "chat",
-                format!(
-                    "no browser is connected; HIM_FALLBACK={fallback} hands the question back to you"
-                ),
+                otherwise,
+                format!("no browser is connected and {why}; {otherwise_why}"),
             )
         };
         let status = StatusResult {
@@ -301,6 +533,11 @@ impl HimServer {
             channel: channel.into(),
             reason,
             client_elicitation,
+            elicitation: elicitation.into(),
+            protocol_version: ctx
+                .protocol_version()
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
             fallback,
             timeout_ms: self.config.timeout.as_millis() as u64,
             heartbeat_ms: self.config.heartbeat.as_millis() as u64,
@@ -325,26 +562,84 @@ impl ServerHandler for HimServer {
     }
 }
 
+fn structured(result: &AskResult) -> Result<CallToolResponse, ErrorData> {
+    let value =
+        serde_json::to_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    Ok(CallToolResult::structured(value).into())
+}
+
+/// One `elicitation/create` (protocol ≤ 2025-11-25), withdrawn with a cancellation when
+/// `stop` fires first. Runs in the tool call's own task: rmcp checks the protocol version
+/// of outgoing requests with a task-local set for the call.
+async fn elicit(
+    peer: Peer<RoleServer>,
+    form: Form,
+    id: String,
+    stop: CancellationToken,
+) -> ElicitEnd {
+    let params = match elicitation::request(&form) {
+        Ok(params) => params,
+        Err(err) => return ElicitEnd::Failed(err.to_string()),
+    };
+    let request: ServerRequest = ElicitRequest::new(params).into();
+    let mut handle = match peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+    {
+        Ok(handle) => handle,
+        Err(err) => return ElicitEnd::Failed(err.to_string()),
+    };
+    tracing::info!(%id, "elicitation sent");
+    let reply = tokio::select! {
+        reply = &mut handle.rx => reply,
+        _ = stop.cancelled() => {
+            if let Err(err) = handle.cancel(Some("the question was closed".into())).await {
+                tracing::debug!("elicitation cancellation not sent: {err}");
+            }
+            return ElicitEnd::Stopped;
+        }
+    };
+    match reply {
+        Ok(Ok(ClientResult::ElicitResult(result))) => {
+            ElicitEnd::Reply(elicitation::answer_of(&form, &id, &result))
+        }
+        Ok(Ok(other)) => ElicitEnd::Failed(format!("unexpected reply {other:?}")),
+        Ok(Err(ServiceError::McpError(err))) => ElicitEnd::Failed(err.message.into_owned()),
+        Ok(Err(err)) => ElicitEnd::Failed(err.to_string()),
+        Err(_) => ElicitEnd::Failed("the MCP session closed".into()),
+    }
+}
+
 enum Never {}
 
-/// Sends a progress notification every `period` for as long as it is polled; never ends.
-/// Clients that reset their request timeout on progress keep waiting for the person.
+/// Sends a progress notification every `period`, and each notice as it comes, for as long
+/// as it is polled; never ends. Clients that reset their request timeout on progress keep
+/// waiting for the person. Notices also go to the log, for clients without a progress token.
 async fn heartbeat(
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
     period: Duration,
+    mut notices: mpsc::UnboundedReceiver<String>,
 ) -> Never {
-    let Some(token) = token else {
-        return std::future::pending().await;
-    };
     let started = tokio::time::Instant::now();
     let mut ticks = tokio::time::interval_at(started + period, period);
+    let mut last = 0.0f64;
     loop {
-        ticks.tick().await;
-        let waited = started.elapsed().as_secs();
-        let param = ProgressNotificationParam::new(token.clone(), waited as f64).with_message(
-            format!("Waiting for the person to answer ({waited} s so far)"),
-        );
+        let message = tokio::select! {
+            _ = ticks.tick() => format!(
+                "Waiting for the person to answer ({} s so far)",
+                started.elapsed().as_secs()
+            ),
+            Some(notice) = notices.recv() => {
+                tracing::info!("{notice}");
+                notice
+            }
+        };
+        let Some(token) = &token else { continue };
+        // Progress must grow with every notification, notices included.
+        let progress = started.elapsed().as_secs_f64().max(last + 0.001);
+        last = progress;
+        let param = ProgressNotificationParam::new(token.clone(), progress).with_message(message);
         if let Err(err) = peer.notify_progress(param).await {
             tracing::debug!("progress notification not sent: {err}");
         }

@@ -203,6 +203,8 @@ impl FakeExtension {
 pub struct TestClient {
     pub name: String,
     pub progress: Arc<AtomicUsize>,
+    /// The messages of the progress notifications, in order.
+    pub messages: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ClientHandler for TestClient {
@@ -215,9 +217,14 @@ impl ClientHandler for TestClient {
 
     async fn on_progress(
         &self,
-        _params: ProgressNotificationParam,
+        params: ProgressNotificationParam,
         _cx: NotificationContext<RoleClient>,
     ) {
+        if let Some(message) = params.message
+            && let Ok(mut messages) = self.messages.lock()
+        {
+            messages.push(message);
+        }
         self.progress.fetch_add(1, Ordering::SeqCst);
     }
 }
@@ -239,6 +246,7 @@ pub async fn start_agent_with_stderr(
     let handler = TestClient {
         name: name.into(),
         progress: Arc::default(),
+        messages: Arc::default(),
     };
     let env: Vec<(String, String)> = env
         .iter()

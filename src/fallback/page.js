@@ -1,0 +1,61 @@
+// The loopback form's page script (served by `him` at /q/<token>/page.js; DESIGN.md §6).
+// It renders the question with the extension's own lib/form.js, so the form looks, checks
+// and answers to the keyboard as in the side panel, and posts the answer once as JSON
+// {action, values, note} to the page's own URL. It loads nothing else: the question comes
+// inline as JSON data, and the Content-Security-Policy allows no other origin.
+
+import { renderForm } from './form.js';
+
+const main = document.getElementById('him-main');
+const { form } = JSON.parse(document.getElementById('him-question').textContent);
+
+const view = renderForm(document, form, {
+  idPrefix: 'him',
+  onSubmit: ({ values, note }) => send({ action: 'submit', values, note: note || undefined }),
+  onDecline: () => send({ action: 'decline' }),
+});
+main.replaceChildren(view.element);
+view.focusFirst();
+
+// Number keys pick an option even when focus is on the page rather than in the form.
+document.addEventListener('keydown', (event) => {
+  if (!view.element.contains(event.target)) view.handleKey(event);
+});
+
+let sent = false;
+
+async function send(answer) {
+  if (sent) return;
+  sent = true;
+  view.setDisabled(true);
+  view.setStatus('Sending…');
+  let response;
+  try {
+    response = await fetch(window.location.pathname, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(answer),
+      cache: 'no-store',
+      credentials: 'omit',
+    });
+  } catch {
+    finish('This question is no longer open: it was answered elsewhere, timed out, or the agent stopped waiting. You can close this tab.');
+    return;
+  }
+  const body = await response.json().catch(() => ({}));
+  if (response.ok) {
+    finish(body.message || 'Sent. You can close this tab.', body.status);
+  } else if (response.status === 410) {
+    finish('This question was already answered. You can close this tab.');
+  } else {
+    // Nothing was taken: let the person try again.
+    sent = false;
+    view.setDisabled(false);
+    view.setStatus(body.message || `Not sent (HTTP ${response.status}); try again.`);
+  }
+}
+
+function finish(message, status) {
+  view.setStatus(message);
+  document.body.dataset.himDone = status || 'closed';
+}

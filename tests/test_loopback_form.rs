@@ -1,0 +1,515 @@
+//! `HIM_FALLBACK=http`: with no browser extension connected, the question is served once
+//! as a web form on 127.0.0.1. These tests talk raw HTTP to it, as a browser (or an
+//! attacker on the same machine) would; `$BROWSER` is a script that records the URL.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::*;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+
+/// A `$BROWSER` that writes the URL it is given to `<dir>/url`.
+fn recording_browser(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join("browser.sh");
+    let url_file = dir.join("url");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > '{}.tmp' && mv '{0}.tmp' '{0}'\n",
+            url_file.display()
+        ),
+    )
+    .expect("write browser script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    script
+}
+
+async fn recorded_url(dir: &Path) -> String {
+    let file = dir.join("url");
+    eventually("the browser to be opened", || file.exists()).await;
+    std::fs::read_to_string(&file).expect("url file")
+}
+
+/// `him ask` with the loopback form, its URL, and the environment's temp dir.
+struct Asked {
+    child: Child,
+    url: String,
+    _runtime: tempfile::TempDir,
+}
+
+impl Asked {
+    async fn start(args: &[&str]) -> Asked {
+        Asked::start_logging(args, "info").await
+    }
+
+    async fn start_logging(args: &[&str], log: &str) -> Asked {
+        let runtime = runtime_dir();
+        let browser = recording_browser(runtime.path());
+        let child = Command::new(him_bin())
+            .arg("ask")
+            .args(args)
+            .env("HIM_RUNTIME_DIR", runtime.path())
+            .env("HIM_FALLBACK", "http")
+            .env("BROWSER", &browser)
+            .env("HIM_LOG", log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn him ask");
+        let url = recorded_url(runtime.path()).await;
+        Asked {
+            child,
+            url,
+            _runtime: runtime,
+        }
+    }
+
+    fn port(&self) -> u16 {
+        let rest = self
+            .url
+            .strip_prefix("http://127.0.0.1:")
+            .expect("loopback url");
+        rest.split('/')
+            .next()
+            .expect("port")
+            .parse()
+            .expect("port number")
+    }
+
+    fn path(&self) -> String {
+        let rest = self.url.strip_prefix("http://").expect("http url");
+        format!("/{}", rest.split_once('/').expect("path").1)
+    }
+
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port())
+    }
+
+    /// The result `him ask` printed, and its stderr.
+    async fn finish(self) -> (Value, String) {
+        let output = tokio::time::timeout(PATIENCE, self.child.wait_with_output())
+            .await
+            .expect("him ask ended")
+            .expect("output");
+        let result: Value = serde_json::from_slice(&output.stdout).expect("result JSON");
+        assert_complete(&result);
+        (result, String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
+struct Reply {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).expect("JSON body")
+    }
+}
+
+async fn send_on(mut stream: TcpStream, request: &[u8]) -> std::io::Result<Reply> {
+    stream.write_all(request).await?;
+    let mut bytes = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut bytes))
+        .await
+        .expect("a response in time")?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status code");
+    Ok(Reply {
+        status,
+        head: head.to_owned(),
+        body: body.to_owned(),
+    })
+}
+
+async fn send(port: u16, request: &[u8]) -> std::io::Result<Reply> {
+    send_on(TcpStream::connect(("127.0.0.1", port)).await?, request).await
+}
+
+fn get(path: &str, host: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").into_bytes()
+}
+
+fn post(path: &str, host: &str, body: &Value) -> Vec<u8> {
+    let body = body.to_string();
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Origin: http://{host}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+const CHOICE: [&str; 4] = ["choice", "Which database?", "Postgres", "SQLite"];
+
+#[tokio::test]
+async fn the_page_is_served_with_a_strict_policy_and_the_answer_is_taken_once() {
+    let asked = Asked::start(&CHOICE).await;
+    let (port, path, host) = (asked.port(), asked.path(), asked.host());
+    assert_eq!(path.len(), "/q/".len() + 32, "a 128-bit token: {path}");
+
+    let page = send(port, &get(&path, &host)).await.expect("page");
+    assert_eq!(page.status, 200, "{}", page.head);
+    let csp = page.header("content-security-policy").expect("CSP");
+    for rule in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(csp.contains(rule), "{csp}");
+    }
+    assert_eq!(page.header("cache-control").as_deref(), Some("no-store"));
+    assert_eq!(
+        page.header("x-content-type-options").as_deref(),
+        Some("nosniff")
+    );
+    assert_eq!(
+        page.header("referrer-policy").as_deref(),
+        Some("no-referrer")
+    );
+    assert!(page.body.contains("Which database?"), "{}", page.body);
+    assert!(page.body.contains(&format!("{path}/page.js")));
+    for asset in ["page.js", "form.js", "markdown.js", "form.css", "page.css"] {
+        let reply = send(port, &get(&format!("{path}/{asset}"), &host))
+            .await
+            .expect("asset");
+        assert_eq!(reply.status, 200, "{asset}");
+    }
+
+    // A second tab, already connected (and accepted: the server is reading its request)
+    // when the answer comes.
+    let mut second_tab = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let second = post(
+        &path,
+        &host,
+        &json!({"action": "submit", "values": {"choice": "Postgres"}}),
+    );
+    let (start, rest) = second.split_at(10);
+    second_tab.write_all(start).await.expect("first bytes");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let reply = send(
+        port,
+        &post(
+            &path,
+            &host,
+            &json!({"action": "submit", "values": {"choice": "SQLite"}}),
+        ),
+    )
+    .await
+    .expect("answer");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.json()["status"], "answered");
+    let again = send_on(second_tab, rest).await.expect("second submit");
+    assert_eq!(again.status, 410, "{}", again.body);
+
+    let (result, stderr) = asked.finish().await;
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "http");
+    assert_eq!(result["answer"], "SQLite");
+    assert_eq!(result["fallback"], "http");
+    assert_eq!(result["form_url"], format!("http://{host}{path}"));
+    assert!(
+        stderr.contains(&format!("http://{host}{path}")),
+        "the URL is told: {stderr}"
+    );
+    // Closed with the answer.
+    let gone = TcpStream::connect(("127.0.0.1", port)).await;
+    assert!(gone.is_err(), "the form still listens after the answer");
+}
+
+#[tokio::test]
+async fn wrong_tokens_hosts_and_methods_are_refused_without_ending_the_question() {
+    let asked = Asked::start(&CHOICE).await;
+    let (port, path, host) = (asked.port(), asked.path(), asked.host());
+    let wrong_token = format!("/q/{}", "0".repeat(32));
+    let answer = json!({"action": "submit", "values": {"choice": "SQLite"}});
+
+    assert_eq!(
+        send(port, &get(&wrong_token, &host)).await.unwrap().status,
+        404
+    );
+    assert_eq!(
+        send(port, &post(&wrong_token, &host, &answer))
+            .await
+            .unwrap()
+            .status,
+        404
+    );
+    assert_eq!(send(port, &get("/", &host)).await.unwrap().status, 404);
+    assert_eq!(send(port, &get("/q/", &host)).await.unwrap().status, 404);
+    assert_eq!(
+        send(port, &get(&format!("{path}/../etc/passwd"), &host))
+            .await
+            .unwrap()
+            .status,
+        404
+    );
+    // DNS rebinding: the right path under another name.
+    for other in ["localhost", "evil.example", "127.0.0.1", "127.0.0.1:1"] {
+        let other = if other == "localhost" {
+            format!("localhost:{port}")
+        } else {
+            other.into()
+        };
+        assert_eq!(
+            send(port, &get(&path, &other)).await.unwrap().status,
+            421,
+            "{other}"
+        );
+        assert_eq!(
+            send(port, &post(&path, &other, &answer))
+                .await
+                .unwrap()
+                .status,
+            421
+        );
+    }
+    let no_host = format!("GET {path} HTTP/1.1\r\n\r\n");
+    assert_eq!(send(port, no_host.as_bytes()).await.unwrap().status, 421);
+    // Another site's page posting to us.
+    let foreign = String::from_utf8(post(&path, &host, &answer))
+        .unwrap()
+        .replace(
+            &format!("Origin: http://{host}"),
+            "Origin: http://evil.example",
+        );
+    assert_eq!(send(port, foreign.as_bytes()).await.unwrap().status, 403);
+    // Not JSON.
+    let form_post = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: 13\r\n\r\nchoice=SQLite"
+    );
+    assert_eq!(send(port, form_post.as_bytes()).await.unwrap().status, 415);
+    // Too big: refused from the header alone.
+    let huge = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        1024 * 1024
+    );
+    assert_eq!(send(port, huge.as_bytes()).await.unwrap().status, 413);
+    let chunked = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    );
+    assert_eq!(send(port, chunked.as_bytes()).await.unwrap().status, 501);
+    let garbage = post(&path, &host, &json!({"hello": "world"}));
+    assert_eq!(send(port, &garbage).await.unwrap().status, 400);
+    let delete = format!("DELETE {path} HTTP/1.1\r\nHost: {host}\r\n\r\n");
+    assert_eq!(send(port, delete.as_bytes()).await.unwrap().status, 405);
+
+    // None of that took the question: the person still can.
+    let reply = send(port, &post(&path, &host, &answer)).await.unwrap();
+    assert_eq!(reply.status, 200);
+    let (result, _) = asked.finish().await;
+    assert_eq!(result["answer"], "SQLite", "{result}");
+}
+
+#[tokio::test]
+async fn an_answer_that_does_not_fit_is_invalid_response() {
+    let asked = Asked::start(&CHOICE).await;
+    let (port, path, host) = (asked.port(), asked.path(), asked.host());
+    let reply = send(
+        port,
+        &post(
+            &path,
+            &host,
+            &json!({"action": "submit", "values": {"choice": "MySQL"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.json()["status"], "invalid_response", "{}", reply.body);
+    let (result, _) = asked.finish().await;
+    assert_eq!(result["status"], "invalid_response", "{result}");
+    assert_eq!(result["via"], "http");
+    assert_eq!(result["answer"], Value::Null);
+}
+
+#[tokio::test]
+async fn a_decline_is_reported_as_declined() {
+    let asked = Asked::start(&["confirm", "Deploy now?"]).await;
+    let reply = send(
+        asked.port(),
+        &post(&asked.path(), &asked.host(), &json!({"action": "decline"})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.status, 200);
+    let (result, _) = asked.finish().await;
+    assert_eq!(result["status"], "declined", "{result}");
+    assert_eq!(result["via"], "http");
+}
+
+#[tokio::test]
+async fn the_form_closes_when_the_question_times_out() {
+    let asked = Asked::start(&["--timeout-ms", "1000", "text", "Quick?"]).await;
+    let port = asked.port();
+    assert_eq!(
+        send(port, &get(&asked.path(), &asked.host()))
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+    let (result, _) = asked.finish().await;
+    assert_eq!(result["status"], "timeout", "{result}");
+    assert_eq!(result["via"], "http");
+    assert!(result["form_url"].is_string());
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).await.is_err(),
+        "still listening after the timeout"
+    );
+}
+
+#[tokio::test]
+async fn a_browser_extension_that_appears_meanwhile_can_answer_and_closes_the_form() {
+    let asked = Asked::start(&CHOICE).await;
+    let port = asked.port();
+    let runtime = asked._runtime.path().to_owned();
+    let mut ext = FakeExtension::start(&runtime).await;
+    let ask = ext.take_ask().await;
+    ext.submit(&ask["id"], json!({"choice": "Postgres"})).await;
+    let (result, _) = asked.finish().await;
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "extension");
+    assert_eq!(result["answer"], "Postgres");
+    assert_eq!(result["fallback"], "http");
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).await.is_err(),
+        "the form outlived the answer"
+    );
+}
+
+#[tokio::test]
+async fn through_mcp_the_url_comes_as_progress_and_as_form_url() {
+    let runtime = runtime_dir();
+    let browser = recording_browser(runtime.path());
+    let browser = browser.display().to_string();
+    let (agent, client) = start_agent(
+        runtime.path(),
+        "loopback-agent",
+        &[("HIM_FALLBACK", "http"), ("BROWSER", &browser)],
+    )
+    .await;
+    let call = tokio::spawn(async move {
+        call(
+            &agent,
+            "ask_text",
+            json!({"question": "Your name?", "default": "Ada"}),
+        )
+        .await
+    });
+    let url = recorded_url(runtime.path()).await;
+    let progress = client.progress.clone();
+    eventually("a progress notification", || {
+        progress.load(std::sync::atomic::Ordering::SeqCst) >= 1
+    })
+    .await;
+    let told = client.messages.lock().expect("lock").clone();
+    assert!(
+        told.iter().any(|m| m.contains(&url)),
+        "no progress message names {url}: {told:?}"
+    );
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let port: u16 = host.rsplit(':').next().unwrap().parse().unwrap();
+    let reply = send(
+        port,
+        &post(
+            &format!("/{path}"),
+            host,
+            &json!({"action": "submit", "values": {"answer": "Grace"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.status, 200);
+    let result = call.await.unwrap();
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "http");
+    assert_eq!(result["answer"], "Grace");
+    assert_eq!(result["form_url"], url);
+    assert_eq!(result["client_elicitation"], false);
+}
+
+#[tokio::test]
+async fn status_reports_the_loopback_form_for_a_client_without_elicitation() {
+    let runtime = runtime_dir();
+    let (agent, _) = start_agent(runtime.path(), "status", &[("HIM_FALLBACK", "http")]).await;
+    let status = call(&agent, "human_input_status", json!({})).await;
+    assert_eq!(status["channel"], "http", "{status}");
+    assert_eq!(status["elicitation"], "none");
+    assert!(
+        status["reason"]
+            .as_str()
+            .unwrap()
+            .contains("did not declare"),
+        "{status}"
+    );
+    let (agent, _) = start_agent(runtime.path(), "status", &[("HIM_FALLBACK", "return")]).await;
+    assert_eq!(
+        call(&agent, "human_input_status", json!({})).await["channel"],
+        "chat"
+    );
+    let (agent, _) = start_agent(runtime.path(), "status", &[("HIM_FALLBACK", "off")]).await;
+    assert_eq!(
+        call(&agent, "human_input_status", json!({})).await["channel"],
+        "none"
+    );
+}
+
+#[tokio::test]
+async fn a_password_sent_through_the_form_reaches_the_asker_and_no_log() {
+    let form = json!({"title": "Log in to staging", "fields": [
+        {"name": "user", "type": "text", "label": "User"},
+        {"name": "pw", "type": "password", "label": "Password", "required": true}]});
+    let asked = Asked::start_logging(&["form", &form.to_string()], "trace").await;
+    let (port, path, host) = (asked.port(), asked.path(), asked.host());
+    let page = send(port, &get(&path, &host)).await.unwrap();
+    assert!(page.body.contains("\"password\""), "{}", page.body);
+    let secret = "hunter2-correct-horse";
+    let reply = send(
+        port,
+        &post(
+            &path,
+            &host,
+            &json!({"action": "submit", "values": {"user": "ada", "pw": secret}}),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.status, 200);
+    assert!(!reply.body.contains(secret), "{}", reply.body);
+    let (result, stderr) = asked.finish().await;
+    assert_eq!(result["values"]["pw"], secret, "{result}");
+    assert!(!result["message"].as_str().unwrap().contains(secret));
+    assert!(
+        !stderr.contains(secret),
+        "the password was logged: {stderr}"
+    );
+}
