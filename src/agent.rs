@@ -154,8 +154,11 @@ impl Pool {
         let (events_tx, events) = mpsc::unbounded_channel();
         let id = ask.id.clone();
         let ask_frame = protocol::encode(&AgentToHost::Ask(ask));
-        {
+        // Counted and subscribed under the lock that sends, so a host that dies right
+        // after it got the question still shows up as a change of the count.
+        let (sent_to, link_count) = {
             let mut state = self.shared.state();
+            let sent_to = state.links.len();
             for link in state.links.values() {
                 let _ = link.outgoing.send(ask_frame.clone());
             }
@@ -170,11 +173,13 @@ impl Pool {
                 state.scanner = true;
                 tokio::spawn(rescan_while_waiting(self.shared.clone()));
             }
-        }
+            (sent_to, self.shared.link_count.subscribe())
+        };
         Question {
             id,
+            sent_to,
             events,
-            link_count: self.shared.link_count.subscribe(),
+            link_count,
             shared: self.shared.clone(),
             closed: false,
             pool_gone: false,
@@ -208,6 +213,7 @@ pub enum Signal {
 /// One open question. Dropping it withdraws the question from every host.
 pub struct Question {
     id: String,
+    sent_to: usize,
     events: mpsc::UnboundedReceiver<HostEvent>,
     link_count: watch::Receiver<usize>,
     shared: Arc<Shared>,
@@ -218,6 +224,11 @@ pub struct Question {
 impl Question {
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// How many hosts the question was sent to when it was opened.
+    pub fn sent_to(&self) -> usize {
+        self.sent_to
     }
 
     /// Hosts linked right now.

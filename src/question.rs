@@ -78,7 +78,7 @@ pub async fn wait(
     cancelled: impl Future<Output = ()>,
 ) -> Outcome {
     let mut question = pool.open(ask).await;
-    if question.hosts() == 0 {
+    if question.sent_to() == 0 {
         return Outcome::NoBrowser {
             was_connected: false,
         };
@@ -105,8 +105,8 @@ async fn wait_on(
     tokio::pin!(cancelled);
     let deadline = tokio::time::sleep_until(options.deadline);
     tokio::pin!(deadline);
-    // Armed while no browser is linked; disarmed when one comes back.
-    let mut orphaned_at: Option<Instant> = None;
+    // Armed while no browser is linked; disarmed when one comes back. Armed at once if the only host already went away after it got the question.
+    let mut orphaned_at: Option<Instant> = (question.hosts() == 0).then(Instant::now);
     let mut refusals = 0usize;
     loop {
         let grace_end = orphaned_at.map(|t| t + options.reconnect_grace);

@@ -12,7 +12,7 @@ const { form } = JSON.parse(document.getElementById('him-question').textContent)
 const view = renderForm(document, form, {
   idPrefix: 'him',
   onSubmit: ({ values, note }) => send({ action: 'submit', values, note: note || undefined }),
-  onDecline: () => send({ action: 'decline' }),
+  onDecline: () => send({ action: 'decline', note: view.note() || undefined }),
 });
 main.replaceChildren(view.element);
 view.focusFirst();
