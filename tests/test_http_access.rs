@@ -406,3 +406,36 @@ async fn a_non_loopback_address_needs_allow_remote() {
     .expect("the remote server started");
     assert!(warned, "no warning about listening beyond loopback");
 }
+
+#[tokio::test]
+async fn a_stalled_client_does_not_hold_up_another() {
+    use tokio::io::AsyncWriteExt;
+    let runtime = runtime_dir();
+    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    // One client stops in the middle of its headers, another in the middle of its body.
+    let mut half_headers = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    half_headers
+        .write_all(format!("POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthor", server.addr).as_bytes())
+        .await
+        .unwrap();
+    let mut half_body = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    half_body
+        .write_all(
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\nContent-Type: application/json\r\n\
+                 Accept: {ACCEPT}\r\nContent-Length: 1000\r\n\r\n{{\"jsonrpc\":",
+                server.addr,
+                server.bearer()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let http = reqwest::Client::new();
+    let response = tokio::time::timeout(PATIENCE, server.post(&http, INIT).send())
+        .await
+        .expect("a stalled client held up another")
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    drop((half_headers, half_body));
+}

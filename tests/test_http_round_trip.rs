@@ -187,3 +187,32 @@ async fn an_idle_session_expires() {
         .status();
     assert_eq!(status, 404, "an expired session is unknown");
 }
+
+#[tokio::test]
+async fn stopping_the_server_withdraws_its_questions_and_exits_cleanly() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let mut server = HttpServer::start(runtime.path(), &[], &[]).await;
+    let (agent, _) = server.connect("stopped").await;
+    let peer = agent.peer().clone();
+    let _pending = tokio::spawn(async move {
+        peer.call_tool(params("ask_text", json!({"question": "Hm?"})))
+            .await
+    });
+    let ask = ext.take_ask().await;
+    let pid = server.child.id().expect("server pid").to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill -TERM");
+    assert!(killed.success());
+    let withdraw = ext.recv_type("withdraw").await;
+    assert_eq!(withdraw["id"], ask["id"]);
+    // Withdrawn by the server on its way out, not only noticed by the host when the link drops.
+    assert_eq!(withdraw["reason"], "shutdown");
+    let status = tokio::time::timeout(PATIENCE, server.child.wait())
+        .await
+        .expect("the server did not stop")
+        .expect("wait");
+    assert!(status.success(), "{status:?}");
+}

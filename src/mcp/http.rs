@@ -82,6 +82,9 @@ const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// left as a backstop longer than any wait.
 const RMCP_IDLE_BACKSTOP: Duration = Duration::from_secs(MAX_WAIT.as_secs() + 3600);
 
+/// Time for queued withdrawals to reach the hosts when the server stops.
+const FLUSH_GRACE: Duration = Duration::from_millis(200);
+
 const SESSION_HEADER: &str = "mcp-session-id";
 const PNA_REQUEST: &str = "access-control-request-private-network";
 const PNA_ALLOW: &str = "access-control-allow-private-network";
@@ -97,7 +100,6 @@ tokio::task_local! {
 struct Options {
     addr: SocketAddr,
     origins: AllowedOrigins,
-    allow_remote: bool,
     idle: Duration,
 }
 
@@ -114,7 +116,6 @@ impl Options {
         Ok(Options {
             addr,
             origins: AllowedOrigins::parse(&args.allow_origin)?,
-            allow_remote: args.allow_remote,
             idle: idle_from(std::env::var(IDLE_ENV).ok())?,
         })
     }
@@ -176,7 +177,7 @@ pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
             .await
             .map_err(|err| format!("cannot listen on {}: {err}", options.addr))?;
         let bound = listener.local_addr()?;
-        if options.allow_remote && !bound.ip().is_loopback() {
+        if !bound.ip().is_loopback() {
             eprintln!(
                 "him: WARNING: listening on {bound}, which other machines can reach. The token \
                  travels in clear text over plain HTTP, so anyone who can watch the network can \
@@ -270,7 +271,7 @@ struct Gate {
     sessions: Arc<Sessions<HimServer>>,
     token: Token,
     origins: AllowedOrigins,
-    /// `None` with `--allow-remote`: any `Host`.
+    /// `None` on a non-loopback address (`--allow-remote`): any `Host`.
     hosts: Option<HostRule>,
     idle: Duration,
     stopping: CancellationToken,
@@ -278,7 +279,9 @@ struct Gate {
 
 impl Gate {
     fn new(config: Config, bound: SocketAddr, options: &Options, token: Token) -> Arc<Gate> {
-        let hosts = (!options.allow_remote).then(|| HostRule::loopback(bound));
+        // Behind a loopback address only local names can be right; on a reachable address
+        // (which needs --allow-remote) the names it is reached by cannot be known.
+        let hosts = bound.ip().is_loopback().then(|| HostRule::loopback(bound));
         let stopping = CancellationToken::new();
         let mut rmcp_config = StreamableHttpServerConfig::default()
             .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
@@ -470,6 +473,7 @@ impl Gate {
                         session: id,
                         call: method == Method::POST,
                         done: false,
+                        answered: false,
                     })
                 })
             }
@@ -515,11 +519,17 @@ impl Gate {
     }
 
     async fn stop(&self) {
-        for (id, server) in self.sessions.take_all() {
+        let sessions = self.sessions.take_all();
+        for (_, server) in &sessions {
             server.shutdown();
-            self.close_in_rmcp(&id).await;
         }
         self.stopping.cancel();
+        if !sessions.is_empty() {
+            // The withdrawals are queued to each host link's writer task; let them go out
+            // before the runtime (and those tasks) end. Hosts would withdraw on the broken
+            // link anyway, but as `cancelled` rather than `shutdown`.
+            tokio::time::sleep(FLUSH_GRACE).await;
+        }
     }
 }
 
@@ -658,14 +668,37 @@ fn preflight(request: &Request<Incoming>, from_page: bool) -> Response<Body> {
     response
 }
 
-/// A response stream of one session, counted while open. Dropped before its end, the
-/// stream of a call means the client went away without waiting for the answer.
+/// A response stream of one session, counted while open. The stream of a call dropped
+/// before it carried the call's response means the client went away without waiting for the
+/// answer.
 struct Tracked {
     inner: Body,
     sessions: Arc<Sessions<HimServer>>,
     session: String,
     call: bool,
     done: bool,
+    answered: bool,
+}
+
+/// Whether an SSE event (rmcp writes one per frame) carries a JSON-RPC response or error,
+/// as opposed to a notification, a server request, a priming event or a keep-alive.
+fn carries_response(event: &[u8]) -> bool {
+    let Ok(event) = std::str::from_utf8(event) else {
+        return false;
+    };
+    event.lines().any(|line| {
+        let Some(data) = line.strip_prefix("data:") else {
+            return false;
+        };
+        match serde_json::from_str::<serde_json::Value>(data.trim_start()) {
+            Ok(serde_json::Value::Object(message)) => {
+                message.contains_key("id")
+                    && !message.contains_key("method")
+                    && (message.contains_key("result") || message.contains_key("error"))
+            }
+            _ => false,
+        }
+    })
 }
 
 impl http_body::Body for Tracked {
@@ -678,8 +711,12 @@ impl http_body::Body for Tracked {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        if let Poll::Ready(None) = polled {
-            this.done = true;
+        match &polled {
+            Poll::Ready(None) => this.done = true,
+            Poll::Ready(Some(Ok(frame))) if this.call && !this.answered => {
+                this.answered = frame.data_ref().is_some_and(|data| carries_response(data));
+            }
+            _ => {}
         }
         polled
     }
@@ -695,7 +732,7 @@ impl http_body::Body for Tracked {
 
 impl Drop for Tracked {
     fn drop(&mut self) {
-        let finished = self.done || self.inner.is_end_stream();
+        let finished = self.done || self.answered || self.inner.is_end_stream();
         self.sessions
             .stream_closed(&self.session, self.call && !finished, Instant::now());
     }
@@ -719,6 +756,25 @@ mod tests {
         let err = parse_addr("7676").unwrap_err();
         assert!(err.contains("IP:PORT"), "{err}");
         assert!(parse_addr("example.com:80").is_err());
+    }
+
+    #[test]
+    fn only_an_event_with_a_response_or_error_answers_the_call() {
+        assert!(carries_response(
+            b"data: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\nid: 0/2\n\n"
+        ));
+        assert!(carries_response(
+            b"data:{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":1,\"message\":\"x\"}}\n\n"
+        ));
+        for other in [
+            &b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n"[..],
+            b"data: {\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"elicitation/create\",\"params\":{}}\n\n",
+            b"data: \nid: 0\nretry: 3000\n\n",
+            b":ping\n\n",
+            b"\xff",
+        ] {
+            assert!(!carries_response(other), "{}", String::from_utf8_lossy(other));
+        }
     }
 
     #[test]
