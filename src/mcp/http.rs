@@ -55,7 +55,7 @@ use crate::config::{Config, MAX_WAIT};
 use crate::mcp::HimServer;
 
 use origin::{AllowedOrigins, HostRule, OriginVerdict};
-use sessions::{Ending, Sessions};
+use sessions::{Ending, Reservation, Sessions};
 use token::{Token, TokenSource};
 
 pub use token::{MIN_TOKEN_LEN, TOKEN_ENV, TOKEN_FILE};
@@ -316,7 +316,7 @@ impl Gate {
         })
     }
 
-    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn handle(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
         if let Some(hosts) = &self.hosts {
             let host = request.headers().get(header::HOST);
             if !hosts.admits(host.map(HeaderValue::as_bytes)) {
@@ -370,7 +370,11 @@ impl Gate {
         response
     }
 
-    async fn route(&self, request: Request<Incoming>, from_page: bool) -> Response<Body> {
+    async fn route(
+        self: &Arc<Self>,
+        request: Request<Incoming>,
+        from_page: bool,
+    ) -> Response<Body> {
         if request.uri().path() != ENDPOINT {
             return text(
                 StatusCode::NOT_FOUND,
@@ -407,7 +411,7 @@ impl Gate {
     }
 
     /// Hands an admitted request to rmcp, keeping the session table in step.
-    async fn forward(&self, request: Request<Full<Bytes>>) -> Response<Body> {
+    async fn forward(self: &Arc<Self>, request: Request<Full<Bytes>>) -> Response<Body> {
         let method = request.method().clone();
         let session = request
             .headers()
@@ -425,11 +429,63 @@ impl Gate {
         if let Some(id) = &session {
             self.sessions.touch(id, Instant::now());
         }
+        // In a task of its own, so that a client going away in the middle cannot leave a
+        // session rmcp made out of the table (uncounted, never expired).
+        let exchange = tokio::spawn(self.clone().exchange(
+            request,
+            reservation,
+            session.clone(),
+            method.clone(),
+        ));
+        let (response, created) = match exchange.await {
+            Ok(done) => done,
+            Err(err) => {
+                tracing::error!("an MCP request failed: {err}");
+                return text(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "him: the request failed; see the server's log\n".into(),
+                );
+            }
+        };
+
+        let streaming = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        match session.or(created) {
+            Some(id) if streaming => {
+                self.sessions.stream_opened(&id);
+                let sessions = self.sessions.clone();
+                response.map(|inner| {
+                    BoxBody::new(Tracked {
+                        inner,
+                        sessions,
+                        session: id,
+                        call: method == Method::POST,
+                        done: false,
+                        answered: false,
+                    })
+                })
+            }
+            _ => response,
+        }
+    }
+
+    /// rmcp's answer to one request, and the session table kept in step with it: a new
+    /// session is entered with its own server, a deleted one ends. Returns the answer and the
+    /// id of a session it created.
+    async fn exchange(
+        self: Arc<Self>,
+        request: Request<Full<Bytes>>,
+        reservation: Option<Reservation<HimServer>>,
+        session: Option<String>,
+        method: Method,
+    ) -> (Response<Body>, Option<String>) {
         let slot = Arc::new(Mutex::new(None));
         let response = NEW_SERVER
             .scope(slot.clone(), self.mcp.handle(request))
             .await;
-
         let created = response
             .headers()
             .get(SESSION_HEADER)
@@ -456,29 +512,7 @@ impl Gate {
             tracing::info!(session = %id, "HTTP session deleted by the client");
             server.shutdown();
         }
-
-        let streaming = response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        match session.or(created) {
-            Some(id) if streaming => {
-                self.sessions.stream_opened(&id);
-                let sessions = self.sessions.clone();
-                response.map(|inner| {
-                    BoxBody::new(Tracked {
-                        inner,
-                        sessions,
-                        session: id,
-                        call: method == Method::POST,
-                        done: false,
-                        answered: false,
-                    })
-                })
-            }
-            _ => response,
-        }
+        (response, created)
     }
 
     async fn close_in_rmcp(&self, id: &str) {
