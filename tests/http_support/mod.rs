@@ -99,7 +99,7 @@ impl HttpServer {
     pub async fn connect(&self, name: &str) -> (Agent, TestClient) {
         let handler = TestClient {
             name: name.into(),
-            progress: Arc::default(),
+            ..TestClient::default()
         };
         let transport = StreamableHttpClientTransport::from_config(
             StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
