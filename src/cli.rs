@@ -18,7 +18,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the MCP server on stdio (register this with your MCP client).
+    /// Run the MCP server on stdio (register this with your MCP client), or with --http on
+    /// Streamable HTTP for web chats and other HTTP clients.
     Serve(ServeArgs),
     /// Ask a question from a shell script; prints the result as JSON.
     Ask(AskArgs),
@@ -38,7 +39,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Serve MCP Streamable HTTP on this loopback address instead of stdio.
+    /// Serve MCP Streamable HTTP at /mcp on this address instead of stdio (default
+    /// 127.0.0.1:7676; port 0 picks a free port, printed on stderr).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:7676")]
     pub http: Option<String>,
     /// Print the HTTP bearer token (creating it if needed) and exit.

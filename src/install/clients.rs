@@ -301,7 +301,8 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
                         .into(),
                     format!(
                         "Codex: [mcp_servers.him] url = \"{HTTP_URL}\" and bearer_token_env_var = \
-                         \"HIM_TOKEN\", with the token in HIM_TOKEN."
+                         \"HIM_HTTP_TOKEN\", with the token in HIM_HTTP_TOKEN (`him serve --http` \
+                         uses that variable too when it is set)."
                     ),
                     "The client's own tool timeout still applies (see `him config <client>`).".into(),
                 ],

@@ -1,8 +1,10 @@
-//! `him serve`: the MCP server on stdio. Each ask tool turns its arguments into a form
-//! (`tools.rs`), asks through the shared flow (`asking.rs`) while sending progress
-//! heartbeats, and returns the result object as structured content.
+//! `him serve`: the MCP server on stdio (or, with `--http`, Streamable HTTP: `http.rs`).
+//! Each ask tool turns its arguments into a form (`tools.rs`), asks through the shared flow
+//! (`asking.rs`) while sending progress heartbeats, and returns the result object as
+//! structured content.
 
 pub mod elicitation;
+pub mod http;
 mod params;
 mod server;
 
@@ -18,10 +20,13 @@ pub use server::HimServer;
 
 pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
     crate::logging::init();
-    if args.http.is_some() {
-        return Err("`him serve --http` is not built yet; use `him serve` (stdio)".into());
-    }
     let config = Config::from_env()?;
+    if args.http.is_some() {
+        if args.print_token {
+            return http::print_token(&config);
+        }
+        return http::serve(&args, config);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -1,0 +1,831 @@
+//! `him serve --http`: the same tools over MCP Streamable HTTP, for agents that cannot start
+//! a process — web chats given tools by a browser extension, agent UIs served from
+//! localhost, agents inside a page.
+//!
+//! ```text
+//!  HTTP client ──► TcpListener ──► hyper, HTTP/1.1, one task per connection
+//!                                      │
+//!                                    gate: Host ─ Origin (CORS, preflight) ─ /mcp ─ bearer token
+//!                                      │     ─ body size ─ session cap
+//!                                      ▼
+//!                rmcp StreamableHttpService ──► HimServer, one per session ──► Pool ──► hosts
+//!                                      ▲
+//!                 sessions.rs: deleted / idle / abandoned ──► HimServer::shutdown (withdraw)
+//! ```
+//!
+//! Every check sits in front of rmcp's service, so nothing reaches MCP from a page that was
+//! not allowed or a client without the token. Each session gets its own `HimServer`, whose
+//! `hello` carries that session's `clientInfo`; the gate learns which server a new session
+//! got (the factory leaves it in a task-local slot of the `initialize` request) so that
+//! ending a session withdraws its questions at once.
+
+mod origin;
+mod sessions;
+mod token;
+
+use std::convert::Infallible;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body::{Body as _, Frame, SizeHint};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{
+    SessionManager, StreamableHttpServerConfig, StreamableHttpService,
+};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::BoxError;
+use crate::cli::ServeArgs;
+use crate::config::{Config, MAX_WAIT};
+use crate::mcp::HimServer;
+
+use origin::{AllowedOrigins, HostRule, OriginVerdict};
+use sessions::{Ending, Reservation, Sessions};
+use token::{Token, TokenSource};
+
+pub use token::{MIN_TOKEN_LEN, TOKEN_ENV, TOKEN_FILE};
+
+pub const DEFAULT_ADDR: &str = "127.0.0.1:7676";
+pub const ENDPOINT: &str = "/mcp";
+/// Largest request body; a question's `ask` frame is capped at 1 MiB anyway (DESIGN.md §2).
+pub const MAX_BODY: usize = 4 * 1024 * 1024;
+pub const MAX_SESSIONS: usize = 64;
+pub const IDLE_ENV: &str = "HIM_HTTP_IDLE_MS";
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(30 * 60);
+/// Open connections at once; past this, new ones wait in the listen queue.
+const MAX_CONNECTIONS: usize = 256;
+/// A client that takes longer than this to send request headers is dropped (slowloris).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// ... and this long to send its body.
+const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How much of an oversize body is read and thrown away so the client sees the 413.
+const DRAIN_LIMIT: usize = 4 * MAX_BODY;
+/// SSE comment lines on open streams; a write is how hyper notices a vanished client.
+const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// rmcp's own idle timer counts only messages, not open streams, so it would end a session
+/// that waits quietly for a person; ours ends sessions (see `sessions.rs`) and this one is
+/// left as a backstop longer than any wait.
+const RMCP_IDLE_BACKSTOP: Duration = Duration::from_secs(MAX_WAIT.as_secs() + 3600);
+
+/// Time for queued withdrawals to reach the hosts when the server stops.
+const FLUSH_GRACE: Duration = Duration::from_millis(200);
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const PNA_REQUEST: &str = "access-control-request-private-network";
+const PNA_ALLOW: &str = "access-control-allow-private-network";
+
+type Body = BoxBody<Bytes, Infallible>;
+
+tokio::task_local! {
+    /// Where the service factory leaves the `HimServer` it made for this request.
+    static NEW_SERVER: Arc<Mutex<Option<HimServer>>>;
+}
+
+/// The options of one HTTP server, checked.
+struct Options {
+    addr: SocketAddr,
+    origins: AllowedOrigins,
+    idle: Duration,
+}
+
+impl Options {
+    fn from_args(args: &ServeArgs) -> Result<Options, BoxError> {
+        let addr = parse_addr(args.http.as_deref().unwrap_or(DEFAULT_ADDR))?;
+        if !addr.ip().is_loopback() && !args.allow_remote {
+            return Err(format!(
+                "{addr} is not a loopback address; anyone who can reach it could try to ask the \
+                 person questions. Use 127.0.0.1, or add --allow-remote if you mean it"
+            )
+            .into());
+        }
+        Ok(Options {
+            addr,
+            origins: AllowedOrigins::parse(&args.allow_origin)?,
+            idle: idle_from(std::env::var(IDLE_ENV).ok())?,
+        })
+    }
+}
+
+/// `IP:PORT`, `[IPv6]:PORT` or `localhost:PORT`. Port 0 picks a free port (printed).
+fn parse_addr(value: &str) -> Result<SocketAddr, String> {
+    let value = value.trim();
+    if let Ok(addr) = value.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if let Some(port) = value.strip_prefix("localhost:")
+        && let Ok(port) = port.parse::<u16>()
+    {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    Err(format!(
+        "--http {value:?} is not an address to listen on; give IP:PORT, e.g. {DEFAULT_ADDR}"
+    ))
+}
+
+fn idle_from(value: Option<String>) -> Result<Duration, String> {
+    match value.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+        None => Ok(DEFAULT_IDLE),
+        // Below 100 ms the sweeper would spin for nothing.
+        Some(v) => v
+            .parse::<u64>()
+            .map(|ms| Duration::from_millis(ms.max(100)))
+            .map_err(|_| {
+                format!("{IDLE_ENV}={v:?} is not valid: expected a whole number of milliseconds")
+            }),
+    }
+}
+
+/// `him serve --http --print-token`: the token the server uses, creating it if needed.
+pub fn print_token(config: &Config) -> Result<ExitCode, BoxError> {
+    let (token, source) =
+        token::load_or_create(&config.runtime_dir, std::env::var(TOKEN_ENV).ok())?;
+    if let TokenSource::Created(path) = &source {
+        eprintln!("him: made a new HTTP token in {}", path.display());
+    }
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", token.secret())?;
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `him serve --http [ADDR]`: serves until SIGINT or SIGTERM.
+pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
+    let options = Options::from_args(args)?;
+    let (token, source) =
+        token::load_or_create(&config.runtime_dir, std::env::var(TOKEN_ENV).ok())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = TcpListener::bind(options.addr)
+            .await
+            .map_err(|err| format!("cannot listen on {}: {err}", options.addr))?;
+        let bound = listener.local_addr()?;
+        if !bound.ip().is_loopback() {
+            eprintln!(
+                "him: WARNING: listening on {bound}, which other machines can reach. The token \
+                 travels in clear text over plain HTTP, so anyone who can watch the network can \
+                 take it and then put questions before the person and read their answers. \
+                 Prefer 127.0.0.1 behind an SSH tunnel or a TLS proxy."
+            );
+        }
+        eprintln!("him: serving MCP (Streamable HTTP) at http://{bound}{ENDPOINT}");
+        match &source {
+            TokenSource::Env => eprintln!("him: bearer token from {TOKEN_ENV}"),
+            TokenSource::File(path) | TokenSource::Created(path) => eprintln!(
+                "him: bearer token kept in {} (print it with `him serve --http --print-token`)",
+                path.display()
+            ),
+        }
+        for origin in options.origins.list() {
+            eprintln!("him: pages from {origin} may call it");
+        }
+        let gate = Gate::new(config, bound, &options, token);
+        run(listener, gate, shutdown_signal()).await;
+        Ok::<_, BoxError>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate => {}
+    }
+}
+
+/// Accepts connections until `shutdown`, then ends every session (withdrawing its
+/// questions).
+async fn run(listener: TcpListener, gate: Arc<Gate>, shutdown: impl Future<Output = ()>) {
+    tokio::spawn(gate.clone().sweep());
+    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            _ = &mut shutdown => break,
+            permit = permits.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let stream = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(err) => {
+                    // Out of descriptors, usually; do not spin on it.
+                    tracing::warn!("cannot accept a connection: {err}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let gate = gate.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let service = service_fn(move |request| {
+                let gate = gate.clone();
+                async move { Ok::<_, Infallible>(gate.handle(request).await) }
+            });
+            let served = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+            if let Err(err) = served {
+                tracing::debug!("HTTP connection ended: {err}");
+            }
+        });
+    }
+    gate.stop().await;
+}
+
+/// Everything in front of rmcp's service.
+struct Gate {
+    mcp: StreamableHttpService<HimServer, LocalSessionManager>,
+    manager: Arc<LocalSessionManager>,
+    sessions: Arc<Sessions<HimServer>>,
+    token: Token,
+    origins: AllowedOrigins,
+    /// `None` on a non-loopback address (`--allow-remote`): any `Host`.
+    hosts: Option<HostRule>,
+    idle: Duration,
+    stopping: CancellationToken,
+}
+
+impl Gate {
+    fn new(config: Config, bound: SocketAddr, options: &Options, token: Token) -> Arc<Gate> {
+        // Behind a loopback address only local names can be right; on a reachable address
+        // (which needs --allow-remote) the names it is reached by cannot be known.
+        let hosts = bound.ip().is_loopback().then(|| HostRule::loopback(bound));
+        let stopping = CancellationToken::new();
+        let mut rmcp_config = StreamableHttpServerConfig::default()
+            .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
+            .with_max_request_body_bytes(MAX_BODY)
+            .with_cancellation_token(stopping.child_token());
+        // The gate checks Host and Origin first; rmcp's own Host check stays as a second
+        // fence with the same rule.
+        rmcp_config = match &hosts {
+            Some(rule) => rmcp_config.with_allowed_hosts(rule.allowed().iter().cloned()),
+            None => rmcp_config.disable_allowed_hosts(),
+        };
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(RMCP_IDLE_BACKSTOP);
+        let manager = Arc::new(manager);
+        let config = Arc::new(config);
+        let factory = move || {
+            let server = HimServer::new((*config).clone());
+            let _ = NEW_SERVER.try_with(|slot| {
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(server.clone());
+            });
+            Ok(server)
+        };
+        Arc::new(Gate {
+            mcp: StreamableHttpService::new(factory, manager.clone(), rmcp_config),
+            manager,
+            sessions: Sessions::new(MAX_SESSIONS),
+            token,
+            origins: options.origins.clone(),
+            hosts,
+            idle: options.idle,
+            stopping,
+        })
+    }
+
+    async fn handle(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
+        if let Some(hosts) = &self.hosts {
+            let host = request.headers().get(header::HOST);
+            if !hosts.admits(host.map(HeaderValue::as_bytes)) {
+                tracing::warn!(
+                    host = ?host,
+                    "refused a request for another Host (a DNS-rebinding attempt, or a proxy)"
+                );
+                return text(
+                    StatusCode::FORBIDDEN,
+                    format!(
+                        "him: this server answers only to Host {}\n",
+                        hosts.allowed().join(" or ")
+                    ),
+                );
+            }
+        }
+        let origins = request.headers().get_all(header::ORIGIN);
+        let page = match self
+            .origins
+            .judge(origins.iter().map(HeaderValue::as_bytes))
+        {
+            OriginVerdict::Absent => None,
+            OriginVerdict::Allowed(origin) => Some(origin),
+            OriginVerdict::Refused(origin) => {
+                tracing::warn!(
+                    %origin,
+                    "refused a request from a page of an origin that was not allowed; \
+                     start `him serve --http --allow-origin {origin}` to allow it"
+                );
+                return text(
+                    StatusCode::FORBIDDEN,
+                    format!(
+                        "him: pages from {origin} may not call this server; its owner can allow \
+                         them with `him serve --http --allow-origin {origin}`\n"
+                    ),
+                );
+            }
+        };
+        let mut response = self.route(request, page.is_some()).await;
+        let headers = response.headers_mut();
+        if let Some(origin) = page
+            && let Ok(origin) = HeaderValue::from_str(&origin)
+        {
+            headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+            headers.insert(
+                header::ACCESS_CONTROL_EXPOSE_HEADERS,
+                HeaderValue::from_static(origin::EXPOSE_HEADERS),
+            );
+        }
+        headers.append(header::VARY, HeaderValue::from_static("Origin"));
+        response
+    }
+
+    async fn route(
+        self: &Arc<Self>,
+        request: Request<Incoming>,
+        from_page: bool,
+    ) -> Response<Body> {
+        if request.uri().path() != ENDPOINT {
+            return text(
+                StatusCode::NOT_FOUND,
+                format!("him: the MCP endpoint is {ENDPOINT}\n"),
+            );
+        }
+        if request.method() == Method::OPTIONS {
+            return preflight(&request, from_page);
+        }
+        // Exactly one `Authorization`: with two, a proxy and this server might read different ones.
+        let mut authorizations = request.headers().get_all(header::AUTHORIZATION).iter();
+        let authorization = authorizations.next();
+        let admitted = authorizations.next().is_none()
+            && self.token.admits(authorization.map(HeaderValue::as_bytes));
+        if !admitted {
+            tracing::warn!(
+                presented = authorization.is_some(),
+                "refused a request without the right bearer token"
+            );
+            return unauthorized(authorization.is_some());
+        }
+        let (parts, body) = request.into_parts();
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let body = match read_body(body, declared).await {
+            Ok(body) => body,
+            Err(refusal) => return refusal,
+        };
+        self.forward(Request::from_parts(parts, Full::new(body)))
+            .await
+    }
+
+    /// Hands an admitted request to rmcp, keeping the session table in step.
+    async fn forward(self: &Arc<Self>, request: Request<Full<Bytes>>) -> Response<Body> {
+        let method = request.method().clone();
+        let session = request
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let reservation = match (&method, &session) {
+            // Without a session id, a POST is an `initialize` (or a sessionless request).
+            (&Method::POST, None) => match self.sessions.reserve() {
+                Some(reservation) => Some(reservation),
+                None => return too_many_sessions(self.sessions.cap()),
+            },
+            _ => None,
+        };
+        if let Some(id) = &session {
+            self.sessions.touch(id, Instant::now());
+        }
+        // In a task of its own, so that a client going away in the middle cannot leave a
+        // session rmcp made out of the table (uncounted, never expired).
+        let exchange = tokio::spawn(self.clone().exchange(
+            request,
+            reservation,
+            session.clone(),
+            method.clone(),
+        ));
+        let (response, created) = match exchange.await {
+            Ok(done) => done,
+            Err(err) => {
+                tracing::error!("an MCP request failed: {err}");
+                return text(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "him: the request failed; see the server's log\n".into(),
+                );
+            }
+        };
+
+        let streaming = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        match session.or(created) {
+            Some(id) if streaming => {
+                self.sessions.stream_opened(&id);
+                let sessions = self.sessions.clone();
+                response.map(|inner| {
+                    BoxBody::new(Tracked {
+                        inner,
+                        sessions,
+                        session: id,
+                        call: method == Method::POST,
+                        done: false,
+                        answered: false,
+                    })
+                })
+            }
+            _ => response,
+        }
+    }
+
+    /// rmcp's answer to one request, and the session table kept in step with it: a new
+    /// session is entered with its own server, a deleted one ends. Returns the answer and the
+    /// id of a session it created.
+    async fn exchange(
+        self: Arc<Self>,
+        request: Request<Full<Bytes>>,
+        reservation: Option<Reservation<HimServer>>,
+        session: Option<String>,
+        method: Method,
+    ) -> (Response<Body>, Option<String>) {
+        let slot = Arc::new(Mutex::new(None));
+        let response = NEW_SERVER
+            .scope(slot.clone(), self.mcp.handle(request))
+            .await;
+        let created = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if let (Some(reservation), Some(id)) = (reservation, &created) {
+            let server = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+            match server {
+                Some(server) => {
+                    reservation.fulfil(id.clone(), server, Instant::now());
+                    tracing::info!(session = %id, open = self.sessions.len(), "HTTP session opened");
+                }
+                None => {
+                    tracing::error!(session = %id, "a new session has no server of its own; closing it");
+                    self.close_in_rmcp(id).await;
+                }
+            }
+        }
+        if method == Method::DELETE
+            && response.status().is_success()
+            && let Some(id) = &session
+            && let Some(server) = self.sessions.remove(id)
+        {
+            tracing::info!(session = %id, "HTTP session deleted by the client");
+            server.shutdown();
+        }
+        (response, created)
+    }
+
+    async fn close_in_rmcp(&self, id: &str) {
+        if let Err(err) = self.manager.close_session(&Arc::from(id)).await {
+            tracing::debug!(session = %id, "closing the session: {err}");
+        }
+    }
+
+    /// Ends sessions whose client is gone: idle, abandoned, or closed by rmcp itself.
+    async fn sweep(self: Arc<Self>) {
+        let period = (self.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                _ = self.stopping.cancelled() => return,
+                _ = tokio::time::sleep(period) => {}
+            }
+            for id in self.sessions.ids() {
+                let known = self.manager.has_session(&Arc::from(id.as_str())).await;
+                if matches!(known, Ok(false))
+                    && let Some(server) = self.sessions.remove(&id)
+                {
+                    tracing::info!(session = %id, "HTTP session ended");
+                    server.shutdown();
+                }
+            }
+            for (id, server, ending) in self.sessions.take_ended(Instant::now(), self.idle) {
+                match ending {
+                    Ending::Idle => tracing::info!(session = %id, "HTTP session expired (idle)"),
+                    Ending::Abandoned => tracing::info!(
+                        session = %id,
+                        "HTTP client went away in the middle of a call; ending its session"
+                    ),
+                }
+                server.shutdown();
+                self.close_in_rmcp(&id).await;
+            }
+        }
+    }
+
+    async fn stop(&self) {
+        let sessions = self.sessions.take_all();
+        for (_, server) in &sessions {
+            server.shutdown();
+        }
+        self.stopping.cancel();
+        if !sessions.is_empty() {
+            // The withdrawals are queued to each host link's writer task; let them go out
+            // before the runtime (and those tasks) end. Hosts would withdraw on the broken
+            // link anyway, but as `cancelled` rather than `shutdown`.
+            tokio::time::sleep(FLUSH_GRACE).await;
+        }
+    }
+}
+
+/// The whole request body, at most `MAX_BODY` bytes. A larger one is read on (up to
+/// `DRAIN_LIMIT`) and thrown away before the 413, so the client, still sending, gets to read
+/// the answer instead of a reset connection.
+async fn read_body(mut body: Incoming, declared: Option<u64>) -> Result<Bytes, Response<Body>> {
+    let too_large = || {
+        text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("him: a request body may be at most {MAX_BODY} bytes\n"),
+        )
+    };
+    if declared.is_some_and(|len| len > DRAIN_LIMIT as u64) {
+        return Err(too_large());
+    }
+    let read = async {
+        let mut buffer = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let Ok(data) = frame?.into_data() else {
+                continue;
+            };
+            if buffer.len() + data.len() > MAX_BODY {
+                return Ok(None);
+            }
+            buffer.extend_from_slice(&data);
+        }
+        Ok::<_, hyper::Error>(Some(Bytes::from(buffer)))
+    };
+    match tokio::time::timeout(BODY_READ_TIMEOUT, read).await {
+        Ok(Ok(Some(bytes))) => Ok(bytes),
+        Ok(Ok(None)) => {
+            let drain = async {
+                let mut seen = MAX_BODY;
+                while let Some(Ok(frame)) = body.frame().await {
+                    seen += frame.data_ref().map_or(0, Bytes::len);
+                    if seen > DRAIN_LIMIT {
+                        break;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(BODY_READ_TIMEOUT, drain).await;
+            Err(too_large())
+        }
+        Ok(Err(err)) => Err(text(
+            StatusCode::BAD_REQUEST,
+            format!("him: cannot read the request body: {err}\n"),
+        )),
+        Err(_) => Err(text(
+            StatusCode::REQUEST_TIMEOUT,
+            "him: the request body came too slowly\n".into(),
+        )),
+    }
+}
+
+fn text(status: StatusCode, message: String) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(message)).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn unauthorized(presented: bool) -> Response<Body> {
+    // RFC 6750 §3: no error code when no credentials came, `invalid_token` when they were wrong.
+    let (challenge, message) = if presented {
+        (
+            r#"Bearer realm="him", error="invalid_token""#,
+            "him: wrong bearer token",
+        )
+    } else {
+        (r#"Bearer realm="him""#, "him: a bearer token is required")
+    };
+    let mut response = text(
+        StatusCode::UNAUTHORIZED,
+        format!(
+            "{message}; send `Authorization: Bearer <token>` with the token from \
+             `him serve --http --print-token` (or {TOKEN_ENV})\n"
+        ),
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
+    response
+}
+
+fn too_many_sessions(cap: usize) -> Response<Body> {
+    let mut response = text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "him: {cap} MCP sessions are open, the most this server keeps; end one (HTTP DELETE \
+             with its Mcp-Session-Id) or wait until an idle one expires\n"
+        ),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
+    response
+}
+
+/// The answer to a CORS preflight: only for pages of an allowed origin (the gate has
+/// refused the others), and no token, which browsers never send on a preflight.
+fn preflight(request: &Request<Incoming>, from_page: bool) -> Response<Body> {
+    if !from_page {
+        return text(
+            StatusCode::FORBIDDEN,
+            "him: a CORS preflight must come from a page of an allowed origin\n".into(),
+        );
+    }
+    let mut response = Response::new(Full::new(Bytes::new()).boxed());
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static(origin::ALLOW_METHODS),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static(origin::ALLOW_HEADERS),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static(origin::PREFLIGHT_MAX_AGE),
+    );
+    // Private Network Access: a public page asking a loopback server must be told yes.
+    let wants_private_network = request
+        .headers()
+        .get(PNA_REQUEST)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"));
+    if wants_private_network {
+        headers.insert(PNA_ALLOW, HeaderValue::from_static("true"));
+    }
+    response
+}
+
+/// A response stream of one session, counted while open. The stream of a call dropped
+/// before it carried the call's response means the client went away without waiting for the
+/// answer.
+struct Tracked {
+    inner: Body,
+    sessions: Arc<Sessions<HimServer>>,
+    session: String,
+    call: bool,
+    done: bool,
+    answered: bool,
+}
+
+/// Whether an SSE event (rmcp writes one per frame) carries a JSON-RPC response or error,
+/// as opposed to a notification, a server request, a priming event or a keep-alive.
+fn carries_response(event: &[u8]) -> bool {
+    let Ok(event) = std::str::from_utf8(event) else {
+        return false;
+    };
+    event.lines().any(|line| {
+        let Some(data) = line.strip_prefix("data:") else {
+            return false;
+        };
+        match serde_json::from_str::<serde_json::Value>(data.trim_start()) {
+            Ok(serde_json::Value::Object(message)) => {
+                message.contains_key("id")
+                    && !message.contains_key("method")
+                    && (message.contains_key("result") || message.contains_key("error"))
+            }
+            _ => false,
+        }
+    })
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(None) => this.done = true,
+            Poll::Ready(Some(Ok(frame))) if this.call && !this.answered => {
+                this.answered = frame.data_ref().is_some_and(|data| carries_response(data));
+            }
+            _ => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        let finished = self.done || self.answered || self.inner.is_end_stream();
+        self.sessions
+            .stream_closed(&self.session, self.call && !finished, Instant::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses_are_ip_and_port_or_localhost() {
+        assert_eq!(
+            parse_addr("127.0.0.1:7676").unwrap(),
+            "127.0.0.1:7676".parse().unwrap()
+        );
+        assert_eq!(
+            parse_addr("localhost:0").unwrap(),
+            "127.0.0.1:0".parse().unwrap()
+        );
+        assert_eq!(parse_addr("[::1]:80").unwrap(), "[::1]:80".parse().unwrap());
+        let err = parse_addr("7676").unwrap_err();
+        assert!(err.contains("IP:PORT"), "{err}");
+        assert!(parse_addr("example.com:80").is_err());
+    }
+
+    #[test]
+    fn only_an_event_with_a_response_or_error_answers_the_call() {
+        assert!(carries_response(
+            b"data: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\nid: 0/2\n\n"
+        ));
+        assert!(carries_response(
+            b"data:{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":1,\"message\":\"x\"}}\n\n"
+        ));
+        for other in [
+            &b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n"[..],
+            b"data: {\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"elicitation/create\",\"params\":{}}\n\n",
+            b"data: \nid: 0\nretry: 3000\n\n",
+            b":ping\n\n",
+            b"\xff",
+        ] {
+            assert!(!carries_response(other), "{}", String::from_utf8_lossy(other));
+        }
+    }
+
+    #[test]
+    fn the_idle_time_comes_from_the_environment_in_milliseconds() {
+        assert_eq!(idle_from(None).unwrap(), DEFAULT_IDLE);
+        assert_eq!(
+            idle_from(Some("2500".into())).unwrap(),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(
+            idle_from(Some("0".into())).unwrap(),
+            Duration::from_millis(100)
+        );
+        assert!(
+            idle_from(Some("soon".into()))
+                .unwrap_err()
+                .contains(IDLE_ENV)
+        );
+    }
+}

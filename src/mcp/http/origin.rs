@@ -1,0 +1,300 @@
+//! Who may talk to the HTTP endpoint, judged from the request's `Host` and `Origin`
+//! headers before anything else, and the CORS answers for the origins that may.
+//!
+//! The MCP Streamable HTTP transport requires servers to validate `Origin` on every request
+//! (DNS rebinding: a web page the person visits must not be able to reach a loopback
+//! server). Browsers always send `Origin` on cross-origin requests, so a request without
+//! one comes from a program (an MCP client), and those pass; a request with one passes only
+//! when that exact origin was allowed with `--allow-origin`. `Host` is checked too, so a
+//! page on a rebound DNS name is refused even if a browser someday omits `Origin`.
+
+use std::net::SocketAddr;
+
+/// Request headers a page may send (CORS preflight answer). `Mcp-Method` and `Mcp-Name`
+/// are the standard headers newer MCP protocol versions add to every request.
+pub const ALLOW_HEADERS: &str = "Authorization, Content-Type, Accept, Mcp-Session-Id, \
+                                 Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name";
+pub const ALLOW_METHODS: &str = "GET, POST, DELETE, OPTIONS";
+/// Response headers a page may read: the session id it must send back.
+pub const EXPOSE_HEADERS: &str = "Mcp-Session-Id, WWW-Authenticate";
+/// How long a browser may cache a preflight answer, in seconds.
+pub const PREFLIGHT_MAX_AGE: &str = "600";
+
+/// An `--allow-origin` value that cannot name a single origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OriginError {
+    pub value: String,
+    pub reason: &'static str,
+}
+
+impl std::fmt::Display for OriginError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--allow-origin {:?}: {}; give scheme://host[:port], e.g. \
+             chrome-extension://<extension id> or http://localhost:3000",
+            self.value, self.reason
+        )
+    }
+}
+
+impl std::error::Error for OriginError {}
+
+/// An origin in the browser's serialization: lowercase `scheme://host[:port]`, the port
+/// left out when it is the scheme's default, no trailing slash.
+pub fn normalize_origin(value: &str) -> Result<String, OriginError> {
+    let err = |reason| OriginError {
+        value: value.to_owned(),
+        reason,
+    };
+    let trimmed = value.trim();
+    if trimmed.eq_ignore_ascii_case("null") {
+        return Err(err(
+            "\"null\" is the origin of every sandboxed page and local file, so it cannot be trusted",
+        ));
+    }
+    if trimmed.contains('*') {
+        return Err(err("wildcards are not allowed; name each origin"));
+    }
+    let (scheme, rest) = trimmed
+        .split_once("://")
+        .ok_or_else(|| err("it has no scheme"))?;
+    let scheme = scheme.to_ascii_lowercase();
+    let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !scheme_ok {
+        return Err(err("the scheme is not valid"));
+    }
+    // `chrome-extension://<id>/` is how extension origins are often written.
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    if authority.is_empty() {
+        return Err(err("it has no host"));
+    }
+    if authority
+        .chars()
+        .any(|c| matches!(c, '/' | '?' | '#' | '@' | '\\') || c.is_whitespace() || c.is_control())
+    {
+        return Err(err("an origin has no path, query, fragment or user part"));
+    }
+    let (host, port) = split_host_port(authority).ok_or_else(|| err("the port is not valid"))?;
+    if host.is_empty() {
+        return Err(err("it has no host"));
+    }
+    let host = host.to_ascii_lowercase();
+    let port = port.filter(|p| Some(*p) != default_port(&scheme));
+    Ok(match port {
+        Some(port) => format!("{scheme}://{host}:{port}"),
+        None => format!("{scheme}://{host}"),
+    })
+}
+
+fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    }
+}
+
+/// `host`, `host:port`, `[v6]` or `[v6]:port`; `None` when the port is not a number.
+fn split_host_port(authority: &str) -> Option<(&str, Option<u16>)> {
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let end = rest.find(']')?;
+        let host = &authority[..end + 2];
+        match &rest[end + 1..] {
+            "" => (host, None),
+            tail => (host, Some(tail.strip_prefix(':')?)),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    let port = match port {
+        None => None,
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => Some(p.parse().ok()?),
+        Some(_) => return None,
+    };
+    Some((host, port))
+}
+
+/// The origins given with `--allow-origin`, normalized.
+#[derive(Debug, Clone, Default)]
+pub struct AllowedOrigins {
+    origins: Vec<String>,
+}
+
+/// What the `Origin` header says about a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OriginVerdict {
+    /// No `Origin`: not a browser page (or a same-origin GET, which cannot happen here).
+    Absent,
+    /// A page from an allowed origin; CORS answers echo this value.
+    Allowed(String),
+    /// A page from anywhere else, or a header that is not an origin.
+    Refused(String),
+}
+
+impl AllowedOrigins {
+    pub fn parse<S: AsRef<str>>(values: &[S]) -> Result<AllowedOrigins, OriginError> {
+        let mut origins = Vec::new();
+        for value in values {
+            let origin = normalize_origin(value.as_ref())?;
+            if !origins.contains(&origin) {
+                origins.push(origin);
+            }
+        }
+        Ok(AllowedOrigins { origins })
+    }
+
+    pub fn list(&self) -> &[String] {
+        &self.origins
+    }
+
+    /// Judges the request's `Origin` header values (there should be at most one).
+    pub fn judge<'a>(&self, mut values: impl Iterator<Item = &'a [u8]>) -> OriginVerdict {
+        let Some(first) = values.next() else {
+            return OriginVerdict::Absent;
+        };
+        let shown = String::from_utf8_lossy(first).into_owned();
+        if values.next().is_some() {
+            return OriginVerdict::Refused(shown);
+        }
+        match std::str::from_utf8(first).map(normalize_origin) {
+            Ok(Ok(origin)) if self.origins.contains(&origin) => OriginVerdict::Allowed(shown),
+            _ => OriginVerdict::Refused(shown),
+        }
+    }
+}
+
+/// The `Host` values a loopback server answers to: its own address and port, and
+/// `localhost` with that port. `None` (with `--allow-remote`) accepts any.
+#[derive(Debug, Clone)]
+pub struct HostRule {
+    allowed: Vec<String>,
+}
+
+impl HostRule {
+    pub fn loopback(bound: SocketAddr) -> HostRule {
+        HostRule {
+            allowed: vec![bound.to_string(), format!("localhost:{}", bound.port())],
+        }
+    }
+
+    pub fn allowed(&self) -> &[String] {
+        &self.allowed
+    }
+
+    pub fn admits(&self, host: Option<&[u8]>) -> bool {
+        let Some(host) = host.and_then(|h| std::str::from_utf8(h).ok()) else {
+            return false;
+        };
+        let host = host.trim().to_ascii_lowercase();
+        let with_port = match split_host_port(&host) {
+            Some((name, Some(port))) => format!("{name}:{port}"),
+            // HTTP leaves out port 80.
+            Some((name, None)) => format!("{name}:80"),
+            None => return false,
+        };
+        self.allowed.contains(&with_port)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_are_normalized_as_browsers_send_them() {
+        assert_eq!(
+            normalize_origin("chrome-extension://abcdefghijklmnop/").unwrap(),
+            "chrome-extension://abcdefghijklmnop"
+        );
+        assert_eq!(
+            normalize_origin("HTTP://LocalHost:3000").unwrap(),
+            "http://localhost:3000"
+        );
+        assert_eq!(
+            normalize_origin("https://chat.example:443").unwrap(),
+            "https://chat.example"
+        );
+        assert_eq!(
+            normalize_origin("http://[::1]:8080").unwrap(),
+            "http://[::1]:8080"
+        );
+    }
+
+    #[test]
+    fn values_that_are_not_one_origin_are_refused_with_a_reason() {
+        for bad in [
+            "null",
+            "*",
+            "https://*.example",
+            "localhost:3000",
+            "https://chat.example/path",
+            "https://user@chat.example",
+            "https://chat.example:99999",
+            "https://chat.example:",
+            "https://",
+            "1http://x",
+        ] {
+            let err = normalize_origin(bad).unwrap_err();
+            assert!(err.to_string().contains("scheme://host"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn only_an_exactly_allowed_origin_passes() {
+        let allowed = AllowedOrigins::parse(&[
+            "chrome-extension://abcdefghijklmnop/",
+            "http://localhost:3000",
+        ])
+        .unwrap();
+        let judge = |values: &[&str]| allowed.judge(values.iter().map(|v| v.as_bytes()));
+        assert_eq!(judge(&[]), OriginVerdict::Absent);
+        assert_eq!(
+            judge(&["chrome-extension://abcdefghijklmnop"]),
+            OriginVerdict::Allowed("chrome-extension://abcdefghijklmnop".into())
+        );
+        assert!(matches!(
+            judge(&["http://localhost:3000"]),
+            OriginVerdict::Allowed(_)
+        ));
+        for refused in [
+            "http://localhost:3001",
+            "https://localhost:3000",
+            "http://localhost",
+            "chrome-extension://otherextension",
+            "null",
+            "http://evil.example",
+        ] {
+            assert!(
+                matches!(judge(&[refused]), OriginVerdict::Refused(_)),
+                "{refused}"
+            );
+        }
+        assert!(matches!(
+            judge(&["http://localhost:3000", "http://localhost:3000"]),
+            OriginVerdict::Refused(_)
+        ));
+    }
+
+    #[test]
+    fn host_must_be_the_bound_address_or_localhost_with_its_port() {
+        let rule = HostRule::loopback("127.0.0.1:7676".parse().unwrap());
+        let admits = |h: &str| rule.admits(Some(h.as_bytes()));
+        assert!(admits("127.0.0.1:7676"));
+        assert!(admits("LOCALHOST:7676"));
+        assert!(!admits("127.0.0.1:7677"));
+        assert!(!admits("127.0.0.1"));
+        assert!(!admits("evil.example:7676"));
+        assert!(!admits("localhost"));
+        assert!(!rule.admits(None));
+        let v6 = HostRule::loopback("[::1]:80".parse().unwrap());
+        assert!(v6.admits(Some(b"[::1]")));
+        assert!(v6.admits(Some(b"localhost")));
+    }
+}

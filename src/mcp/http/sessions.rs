@@ -1,0 +1,291 @@
+//! The HTTP sessions this server keeps, and when each one ends.
+//!
+//! rmcp keeps the MCP side of a session; this table keeps what it does not know: each
+//! session's own `HimServer` (so ending the session withdraws its questions at once), how
+//! many response streams the client holds open, and when it was last heard from.
+//!
+//! A session ends when the client deletes it, when it has been idle (no request and no open
+//! stream) for the idle time, or soon after it abandoned a call: the response stream of an
+//! unfinished call was dropped (the client went away) and nothing came back within the
+//! grace. Time is passed in, so the rules are tested without a clock.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// How long a client that dropped an unfinished call has to come back (resume the stream or
+/// send anything) before its session ends. The server tells clients to retry a broken
+/// stream after 3 s (the SSE `retry` field).
+pub const ABANDON_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Idle,
+    Abandoned,
+}
+
+struct Entry<S> {
+    server: S,
+    streams: usize,
+    last_seen: Instant,
+    abandoned_at: Option<Instant>,
+}
+
+struct State<S> {
+    entries: HashMap<String, Entry<S>>,
+    /// Sessions being created right now (an `initialize` in flight).
+    reserved: usize,
+}
+
+pub struct Sessions<S> {
+    state: Mutex<State<S>>,
+    cap: usize,
+}
+
+/// A place for one new session, held while its `initialize` runs; dropped unused, it frees
+/// the place again.
+pub struct Reservation<S> {
+    sessions: Arc<Sessions<S>>,
+    used: bool,
+}
+
+impl<S> Drop for Reservation<S> {
+    fn drop(&mut self) {
+        if !self.used {
+            self.sessions.lock().reserved -= 1;
+        }
+    }
+}
+
+impl<S: Clone> Reservation<S> {
+    /// The `initialize` made session `id`, served by `server`.
+    pub fn fulfil(mut self, id: String, server: S, now: Instant) {
+        self.used = true;
+        let mut state = self.sessions.lock();
+        state.reserved -= 1;
+        state.entries.insert(
+            id,
+            Entry {
+                server,
+                streams: 0,
+                last_seen: now,
+                abandoned_at: None,
+            },
+        );
+    }
+}
+
+impl<S> Sessions<S> {
+    fn lock(&self) -> MutexGuard<'_, State<S>> {
+        // Every update is a few field writes; a panic elsewhere cannot leave it half done.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<S: Clone> Sessions<S> {
+    pub fn new(cap: usize) -> Arc<Sessions<S>> {
+        Arc::new(Sessions {
+            state: Mutex::new(State {
+                entries: HashMap::new(),
+                reserved: 0,
+            }),
+            cap,
+        })
+    }
+
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    /// A place for a new session, or `None` when the cap is reached.
+    pub fn reserve(self: &Arc<Self>) -> Option<Reservation<S>> {
+        let mut state = self.lock();
+        if state.entries.len() + state.reserved >= self.cap {
+            return None;
+        }
+        state.reserved += 1;
+        Some(Reservation {
+            sessions: self.clone(),
+            used: false,
+        })
+    }
+
+    /// The client sent a request in session `id`; `false` if the session is not known.
+    pub fn touch(&self, id: &str, now: Instant) -> bool {
+        match self.lock().entries.get_mut(id) {
+            Some(entry) => {
+                entry.last_seen = now;
+                entry.abandoned_at = None;
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn stream_opened(&self, id: &str) {
+        if let Some(entry) = self.lock().entries.get_mut(id) {
+            entry.streams += 1;
+        }
+    }
+
+    /// A response stream ended; `abandoned` when it was the stream of a call that had not
+    /// finished (the client dropped it).
+    pub fn stream_closed(&self, id: &str, abandoned: bool, now: Instant) {
+        if let Some(entry) = self.lock().entries.get_mut(id) {
+            entry.streams = entry.streams.saturating_sub(1);
+            entry.last_seen = now;
+            if abandoned {
+                entry.abandoned_at = Some(now);
+            }
+        }
+    }
+
+    pub fn remove(&self, id: &str) -> Option<S> {
+        self.lock().entries.remove(id).map(|e| e.server)
+    }
+
+    /// Removes and returns every session that has ended by `now`.
+    pub fn take_ended(&self, now: Instant, idle: Duration) -> Vec<(String, S, Ending)> {
+        let grace = ABANDON_GRACE.min(idle);
+        let mut ended = Vec::new();
+        self.lock().entries.retain(|id, entry| {
+            if entry.streams > 0 {
+                return true;
+            }
+            let ending = if entry
+                .abandoned_at
+                .is_some_and(|at| now.saturating_duration_since(at) >= grace)
+            {
+                Ending::Abandoned
+            } else if now.saturating_duration_since(entry.last_seen) >= idle {
+                Ending::Idle
+            } else {
+                return true;
+            };
+            ended.push((id.clone(), entry.server.clone(), ending));
+            false
+        });
+        ended
+    }
+
+    /// Removes and returns every session (the server is stopping).
+    pub fn take_all(&self) -> Vec<(String, S)> {
+        self.lock()
+            .entries
+            .drain()
+            .map(|(id, e)| (id, e.server))
+            .collect()
+    }
+
+    pub fn ids(&self) -> Vec<String> {
+        self.lock().entries.keys().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IDLE: Duration = Duration::from_secs(60);
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn with_one(now: Instant) -> Arc<Sessions<&'static str>> {
+        let sessions = Sessions::new(4);
+        sessions
+            .reserve()
+            .unwrap()
+            .fulfil("s1".into(), "server", now);
+        sessions
+    }
+
+    #[test]
+    fn the_cap_counts_sessions_being_made() {
+        let t0 = Instant::now();
+        let sessions = Sessions::<()>::new(2);
+        let a = sessions.reserve().unwrap();
+        let b = sessions.reserve().unwrap();
+        assert!(sessions.reserve().is_none());
+        drop(b);
+        a.fulfil("a".into(), (), t0);
+        assert_eq!(sessions.len(), 1);
+        let c = sessions.reserve().unwrap();
+        assert!(sessions.reserve().is_none());
+        drop(c);
+        assert!(sessions.reserve().is_some());
+    }
+
+    #[test]
+    fn a_session_ends_after_the_idle_time_without_requests_or_streams() {
+        let t0 = Instant::now();
+        let sessions = with_one(t0);
+        assert!(sessions.take_ended(t0 + IDLE - ms(1), IDLE).is_empty());
+        assert!(sessions.touch("s1", t0 + ms(30_000)));
+        assert!(sessions.take_ended(t0 + IDLE, IDLE).is_empty());
+        let ended = sessions.take_ended(t0 + ms(30_000) + IDLE, IDLE);
+        assert_eq!(ended, vec![("s1".to_owned(), "server", Ending::Idle)]);
+        assert_eq!(sessions.len(), 0);
+        assert!(!sessions.touch("s1", t0));
+    }
+
+    #[test]
+    fn an_open_stream_keeps_a_session_alive_however_long() {
+        let t0 = Instant::now();
+        let sessions = with_one(t0);
+        sessions.stream_opened("s1");
+        assert!(sessions.take_ended(t0 + IDLE * 100, IDLE).is_empty());
+        sessions.stream_closed("s1", false, t0 + IDLE * 100);
+        assert!(
+            sessions
+                .take_ended(t0 + IDLE * 101 - ms(1), IDLE)
+                .is_empty()
+        );
+        assert_eq!(sessions.take_ended(t0 + IDLE * 101, IDLE).len(), 1);
+    }
+
+    #[test]
+    fn a_dropped_call_ends_the_session_after_the_grace_unless_the_client_comes_back() {
+        let t0 = Instant::now();
+        let sessions = with_one(t0);
+        sessions.stream_opened("s1");
+        sessions.stream_closed("s1", true, t0);
+        assert!(
+            sessions
+                .take_ended(t0 + ABANDON_GRACE - ms(1), IDLE)
+                .is_empty()
+        );
+        assert_eq!(
+            sessions.take_ended(t0 + ABANDON_GRACE, IDLE)[0].2,
+            Ending::Abandoned
+        );
+
+        let sessions = with_one(t0);
+        sessions.stream_opened("s1");
+        sessions.stream_closed("s1", true, t0);
+        sessions.touch("s1", t0 + ms(3_000));
+        assert!(sessions.take_ended(t0 + ABANDON_GRACE, IDLE).is_empty());
+
+        // A client still holding another stream is alive: it may cancel the call itself.
+        let sessions = with_one(t0);
+        sessions.stream_opened("s1");
+        sessions.stream_opened("s1");
+        sessions.stream_closed("s1", true, t0);
+        assert!(sessions.take_ended(t0 + ABANDON_GRACE, IDLE).is_empty());
+    }
+
+    #[test]
+    fn the_grace_is_never_longer_than_the_idle_time() {
+        let t0 = Instant::now();
+        let sessions = with_one(t0);
+        sessions.stream_opened("s1");
+        sessions.stream_closed("s1", true, t0);
+        let ended = sessions.take_ended(t0 + ms(500), ms(500));
+        assert_eq!(ended.len(), 1);
+    }
+}

@@ -1,0 +1,441 @@
+//! Who may call `him serve --http`: only holders of the bearer token, only pages of allowed
+//! origins (with the CORS and Private Network Access answers browsers need), only for the
+//! loopback Host, with bounded bodies and a bounded number of sessions.
+
+mod common;
+mod http_support;
+
+use std::os::unix::fs::PermissionsExt;
+
+use common::*;
+use http_support::*;
+
+const EXTENSION: &str = "chrome-extension://abcdefghijklmnopabcdefghijklmnop";
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+fn header<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
+    response
+        .headers()
+        .get(name)
+        .unwrap_or_else(|| panic!("no {name} header: {:?}", response.headers()))
+        .to_str()
+        .expect("header is text")
+}
+
+#[tokio::test]
+async fn a_request_without_the_token_or_with_a_wrong_one_is_401() {
+    let runtime = runtime_dir();
+    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    let http = reqwest::Client::new();
+
+    let missing = http
+        .post(&server.url)
+        .header("Content-Type", "application/json")
+        .header("Accept", ACCEPT)
+        .body(INIT)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 401);
+    assert_eq!(
+        header(&missing, "www-authenticate"),
+        r#"Bearer realm="him""#
+    );
+    assert!(missing.headers().get("mcp-session-id").is_none());
+
+    let wrong = http
+        .post(&server.url)
+        .header("Content-Type", "application/json")
+        .header("Accept", ACCEPT)
+        .header("Authorization", format!("Bearer {}x", server.token))
+        .body(INIT)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    assert!(header(&wrong, "www-authenticate").contains("invalid_token"));
+    let text = wrong.text().await.unwrap();
+    assert!(text.contains("--print-token"), "{text}");
+    assert!(!text.contains(&server.token), "the token leaked: {text}");
+
+    // The right token next to a wrong one is no better.
+    let doubled = server
+        .post(&http, INIT)
+        .header("Authorization", "Bearer 0123456789abcdef0123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(doubled.status(), 401);
+
+    // Every method needs it, not just POST.
+    let get = http
+        .get(&server.url)
+        .header("Accept", ACCEPT)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 401);
+    let delete = http.delete(&server.url).send().await.unwrap();
+    assert_eq!(delete.status(), 401);
+
+    let right = server.post(&http, INIT).send().await.unwrap();
+    assert_eq!(right.status(), 200);
+    assert!(
+        !server.stderr_text().contains(&server.token),
+        "the token was logged"
+    );
+}
+
+#[tokio::test]
+async fn a_page_from_an_origin_that_was_not_allowed_is_403_even_with_the_token() {
+    let runtime = runtime_dir();
+    let server = HttpServer::start(runtime.path(), &["--allow-origin", EXTENSION], &[]).await;
+    let http = reqwest::Client::new();
+    for origin in [
+        "https://evil.example",
+        "http://localhost:3000",
+        "chrome-extension://someotherextensionid",
+        "null",
+    ] {
+        let response = server
+            .post(&http, INIT)
+            .header("Origin", origin)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "{origin}");
+        assert!(
+            response
+                .headers()
+                .get("access-control-allow-origin")
+                .is_none()
+        );
+        assert!(response.headers().get("mcp-session-id").is_none());
+        let text = response.text().await.unwrap();
+        assert!(text.contains("--allow-origin"), "{text}");
+    }
+    // No Origin at all: a program, not a page; the token decides.
+    assert_eq!(server.post(&http, INIT).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn an_allowed_origin_gets_cors_and_private_network_answers() {
+    let runtime = runtime_dir();
+    let server = HttpServer::start(
+        runtime.path(),
+        &[
+            "--allow-origin",
+            &format!("{EXTENSION}/"),
+            "--allow-origin",
+            "http://localhost:3000",
+        ],
+        &[],
+    )
+    .await;
+    let http = reqwest::Client::new();
+
+    // The preflight carries no token (browsers never send one on it).
+    let preflight = http
+        .request(reqwest::Method::OPTIONS, &server.url)
+        .header("Origin", EXTENSION)
+        .header("Access-Control-Request-Method", "POST")
+        .header(
+            "Access-Control-Request-Headers",
+            "authorization, content-type, mcp-session-id, mcp-protocol-version",
+        )
+        .header("Access-Control-Request-Private-Network", "true")
+        .send()
+        .await
+        .unwrap();
+    assert!(preflight.status().is_success(), "{}", preflight.status());
+    assert_eq!(header(&preflight, "access-control-allow-origin"), EXTENSION);
+    assert!(header(&preflight, "access-control-allow-methods").contains("POST"));
+    assert!(header(&preflight, "access-control-allow-methods").contains("DELETE"));
+    let allowed = header(&preflight, "access-control-allow-headers").to_ascii_lowercase();
+    for name in [
+        "authorization",
+        "content-type",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "last-event-id",
+    ] {
+        assert!(allowed.contains(name), "{name} not in {allowed}");
+    }
+    assert_eq!(
+        header(&preflight, "access-control-allow-private-network"),
+        "true"
+    );
+    assert!(header(&preflight, "vary").contains("Origin"));
+
+    // Without the Private Network Access question there is no PNA answer.
+    let plain = http
+        .request(reqwest::Method::OPTIONS, &server.url)
+        .header("Origin", "http://localhost:3000")
+        .header("Access-Control-Request-Method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert!(plain.status().is_success());
+    assert_eq!(
+        header(&plain, "access-control-allow-origin"),
+        "http://localhost:3000"
+    );
+    assert!(
+        plain
+            .headers()
+            .get("access-control-allow-private-network")
+            .is_none()
+    );
+
+    // A preflight from anywhere else, or from no page at all, is refused.
+    for origin in [Some("https://evil.example"), None] {
+        let mut request = http
+            .request(reqwest::Method::OPTIONS, &server.url)
+            .header("Access-Control-Request-Method", "POST");
+        if let Some(origin) = origin {
+            request = request.header("Origin", origin);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 403, "{origin:?}");
+        assert!(
+            response
+                .headers()
+                .get("access-control-allow-origin")
+                .is_none()
+        );
+    }
+
+    // The real request from the allowed page: its answer is readable there, session id too.
+    let response = server
+        .post(&http, INIT)
+        .header("Origin", EXTENSION)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(&response, "access-control-allow-origin"), EXTENSION);
+    assert!(header(&response, "access-control-expose-headers").contains("Mcp-Session-Id"));
+    assert!(response.headers().get("mcp-session-id").is_some());
+
+    // Even a 401 is readable by the allowed page, so it can tell the person what is wrong.
+    let unauthorized = http
+        .post(&server.url)
+        .header("Origin", EXTENSION)
+        .body(INIT)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthorized.status(), 401);
+    assert_eq!(
+        header(&unauthorized, "access-control-allow-origin"),
+        EXTENSION
+    );
+}
+
+#[tokio::test]
+async fn a_request_for_another_host_is_403() {
+    let runtime = runtime_dir();
+    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    let http = reqwest::Client::new();
+    let port = server.addr.port();
+    for host in [
+        format!("evil.example:{port}"),
+        format!("127.0.0.1:{}", port + 1),
+    ] {
+        let response = server
+            .post(&http, INIT)
+            .header("Host", &host)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "{host}");
+    }
+    let localhost = server
+        .post(&http, INIT)
+        .header("Host", format!("localhost:{port}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(localhost.status(), 200);
+}
+
+#[tokio::test]
+async fn an_oversize_body_is_413() {
+    let runtime = runtime_dir();
+    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    let http = reqwest::Client::new();
+    let session = server.initialize(&http, "big").await;
+    let padding = "x".repeat(5 * 1024 * 1024);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"ask_text","arguments":{{"question":"{padding}"}}}}}}"#
+    );
+    let response = server
+        .post(&http, &body)
+        .header("Mcp-Session-Id", &session)
+        .header("Mcp-Protocol-Version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    // A body that hides its length (chunked) is cut off at the cap as well.
+    let chunks: Vec<Result<String, std::io::Error>> = body
+        .as_bytes()
+        .chunks(64 * 1024)
+        .map(|c| Ok(String::from_utf8(c.to_vec()).unwrap()))
+        .collect();
+    let response = http
+        .post(&server.url)
+        .header("Authorization", server.bearer())
+        .header("Content-Type", "application/json")
+        .header("Accept", ACCEPT)
+        .header("Mcp-Session-Id", &session)
+        .header("Mcp-Protocol-Version", "2025-06-18")
+        .body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+}
+
+#[tokio::test]
+async fn sessions_are_capped_and_a_deleted_one_frees_its_place() {
+    let runtime = runtime_dir();
+    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    let http = reqwest::Client::new();
+    let mut sessions = Vec::new();
+    for i in 0..64 {
+        sessions.push(server.initialize(&http, &format!("client-{i}")).await);
+    }
+    let refused = server.post(&http, INIT).send().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    let text = refused.text().await.unwrap();
+    assert!(text.contains("64"), "{text}");
+    let deleted = http
+        .delete(&server.url)
+        .header("Authorization", server.bearer())
+        .header("Mcp-Session-Id", &sessions[0])
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    assert_eq!(server.post(&http, INIT).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn print_token_prints_the_token_the_server_uses_from_a_private_file() {
+    let runtime = runtime_dir();
+    let printed = std::process::Command::new(him_bin())
+        .args(["serve", "--http", "--print-token"])
+        .env("HIM_RUNTIME_DIR", runtime.path())
+        .env_remove("HIM_HTTP_TOKEN")
+        .output()
+        .unwrap();
+    assert!(printed.status.success());
+    let token = String::from_utf8(printed.stdout).unwrap();
+    let token = token.trim_end_matches('\n');
+    assert_eq!(token.len(), 64);
+    let file = runtime.path().join("http-token");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+
+    // The server uses that same token; a second print gives it again.
+    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    assert_eq!(server.token, token);
+    let http = reqwest::Client::new();
+    assert_eq!(server.post(&http, INIT).send().await.unwrap().status(), 200);
+    let again = std::process::Command::new(him_bin())
+        .args(["serve", "--http", "--print-token"])
+        .env("HIM_RUNTIME_DIR", runtime.path())
+        .env_remove("HIM_HTTP_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(again.stdout).unwrap().trim_end(), token);
+}
+
+#[tokio::test]
+async fn him_http_token_overrides_the_file() {
+    let runtime = runtime_dir();
+    let chosen = "a-token-chosen-by-the-person-0123";
+    let printed = std::process::Command::new(him_bin())
+        .args(["serve", "--http", "--print-token"])
+        .env("HIM_RUNTIME_DIR", runtime.path())
+        .env("HIM_HTTP_TOKEN", chosen)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(printed.stdout).unwrap().trim_end(),
+        chosen
+    );
+    let server = HttpServer::start(runtime.path(), &[], &[("HIM_HTTP_TOKEN", chosen)]).await;
+    let http = reqwest::Client::new();
+    assert_eq!(server.post(&http, INIT).send().await.unwrap().status(), 200);
+    assert!(!runtime.path().join("http-token").exists());
+}
+
+#[tokio::test]
+async fn a_non_loopback_address_needs_allow_remote() {
+    let runtime = runtime_dir();
+    let refused = std::process::Command::new(him_bin())
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .env("HIM_RUNTIME_DIR", runtime.path())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8(refused.stderr).unwrap();
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
+
+    let mut child = tokio::process::Command::new(him_bin())
+        .args(["serve", "--http", "0.0.0.0:0", "--allow-remote"])
+        .env("HIM_RUNTIME_DIR", runtime.path())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut warned = false;
+    tokio::time::timeout(PATIENCE, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            warned |= line.contains("WARNING") && line.contains("clear text");
+            if line.starts_with(SERVING) {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("the remote server started");
+    assert!(warned, "no warning about listening beyond loopback");
+}
+
+#[tokio::test]
+async fn a_stalled_client_does_not_hold_up_another() {
+    use tokio::io::AsyncWriteExt;
+    let runtime = runtime_dir();
+    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    // One client stops in the middle of its headers, another in the middle of its body.
+    let mut half_headers = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    half_headers
+        .write_all(format!("POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthor", server.addr).as_bytes())
+        .await
+        .unwrap();
+    let mut half_body = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    half_body
+        .write_all(
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\nContent-Type: application/json\r\n\
+                 Accept: {ACCEPT}\r\nContent-Length: 1000\r\n\r\n{{\"jsonrpc\":",
+                server.addr,
+                server.bearer()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let http = reqwest::Client::new();
+    let response = tokio::time::timeout(PATIENCE, server.post(&http, INIT).send())
+        .await
+        .expect("a stalled client held up another")
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    drop((half_headers, half_body));
+}
