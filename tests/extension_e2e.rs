@@ -1,10 +1,11 @@
 //! The browser extension's own tests, run from `cargo test`: the Node unit tests of
 //! `extension/lib`, `web-ext lint` on the Firefox build, the end-to-end run in real
 //! Chromium against this crate's `him` binary (tests/e2e/chromium.test.mjs), and the
-//! Firefox build's handshake with the real host in real Firefox (tests/e2e/firefox.test.mjs).
+//! Firefox build's handshake with the real host in real Firefox (tests/e2e/firefox.test.mjs),
+//! and the loopback form answered in real Chromium (tests/e2e/loopback.test.mjs).
 //!
-//! They need Node, `npm ci --prefix tests/e2e` (this test does not touch the network), and
-//! for the end-to-end run Debian's Chromium (`/usr/lib/chromium/chromium`, or `HIM_CHROMIUM`).
+//! They need Node, the npm packages of tests/e2e (installed here with `npm ci` when they are
+//! missing), and for the end-to-end runs Debian's Chromium (`/usr/lib/chromium/chromium`, or `HIM_CHROMIUM`).
 //! Missing any of these skips the test with the reason printed, unless `HIM_E2E=1`
 //! (`.ci/run` sets it), under which a missing prerequisite fails. Firefox (`firefox-esr`,
 //! or `HIM_FIREFOX`) is optional: without it the Firefox run is skipped, whatever HIM_E2E.
@@ -12,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 fn e2e_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -37,6 +39,39 @@ fn have(ok: bool, missing: &str) -> bool {
     false
 }
 
+const PACKAGES: [&str; 5] = [
+    "jsdom",
+    "playwright-core",
+    "@modelcontextprotocol/sdk",
+    "web-ext",
+    "axe-core",
+];
+
+fn packages_installed() -> bool {
+    PACKAGES
+        .iter()
+        .all(|p| e2e_dir().join("node_modules").join(p).is_dir())
+}
+
+/// On a fresh checkout, `cargo test` installs the pinned packages itself (once per run),
+/// so the README's test command is all the set-up there is. Without npm, or offline, the
+/// tests skip as before.
+fn install_packages_once() -> bool {
+    static INSTALLED: OnceLock<bool> = OnceLock::new();
+    *INSTALLED.get_or_init(|| {
+        if packages_installed() {
+            return true;
+        }
+        eprintln!("installing the browser tests' npm packages (npm ci --prefix tests/e2e)…");
+        let ok = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--prefix"])
+            .arg(e2e_dir())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok && packages_installed()
+    })
+}
+
 /// Node and the npm packages the tests import.
 fn node_ready() -> bool {
     let node = Command::new("node")
@@ -45,16 +80,8 @@ fn node_ready() -> bool {
         .is_ok_and(|o| o.status.success());
     have(node, "`node` is not on PATH")
         && have(
-            [
-                "jsdom",
-                "playwright-core",
-                "@modelcontextprotocol/sdk",
-                "web-ext",
-                "axe-core",
-            ]
-            .iter()
-            .all(|p| e2e_dir().join("node_modules").join(p).is_dir()),
-            "tests/e2e/node_modules is missing or incomplete; run `npm ci --prefix tests/e2e`",
+            install_packages_once(),
+            "tests/e2e/node_modules is missing or incomplete and `npm ci --prefix tests/e2e` did not fix it",
         )
 }
 
@@ -109,5 +136,17 @@ fn a_person_answers_every_ask_tool_in_the_chromium_side_panel() {
         )
     {
         node_test(&["chromium.test.mjs"]);
+    }
+}
+
+#[test]
+fn a_person_answers_the_loopback_form_in_chromium() {
+    if node_ready()
+        && have(
+            chromium().is_file(),
+            "Chromium is not installed (apt-get install chromium)",
+        )
+    {
+        node_test(&["loopback.test.mjs"]);
     }
 }
