@@ -74,7 +74,14 @@ function update(change) {
     const gone = [...expired.expired, ...dropped.dropped];
     for (const id of gone) clearNotification(id);
     if (JSON.stringify(queue) !== before) {
-      await api.storage.session.set({ queue });
+      try {
+        await api.storage.session.set({ queue });
+      } catch (err) {
+        // Over the session-storage quota (a few very large questions): the queue in memory
+        // is still right, so the panel must still be redrawn; only a worker restart would
+        // lose what was not stored.
+        console.warn('him: could not keep the queue in session storage:', err);
+      }
       // A quiet change (a draft) is not redrawn, unless this pass also removed something.
       if (!result?.quiet || gone.length > 0 || queue.notices !== noticesBefore) broadcast();
       updateBadge();

@@ -100,8 +100,11 @@ impl Config {
             fallback,
             auto_reject: Duration::from_millis(millis("HIM_AUTO_REJECT_MS", 400)?),
             // A zero period would spin; 100 ms is already far more often than any client needs.
-            heartbeat: Duration::from_millis(millis("HIM_HEARTBEAT_MS", 10_000)?.max(100)),
-            reconnect_grace: Duration::from_millis(millis("HIM_RECONNECT_GRACE_MS", 15_000)?),
+            heartbeat: Duration::from_millis(millis("HIM_HEARTBEAT_MS", 10_000)?.max(100))
+                .min(MAX_WAIT),
+            // Bounded like every wait: a huge value would overflow the clock arithmetic.
+            reconnect_grace: Duration::from_millis(millis("HIM_RECONNECT_GRACE_MS", 15_000)?)
+                .min(MAX_WAIT),
             runtime_dir,
         })
     }

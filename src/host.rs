@@ -146,7 +146,12 @@ where
                 Vec::new()
             }
             Some(event) = events.recv() => match event {
-                Event::AgentFrame(agent, bytes) => relay.agent_frame(agent, &bytes),
+                // Frames still in flight from a link the host already cut off must not
+                // bring that agent back.
+                Event::AgentFrame(agent, bytes) if agents.contains_key(&agent) => {
+                    relay.agent_frame(agent, &bytes)
+                }
+                Event::AgentFrame(..) => Vec::new(),
                 Event::AgentClosed(agent) => {
                     agents.remove(&agent);
                     relay.agent_closed(agent)

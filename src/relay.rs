@@ -216,7 +216,22 @@ impl Relay {
                     id = id.as_deref().unwrap_or("-"),
                     "extension reported: {message}"
                 );
-                Vec::new()
+                // The extension refused a question (e.g. past its deadline): its agent
+                // must hear it now rather than wait out the timeout.
+                match id.and_then(|id| self.owners.get(&id).map(|&owner| (id, owner))) {
+                    Some((id, owner)) => {
+                        self.forget(&id);
+                        let message = format!("the browser refused the question: {message}");
+                        vec![Effect::ToAgent(
+                            owner,
+                            HostToAgent::Error {
+                                id: Some(id),
+                                message,
+                            },
+                        )]
+                    }
+                    None => Vec::new(),
+                }
             }
         }
     }
@@ -422,6 +437,32 @@ mod tests {
             [Effect::ToAgent(1, HostToAgent::Error { .. })]
         ));
         assert_eq!(r.pending(), 0);
+    }
+
+    #[test]
+    fn a_question_the_extension_refuses_is_reported_to_its_agent_and_forgotten() {
+        let mut r = relay();
+        r.agent_connected(1);
+        r.agent_frame(1, &ask(Q1));
+        let refusal = format!(r#"{{"type":"error","id":"{Q1}","message":"past its deadline"}}"#);
+        let effects = r.extension_frame(refusal.as_bytes());
+        let [
+            Effect::ToAgent(
+                1,
+                HostToAgent::Error {
+                    id: Some(id),
+                    message,
+                },
+            ),
+        ] = &effects[..]
+        else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(id, Q1);
+        assert!(message.contains("past its deadline"));
+        assert_eq!(r.pending(), 0);
+        // An error about nothing we know of is only logged.
+        assert!(r.extension_frame(refusal.as_bytes()).is_empty());
     }
 
     #[test]

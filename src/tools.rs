@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::form::{Choice, Field, FieldType, Form, FormError};
+use crate::form::{Choice, Field, FieldType, Form, FormError, MAX_OPTIONS};
 
 /// Bad tool arguments: becomes a JSON-RPC invalid-params error (or exit code 2 in the CLI)
 /// that names the argument.
@@ -291,7 +291,15 @@ impl AskTextArgs {
 }
 
 fn choices(options: &[OptionArg]) -> Result<Vec<Choice>, ArgError> {
+    // Checked before anything else: the argument can be megabytes from a remote client.
+    if options.len() > MAX_OPTIONS {
+        return Err(arg_error(
+            "options",
+            format!("give at most {MAX_OPTIONS} options (got {})", options.len()),
+        ));
+    }
     let list: Vec<Choice> = options.iter().map(OptionArg::to_choice).collect();
+    let mut seen = std::collections::HashSet::new();
     for (i, choice) in list.iter().enumerate() {
         if choice.label.trim().is_empty() {
             return Err(arg_error(
@@ -299,7 +307,7 @@ fn choices(options: &[OptionArg]) -> Result<Vec<Choice>, ArgError> {
                 "an option needs a non-empty label",
             ));
         }
-        if list[..i].iter().any(|c| c.value == choice.value) {
+        if !seen.insert(choice.value.as_str()) {
             return Err(arg_error(
                 format!("options[{i}]"),
                 format!("{:?} appears twice", choice.label),

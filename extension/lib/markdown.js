@@ -138,7 +138,8 @@ export function parseInline(src) {
       }
     }
     if (c === '<') {
-      const auto = /^<(https?:\/\/[^\s<>]+)>/.exec(src.slice(i));
+      AUTOLINK.lastIndex = i;
+      const auto = AUTOLINK.exec(src);
       const href = auto && safeHref(auto[1]);
       if (href) {
         flush();
@@ -175,10 +176,17 @@ function countRun(src, i, ch) {
 
 // [label](href) with balanced brackets in the label and no spaces in the href
 // (an optional "title" after the href is dropped).
+// Agent text can be long and full of brackets; a label longer than this is not a link,
+// which keeps the scan linear instead of rescanning to the end for every "[".
+const MAX_LINK_LABEL = 1000;
+// Sticky, so it matches at a position without copying the rest of the text.
+const AUTOLINK = /<(https?:\/\/[^\s<>]+)>/y;
+
 function matchLink(src, start) {
   let depth = 0;
   let i = start;
-  for (; i < src.length; i++) {
+  const limit = Math.min(src.length, start + MAX_LINK_LABEL);
+  for (; i < limit; i++) {
     if (src[i] === '\\') {
       i++;
       continue;
@@ -186,7 +194,7 @@ function matchLink(src, start) {
     if (src[i] === '[') depth++;
     else if (src[i] === ']' && --depth === 0) break;
   }
-  if (i >= src.length || src[i + 1] !== '(') return null;
+  if (i >= limit || src[i + 1] !== '(') return null;
   const rest = /^\(\s*<?([^\s()<>]+)>?(?:\s+"[^"]*")?\s*\)/.exec(src.slice(i + 1));
   if (!rest) return null;
   return { label: src.slice(start + 1, i), href: rest[1], end: i + 1 + rest[0].length };

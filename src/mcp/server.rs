@@ -123,6 +123,26 @@ impl From<HostStatus> for BrowserStatus {
     }
 }
 
+/// How a client without a browser can be asked through MCP itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ElicitationMode {
+    None,
+    /// ≤ 2025-11-25: `elicitation/create`.
+    Create,
+    /// 2026-07-28: an `input_required` result, finished on the retry.
+    InputRequired,
+}
+
+impl ElicitationMode {
+    fn name(self) -> &'static str {
+        match self {
+            ElicitationMode::None => "none",
+            ElicitationMode::Create => "elicitation/create",
+            ElicitationMode::InputRequired => "input_required",
+        }
+    }
+}
+
 #[tool_router]
 impl HimServer {
     pub fn new(config: Config) -> HimServer {
@@ -178,11 +198,18 @@ impl HimServer {
             .is_some_and(|e| e.form.is_some() || e.url.is_none())
     }
 
-    /// Whether this request speaks 2026-07-28 or later: no server-to-client requests, so
-    /// elicitation is an `input_required` round trip.
-    fn input_required_era(ctx: &RequestContext<RoleServer>) -> bool {
-        ctx.protocol_version()
-            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+    /// How this client can be elicited, if at all. 2026-07-28 and later forbid
+    /// server-to-client requests, so there elicitation is an `input_required` round trip.
+    fn elicitation_mode(&self, ctx: &RequestContext<RoleServer>) -> ElicitationMode {
+        let input_required_era = ctx
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        match (Self::client_elicitation(ctx), input_required_era) {
+            (false, _) => ElicitationMode::None,
+            (true, true) if self.states.is_some() => ElicitationMode::InputRequired,
+            (true, true) => ElicitationMode::None,
+            (true, false) => ElicitationMode::Create,
+        }
     }
 
     async fn ask(
@@ -220,11 +247,10 @@ impl HimServer {
         let id = prepared.ask.id.clone();
         let asked_ms = prepared.ask.asked_at_ms;
         let timeout = prepared.timeout;
-        let elicitation = match (client_elicitation, Self::input_required_era(&ctx)) {
-            (false, _) => Elicitation::None,
-            (true, true) if self.states.is_some() => Elicitation::OnRetry,
-            (true, true) => Elicitation::None,
-            (true, false) => {
+        let elicitation = match self.elicitation_mode(&ctx) {
+            ElicitationMode::None => Elicitation::None,
+            ElicitationMode::InputRequired => Elicitation::OnRetry,
+            ElicitationMode::Create => {
                 let (peer, form, id) = (ctx.peer.clone(), form.clone(), id.clone());
                 Elicitation::Request(Box::new(move |stop| Box::pin(elicit(peer, form, id, stop))))
             }
@@ -476,12 +502,7 @@ impl HimServer {
             pool.hosts().into_iter().map(BrowserStatus::from).collect();
         let client_elicitation = Self::client_elicitation(&ctx);
         let fallback = self.config.fallback.name().to_owned();
-        let elicitation = match (client_elicitation, Self::input_required_era(&ctx)) {
-            (false, _) => "none",
-            (true, true) if self.states.is_some() => "input_required",
-            (true, true) => "none",
-            (true, false) => "elicitation/create",
-        };
+        let elicitation = self.elicitation_mode(&ctx).name();
         let (otherwise, otherwise_why) = match self.config.fallback {
             FallbackMode::Http => (
                 "http",

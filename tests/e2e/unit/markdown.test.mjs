@@ -75,3 +75,13 @@ test('an indented line continues the list item above it', () => {
   assert.equal(list.items.length, 2);
   assert.deepEqual(list.items[0], [{ type: 'text', text: 'first more' }]);
 });
+
+test('a long run of brackets and angle brackets stays text and a later link still parses', () => {
+  // Before the label scan was bounded this input took minutes (each "[" rescanned to the end).
+  const text = '['.repeat(300_000) + '<'.repeat(300_000) + ' [ok](https://example.org)';
+  const inline = parseInline(text);
+  const link = inline.find((node) => node.type === 'link');
+  assert.equal(link?.href, 'https://example.org/');
+  const textLength = inline.filter((n) => n.type === 'text').reduce((n, t) => n + t.text.length, 0);
+  assert.equal(textLength, 600_001);
+});
