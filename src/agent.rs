@@ -12,7 +12,7 @@
 //! The pool decides nothing about answers: the first one goes to the question's owner
 //! (`question.rs`), which closes the question, and closing withdraws it everywhere else.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -80,7 +80,6 @@ struct Entry {
 struct State {
     links: HashMap<PathBuf, Link>,
     questions: HashMap<String, Entry>,
-    connecting: HashSet<PathBuf>,
     scanner: bool,
 }
 
@@ -89,6 +88,9 @@ struct Shared {
     hello: Bytes,
     state: Mutex<State>,
     link_count: watch::Sender<usize>,
+    /// One scan at a time. A question opened while another scan is still connecting must
+    /// wait for it: otherwise it finds no link yet and concludes no browser is there.
+    scanning: tokio::sync::Mutex<()>,
 }
 
 impl Shared {
@@ -125,6 +127,7 @@ impl Pool {
                 hello,
                 state: Mutex::new(State::default()),
                 link_count: watch::channel(0).0,
+                scanning: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -292,19 +295,17 @@ async fn rescan_while_waiting(shared: Arc<Shared>) {
 }
 
 async fn scan(shared: &Arc<Shared>) {
+    let _turn = shared.scanning.lock().await;
     let candidates: Vec<PathBuf> = {
-        let mut state = shared.state();
-        let fresh: Vec<PathBuf> = runtime::list_host_sockets(&shared.runtime_dir)
+        let state = shared.state();
+        runtime::list_host_sockets(&shared.runtime_dir)
             .into_iter()
-            .filter(|p| !state.links.contains_key(p) && !state.connecting.contains(p))
-            .collect();
-        state.connecting.extend(fresh.iter().cloned());
-        fresh
+            .filter(|p| !state.links.contains_key(p))
+            .collect()
     };
     for path in candidates {
         let result = connect(&path).await;
         let mut state = shared.state();
-        state.connecting.remove(&path);
         match result {
             Ok(stream) => attach(shared, &mut state, path, stream),
             Err(err) if err.kind() == io::ErrorKind::ConnectionRefused => {
