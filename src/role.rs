@@ -65,11 +65,13 @@ pub fn run_host(launch: BrowserLaunch) -> ExitCode {
         }
     };
     let dir = crate::runtime::runtime_dir();
-    match runtime.block_on(crate::host::run(
-        &dir,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-    )) {
+    // The browser's pipe, read and written on the reactor rather than through tokio's
+    // blocking pool (a thread hand-off per frame); falls back to that pool for anything
+    // that is not a pipe.
+    match runtime.block_on(async {
+        let (stdin, stdout) = rmcp::transport::stdio_pipes();
+        crate::host::run(&dir, stdin, stdout).await
+    }) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("him host: {err}");

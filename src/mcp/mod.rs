@@ -27,14 +27,18 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         }
         return http::serve(&args, config);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: a session's work is a few messages a second, and every hand-off between
+    // threads (runtime workers, the blocking pool behind tokio's stdin and stdout) costs a
+    // wake-up on each hop of a round trip. BENCHMARKS.md has the figures.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async move {
         let server = HimServer::new(config);
         let pool_owner = server.clone();
-        let service = server.serve(rmcp::transport::stdio()).await?;
+        // Non-blocking pipes when the client gave us pipes (the usual case), on their own
+        // open file descriptions so our stdio stays blocking for anything we spawn.
+        let service = server.serve(rmcp::transport::stdio_pipes()).await?;
         let reason = service.waiting().await;
         // The client is gone: whatever it asked can no longer be answered to anyone.
         pool_owner.shutdown();
