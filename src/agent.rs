@@ -73,7 +73,9 @@ struct Link {
 
 struct Entry {
     ask_frame: Bytes,
-    events: mpsc::UnboundedSender<HostEvent>,
+    /// Boxed: a channel allocates room for 32 messages up front, and every pending
+    /// question has one; 32 pointers instead of 32 events saves ~3.7 KiB a question.
+    events: mpsc::UnboundedSender<Box<HostEvent>>,
 }
 
 #[derive(Default)]
@@ -217,7 +219,7 @@ pub enum Signal {
 pub struct Question {
     id: String,
     sent_to: usize,
-    events: mpsc::UnboundedReceiver<HostEvent>,
+    events: mpsc::UnboundedReceiver<Box<HostEvent>>,
     link_count: watch::Receiver<usize>,
     shared: Arc<Shared>,
     closed: bool,
@@ -243,7 +245,7 @@ impl Question {
     /// number of linked hosts changed.
     pub async fn next_signal(&mut self) -> Signal {
         tokio::select! {
-            event = self.events.recv() => Signal::Event(event),
+            event = self.events.recv() => Signal::Event(event.map(|e| *e)),
             changed = self.link_count.changed(), if !self.pool_gone => {
                 if changed.is_err() {
                     self.pool_gone = true;
@@ -393,7 +395,7 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
     let mut state = shared.state();
     let to_question = |state: &State, id: &str, event: HostEvent| {
         if let Some(entry) = state.questions.get(id) {
-            let _ = entry.events.send(event);
+            let _ = entry.events.send(Box::new(event));
         }
     };
     match message {
