@@ -145,6 +145,7 @@ fn latencies(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
 
     let mut rmcp_samples = Vec::new();
     let mut raw_samples = Vec::new();
+    let mut ping_samples = Vec::new();
     let mut floor_samples = Vec::new();
 
     let rmcp_call = |i: usize| -> Result<Duration, BoxError> {
@@ -191,6 +192,11 @@ fn latencies(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
             n += 1;
             rmcp_samples.push(rmcp_call(n)?);
         }
+        for _ in 0..per_round {
+            n += 1;
+            let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"ping\"}}\n");
+            ping_samples.push(timed(|| raw.request(line.as_bytes()))?);
+        }
     }
     let errors = host.stand_in.errors.load(Ordering::SeqCst);
     if errors > 0 {
@@ -200,6 +206,7 @@ fn latencies(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
     let floor_stats = Stats::of(&mut floor_samples);
     let raw_stats = Stats::of(&mut raw_samples);
     let rmcp_stats = Stats::of(&mut rmcp_samples);
+    let ping_stats = Stats::of(&mut ping_samples);
     let mut report = String::from("## Round trip (sequential questions, answered at once)\n\n");
     report.push_str(&format!(
         "{} questions per path, in {} interleaved rounds after {} warm-up each.\n\n",
@@ -213,6 +220,10 @@ fn latencies(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
         ("floor (relays that only frame bytes)", &floor_stats),
         ("him, raw JSON-RPC client", &raw_stats),
         ("him, rmcp client", &rmcp_stats),
+        (
+            "for scale: `ping` to him serve (rmcp and one pipe pair only)",
+            &ping_stats,
+        ),
     ] {
         report.push_str(&format!(
             "| {name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2}× | {:.2}× |\n",
