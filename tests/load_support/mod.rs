@@ -155,7 +155,7 @@ impl AgentProcess {
         let stdin = child.stdin.take().expect("stdin");
         let handler = TestClient {
             name: name.into(),
-            progress: Arc::default(),
+            ..TestClient::default()
         };
         let client = handler
             .serve((stdout, stdin))
