@@ -83,6 +83,8 @@ struct State {
     links: HashMap<PathBuf, Link>,
     questions: HashMap<String, Entry>,
     scanner: bool,
+    /// Set by `shutdown`: no new links, so an ended session's pool frees its sockets.
+    closed: bool,
 }
 
 struct Shared {
@@ -192,6 +194,10 @@ impl Pool {
     }
 
     /// Withdraws every open question (the agent is going away).
+    ///
+    /// The links close too, once their queued withdrawals are written: each link task ends
+    /// when its queue's sender is dropped here. Without this, every ended HTTP session
+    /// would keep a socket and two tasks per host for as long as the host runs.
     pub fn shutdown(&self) {
         let mut state = self.shared.state();
         let ids: Vec<String> = state.questions.drain().map(|(id, _)| id).collect();
@@ -204,6 +210,9 @@ impl Pool {
                 let _ = link.outgoing.send(frame.clone());
             }
         }
+        state.closed = true;
+        state.links.clear();
+        self.shared.publish_link_count(&state);
     }
 }
 
@@ -300,22 +309,47 @@ async fn scan(shared: &Arc<Shared>) {
     let _turn = shared.scanning.lock().await;
     let candidates: Vec<PathBuf> = {
         let state = shared.state();
+        if state.closed {
+            return;
+        }
         runtime::list_host_sockets(&shared.runtime_dir)
             .into_iter()
             .filter(|p| !state.links.contains_key(p))
             .collect()
     };
+    // Only a private directory is trusted with connections and clean-up (DESIGN.md §1):
+    // in one that others can write, a "stale socket" could be anyone's file. Checked only
+    // when there is something new, so a wait with no new host costs nothing extra.
+    if !candidates.is_empty() && !runtime_dir_is_private(&shared.runtime_dir) {
+        return;
+    }
     for path in candidates {
         let result = connect(&path).await;
         let mut state = shared.state();
         match result {
             Ok(stream) => attach(shared, &mut state, path, stream),
             Err(err) if err.kind() == io::ErrorKind::ConnectionRefused => {
-                // Nobody listens: a host that died without cleaning up.
-                tracing::debug!(socket = %path.display(), "removing stale host socket");
-                let _ = std::fs::remove_file(&path);
+                // Nobody listens: a host that died without cleaning up; unless its process
+                // is alive, when it is still between bind and listen.
+                if !runtime::socket_owner_alive(&path) {
+                    tracing::debug!(socket = %path.display(), "removing stale host socket");
+                    let _ = std::fs::remove_file(&path);
+                }
             }
             Err(err) => tracing::debug!(socket = %path.display(), "cannot use host socket: {err}"),
+        }
+    }
+}
+
+fn runtime_dir_is_private(runtime_dir: &Path) -> bool {
+    let uid = runtime::current_uid();
+    let verdict = runtime::check_private_dir(runtime_dir, uid)
+        .and_then(|()| runtime::check_private_dir(&runtime::hosts_dir(runtime_dir), uid));
+    match verdict {
+        Ok(()) => true,
+        Err(err) => {
+            tracing::warn!("not using any browser: {err}");
+            false
         }
     }
 }

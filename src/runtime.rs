@@ -184,6 +184,22 @@ pub fn list_host_sockets(runtime: &Path) -> Vec<PathBuf> {
     sockets
 }
 
+/// Whether the process that named this socket (`<pid>.sock`) still runs. A socket that
+/// refuses connections while its process lives is one between bind and listen, not stale.
+pub fn socket_owner_alive(socket: &Path) -> bool {
+    let pid = socket
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .and_then(|stem| stem.parse::<i32>().ok())
+        .filter(|&pid| pid > 0);
+    let Some(pid) = pid else { return false };
+    // SAFETY: kill with signal 0 sends nothing; it only asks whether `pid` exists, and
+    // touches no memory of ours.
+    #[allow(unsafe_code)]
+    let found = unsafe { libc::kill(pid, 0) } == 0;
+    found || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// This process's real uid.
 pub fn current_uid() -> u32 {
     // SAFETY: getuid has no preconditions, cannot fail and touches no memory of ours.
@@ -258,6 +274,15 @@ mod tests {
             ensure_private_dir(&file),
             Err(RuntimeError::NotADirectory(_))
         ));
+    }
+
+    #[test]
+    fn a_socket_named_after_a_live_process_is_not_stale() {
+        let me = socket_path(Path::new("/r"), std::process::id());
+        assert!(socket_owner_alive(&me));
+        // Pids are below 2^22 on Linux and 99999 on macOS.
+        assert!(!socket_owner_alive(Path::new("/r/hosts/2147483646.sock")));
+        assert!(!socket_owner_alive(Path::new("/r/hosts/not-a-pid.sock")));
     }
 
     #[test]
