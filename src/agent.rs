@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, watch};
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -33,6 +34,9 @@ use crate::runtime;
 /// How often the runtime directory is rescanned while a question waits. Connecting to a
 /// local socket is cheap; a person will not notice a quarter of a second.
 pub const RESCAN_INTERVAL: Duration = Duration::from_millis(250);
+
+/// How long a closing link waits for the host to acknowledge the end of its frames.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// What a host said about one question.
 #[derive(Debug, Clone, PartialEq)]
@@ -409,7 +413,16 @@ async fn run_link(
                         break;
                     }
                 }
-                None => break,
+                None => {
+                    // The pool closed. Closing a Unix socket with the host's frames still
+                    // unread resets the connection, and the host can lose what we sent
+                    // last (the withdrawals); so end our side, and read until the host
+                    // ends its own.
+                    let _ = sink.get_mut().shutdown().await;
+                    let drain = async { while let Some(Ok(_)) = frames.next().await {} };
+                    let _ = tokio::time::timeout(CLOSE_GRACE, drain).await;
+                    break;
+                }
             },
         }
     }

@@ -27,7 +27,7 @@ fn pool(runtime: &std::path::Path) -> Pool {
 
 fn ask() -> Ask {
     Ask {
-        id: him::random::question_id().unwrap(),
+        id: him::random::question_id().expect("a question id"),
         form: json!({"title": "t", "fields": [{"name": "a", "type": "text", "label": "A"}]}),
         timeout_ms: 60_000,
         asked_at_ms: 0,
@@ -79,7 +79,7 @@ async fn an_agent_neither_connects_nor_deletes_in_a_directory_others_can_write()
     let hosts = runtime.path().join("hosts");
     std::fs::create_dir(&hosts).unwrap();
     let stale = hosts.join("999999.sock");
-    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    leave_stale_socket(&stale);
     std::fs::set_permissions(&hosts, std::fs::Permissions::from_mode(0o777)).unwrap();
     assert_eq!(pool(runtime.path()).scan().await, 0);
     assert!(

@@ -200,7 +200,7 @@ async fn a_stale_socket_is_removed_and_does_not_count_as_a_browser() {
     let hosts = runtime.path().join("hosts");
     std::fs::create_dir_all(&hosts).unwrap();
     let stale = hosts.join("999999.sock");
-    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    leave_stale_socket(&stale);
     assert!(stale.exists());
     let (agent, _) = start_agent(runtime.path(), "agent", &[]).await;
     let result = call(&agent, "ask_text", json!({"question": "Anyone?"})).await;

@@ -49,6 +49,26 @@ pub fn sockets(runtime: &Path) -> Vec<PathBuf> {
     him::runtime::list_host_sockets(runtime)
 }
 
+/// Leaves a socket file nobody listens on, as a host killed with SIGKILL does. Bound by a
+/// child process that exits at once: bound here, the listening socket could live on for a
+/// moment in a child that another test is spawning (fork copies every descriptor until
+/// exec), and a connect in that moment would succeed.
+pub fn leave_stale_socket(path: &Path) {
+    let status = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])",
+        ])
+        .arg(path)
+        .status()
+        .expect("python3 binds a socket");
+    assert!(
+        status.success() && path.exists(),
+        "could not leave a stale socket at {}",
+        path.display()
+    );
+}
+
 pub async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     while !check() {
