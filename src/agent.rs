@@ -87,6 +87,8 @@ struct State {
     links: HashMap<PathBuf, Link>,
     questions: HashMap<String, Entry>,
     scanner: bool,
+    /// When the runtime directory was last listed.
+    last_scan: Option<std::time::Instant>,
     /// Set by `shutdown`: no new links, so an ended session's pool frees its sockets.
     closed: bool,
 }
@@ -161,7 +163,17 @@ impl Pool {
 
     /// Sends a question to every host (now and later) until the returned handle closes.
     pub async fn open(&self, ask: Ask) -> Question {
-        scan(&self.shared).await;
+        // With a browser linked and the directory listed moments ago, a host newer than
+        // that is found by the rescan that runs while the question waits; listing again
+        // here would only cost every question a handful of system calls.
+        let recently_scanned = {
+            let state = self.shared.state();
+            !state.links.is_empty()
+                && state.last_scan.is_some_and(|at| at.elapsed() < RESCAN_INTERVAL)
+        };
+        if !recently_scanned {
+            scan(&self.shared).await;
+        }
         let (events_tx, events) = mpsc::unbounded_channel();
         let id = ask.id.clone();
         let ask_frame = protocol::encode(&AgentToHost::Ask(ask));
@@ -312,10 +324,11 @@ async fn rescan_while_waiting(shared: Arc<Shared>) {
 async fn scan(shared: &Arc<Shared>) {
     let _turn = shared.scanning.lock().await;
     let candidates: Vec<PathBuf> = {
-        let state = shared.state();
+        let mut state = shared.state();
         if state.closed {
             return;
         }
+        state.last_scan = Some(std::time::Instant::now());
         runtime::list_host_sockets(&shared.runtime_dir)
             .into_iter()
             .filter(|p| !state.links.contains_key(p))

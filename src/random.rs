@@ -1,11 +1,21 @@
 //! Unguessable identifiers: question ids and loopback-form tokens (128 bits, hex).
 
 use std::io::Read;
+use std::sync::OnceLock;
 
 /// `n` bytes from the operating system's CSPRNG, as lowercase hex.
 pub fn random_hex(n: usize) -> std::io::Result<String> {
+    // Opened once: every question needs an id, and reopening costs two system calls more.
+    static URANDOM: OnceLock<std::fs::File> = OnceLock::new();
+    let file = match URANDOM.get() {
+        Some(file) => file,
+        None => {
+            let opened = std::fs::File::open("/dev/urandom")?;
+            URANDOM.get_or_init(|| opened)
+        }
+    };
     let mut bytes = vec![0u8; n];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    (&*file).read_exact(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
