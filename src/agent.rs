@@ -169,7 +169,9 @@ impl Pool {
         let recently_scanned = {
             let state = self.shared.state();
             !state.links.is_empty()
-                && state.last_scan.is_some_and(|at| at.elapsed() < RESCAN_INTERVAL)
+                && state
+                    .last_scan
+                    .is_some_and(|at| at.elapsed() < RESCAN_INTERVAL)
         };
         if !recently_scanned {
             scan(&self.shared).await;
