@@ -79,10 +79,6 @@ impl FrameCodec {
             .new_codec();
         FrameCodec { inner, max }
     }
-
-    pub fn max(&self) -> usize {
-        self.max
-    }
 }
 
 impl Decoder for FrameCodec {

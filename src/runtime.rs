@@ -214,6 +214,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_rule_that_chose_the_directory_is_named() {
+        let tmp = Path::new("/tmp");
+        assert_eq!(
+            locate(Some("/r".into()), Some("/run/user/7".into()), tmp, 7),
+            (PathBuf::from("/r"), "HIM_RUNTIME_DIR")
+        );
+        assert_eq!(
+            locate(None, Some("/run/user/7".into()), tmp, 7).1,
+            "XDG_RUNTIME_DIR"
+        );
+        assert_eq!(locate(None, None, tmp, 7).1, "the temporary folder");
+    }
+
+    #[test]
     fn him_runtime_dir_wins_then_xdg_then_temp() {
         let tmp = Path::new("/tmp");
         assert_eq!(

@@ -14,7 +14,6 @@
 //! the command prints them. The side panel "cannot work" — exit 1 — when no browser has a
 //! valid manifest (and no host is connected), or the runtime directory would be refused.
 
-use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -108,8 +107,8 @@ pub fn render(sections: &[Section]) -> String {
 
 pub fn run() -> Result<ExitCode, BoxError> {
     let ctx = Context::from_env()?;
-    let uid = effective_uid();
-    let (runtime, source) = runtime_dir(
+    let uid = crate::runtime::current_uid();
+    let (runtime, source) = crate::runtime::locate(
         std::env::var_os("HIM_RUNTIME_DIR"),
         std::env::var_os("XDG_RUNTIME_DIR"),
         &std::env::temp_dir(),
@@ -353,16 +352,6 @@ fn is_executable(_meta: &std::fs::Metadata) -> bool {
     true
 }
 
-/// Where host sockets live (DESIGN.md §1), and which rule chose it.
-pub fn runtime_dir(
-    him_runtime_dir: Option<OsString>,
-    xdg_runtime_dir: Option<OsString>,
-    temp_dir: &Path,
-    uid: u32,
-) -> (PathBuf, &'static str) {
-    crate::runtime::locate(him_runtime_dir, xdg_runtime_dir, temp_dir, uid)
-}
-
 /// Whether the runtime directory is one the host and agents will use: ours, and not
 /// writable by anyone else. `false` means they would refuse it.
 #[cfg(unix)]
@@ -448,10 +437,6 @@ pub fn check_runtime_dir(dir: &Path, source: &str, _uid: u32) -> (Vec<Finding>, 
     (vec![f], true)
 }
 
-pub fn effective_uid() -> u32 {
-    crate::runtime::current_uid()
-}
-
 /// What a host said in its `welcome` (DESIGN.md §3); each field only when present.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Welcome {
@@ -535,11 +520,6 @@ pub enum Probe {
     Stale(String),
 }
 
-/// The host sockets in `<runtime>/hosts/`, sorted.
-pub fn host_sockets(runtime: &Path) -> Vec<PathBuf> {
-    crate::runtime::list_host_sockets(runtime)
-}
-
 #[cfg(unix)]
 pub fn probe(sock: &Path) -> Probe {
     use std::os::unix::net::UnixStream;
@@ -563,7 +543,7 @@ pub fn probe(_sock: &Path) -> Probe {
 /// One finding per host socket (or one warning when there is none); `true` when a host
 /// answered.
 pub fn check_connection(runtime: &Path) -> (Vec<Finding>, bool) {
-    let socks = host_sockets(runtime);
+    let socks = crate::runtime::list_host_sockets(runtime);
     let mut findings = Vec::new();
     let mut live = false;
     for sock in &socks {
@@ -666,19 +646,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_runtime_dir_follows_design_section_1() {
-        let t = Path::new("/tmp");
-        let (d, src) = runtime_dir(Some("/r".into()), Some("/run/user/7".into()), t, 7);
-        assert_eq!((d, src), (PathBuf::from("/r"), "HIM_RUNTIME_DIR"));
-        let (d, _) = runtime_dir(Some("".into()), Some("/run/user/7".into()), t, 7);
-        assert_eq!(d, PathBuf::from("/run/user/7/him"));
-        let (d, _) = runtime_dir(None, Some("relative".into()), t, 7);
-        assert_eq!(d, PathBuf::from("/tmp/him-7"));
-        let (d, _) = runtime_dir(None, None, t, 7);
-        assert_eq!(d, PathBuf::from("/tmp/him-7"));
-    }
-
-    #[test]
     fn a_welcome_is_read_after_hello() {
         // The stream replays the host's side; what we wrote is checked afterwards.
         struct Duplex {
@@ -759,7 +726,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("run");
         std::fs::create_dir(&dir).unwrap();
-        let uid = effective_uid();
+        let uid = crate::runtime::current_uid();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o770)).unwrap();
         let (f, ok) = check_runtime_dir(&dir, "test", uid);
         assert!(!ok);
