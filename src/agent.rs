@@ -27,7 +27,8 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::frame::{FrameCodec, MAX_INBOUND};
 use crate::protocol::{
-    self, AgentInfo, AgentToHost, Answer, Ask, ExtensionInfo, HostToAgent, PROTOCOL, WithdrawReason,
+    self, AgentInfo, AgentToHost, Answer, AskFrame, ExtensionInfo, HostToAgent, PROTOCOL,
+    WithdrawReason,
 };
 use crate::runtime;
 
@@ -77,9 +78,9 @@ struct Link {
 
 struct Entry {
     ask_frame: Bytes,
-    /// Boxed: a channel allocates room for 32 messages up front, and every pending
-    /// question has one; 32 pointers instead of 32 events saves ~3.7 KiB a question.
-    events: mpsc::UnboundedSender<Box<HostEvent>>,
+    /// A `futures` channel, which allocates per message: every pending question has one,
+    /// and tokio's allocates a cache-padded channel and a 32-slot block up front (~800 B).
+    events: futures::channel::mpsc::UnboundedSender<HostEvent>,
 }
 
 #[derive(Default)]
@@ -162,7 +163,7 @@ impl Pool {
     }
 
     /// Sends a question to every host (now and later) until the returned handle closes.
-    pub async fn open(&self, ask: Ask) -> Question {
+    pub async fn open(&self, ask: AskFrame) -> Question {
         // With a browser linked and the directory listed moments ago, a host newer than
         // that is found by the rescan that runs while the question waits; listing again
         // here would only cost every question a handful of system calls.
@@ -176,9 +177,11 @@ impl Pool {
         if !recently_scanned {
             scan(&self.shared).await;
         }
-        let (events_tx, events) = mpsc::unbounded_channel();
-        let id = ask.id.clone();
-        let ask_frame = protocol::encode(&AgentToHost::Ask(ask));
+        let (events_tx, events) = futures::channel::mpsc::unbounded();
+        let AskFrame {
+            id,
+            bytes: ask_frame,
+        } = ask;
         // Counted and subscribed under the lock that sends, so a host that dies right
         // after it got the question still shows up as a change of the count.
         let (sent_to, link_count) = {
@@ -246,7 +249,7 @@ pub enum Signal {
 pub struct Question {
     id: String,
     sent_to: usize,
-    events: mpsc::UnboundedReceiver<Box<HostEvent>>,
+    events: futures::channel::mpsc::UnboundedReceiver<HostEvent>,
     link_count: watch::Receiver<usize>,
     shared: Arc<Shared>,
     closed: bool,
@@ -272,7 +275,7 @@ impl Question {
     /// number of linked hosts changed.
     pub async fn next_signal(&mut self) -> Signal {
         tokio::select! {
-            event = self.events.recv() => Signal::Event(event.map(|e| *e)),
+            event = self.events.next() => Signal::Event(event),
             changed = self.link_count.changed(), if !self.pool_gone => {
                 if changed.is_err() {
                     self.pool_gone = true;
@@ -457,7 +460,7 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
     let mut state = shared.state();
     let to_question = |state: &State, id: &str, event: HostEvent| {
         if let Some(entry) = state.questions.get(id) {
-            let _ = entry.events.send(Box::new(event));
+            let _ = entry.events.unbounded_send(event);
         }
     };
     match message {

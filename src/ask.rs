@@ -55,12 +55,12 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
             let _ = tokio::signal::ctrl_c().await;
         };
         // The loopback form's address, for a person running this in a terminal.
-        let notice = |message: String| eprintln!("him: {message}");
-        let channels = asking::Channels::without_elicitation(&notice);
-        match asking::ask(&pool, &config, prepared, channels, interrupted).await {
+        let notice = Box::new(|message: String| eprintln!("him: {message}"));
+        let channels = asking::Channels::without_elicitation(notice);
+        match asking::ask(&pool, &config, Box::new(prepared), channels, interrupted).await {
             asking::Asked::Done(result) => *result,
             // Only an MCP session offers elicitation; `him ask` never does.
-            asking::Asked::InputRequired => unreachable!("him ask offers no elicitation"),
+            asking::Asked::InputRequired(_) => unreachable!("him ask offers no elicitation"),
         }
     });
     let mut stdout = std::io::stdout().lock();

@@ -32,7 +32,7 @@ use crate::fallback::loopback::{Loopback, LoopbackEnd};
 use crate::form::Form;
 use crate::frame::MAX_TO_BROWSER;
 use crate::outcome::{self, AskResult, CallContext, Via};
-use crate::protocol::{self, Action, AgentToHost, Answer, Ask, WithdrawReason};
+use crate::protocol::{Action, Answer, Ask, AskFrame, WithdrawReason};
 use crate::question::{self, Outcome, WaitOptions};
 use crate::tools::{ArgError, ToolKind};
 
@@ -40,8 +40,10 @@ use crate::tools::{ArgError, ToolKind};
 const LABEL_ROOM: usize = 16 * 1024;
 
 /// A question ready to go: its id and the frame the hosts will get.
+#[derive(Debug)]
 pub struct Prepared {
-    pub ask: Ask,
+    pub ask: AskFrame,
+    pub asked_at_ms: u64,
     pub form: Form,
     pub tool: ToolKind,
     pub timeout: Duration,
@@ -78,7 +80,8 @@ pub fn prepare(tool: ToolKind, form: Form, timeout: Duration) -> Result<Prepared
         timeout_ms: timeout.as_millis() as u64,
         asked_at_ms,
     };
-    let size = protocol::encode(&AgentToHost::Ask(ask.clone())).len();
+    let ask = AskFrame::new(ask);
+    let size = ask.bytes.len();
     if size + LABEL_ROOM > MAX_TO_BROWSER {
         let argument = if tool == ToolKind::Form {
             "fields"
@@ -95,6 +98,7 @@ pub fn prepare(tool: ToolKind, form: Form, timeout: Duration) -> Result<Prepared
     }
     Ok(Prepared {
         ask,
+        asked_at_ms,
         form,
         tool,
         timeout,
@@ -132,12 +136,12 @@ pub struct Channels<'a> {
     pub client_elicitation: bool,
     pub elicitation: Elicitation<'a>,
     /// Tells the agent's side something at once (the loopback form's URL).
-    pub notice: &'a (dyn Fn(String) + Send + Sync),
+    pub notice: Box<dyn Fn(String) + Send + Sync + 'a>,
 }
 
 impl<'a> Channels<'a> {
     /// The browser and the configured fallback only (`him ask`).
-    pub fn without_elicitation(notice: &'a (dyn Fn(String) + Send + Sync)) -> Channels<'a> {
+    pub fn without_elicitation(notice: Box<dyn Fn(String) + Send + Sync + 'a>) -> Channels<'a> {
         Channels {
             client_elicitation: false,
             elicitation: Elicitation::None,
@@ -150,8 +154,9 @@ impl<'a> Channels<'a> {
 #[derive(Debug)]
 pub enum Asked {
     Done(Box<AskResult>),
-    /// The client must show the form itself and call again (2026-07-28 elicitation).
-    InputRequired,
+    /// The client must show the form itself and call again (2026-07-28 elicitation); the
+    /// question comes back for the caller to describe.
+    InputRequired(Box<Prepared>),
 }
 
 /// Asks the person through the channel chain and returns the finished result. `cancelled`
@@ -159,7 +164,7 @@ pub enum Asked {
 pub async fn ask(
     pool: &Pool,
     config: &Config,
-    prepared: Prepared,
+    prepared: Box<Prepared>,
     channels: Channels<'_>,
     cancelled: impl Future<Output = ()>,
 ) -> Asked {
@@ -203,10 +208,19 @@ pub async fn ask(
             .push_str(" The form asks for a password, which must not go through MCP elicitation.");
     }
     match channels.elicitation {
-        Elicitation::OnRetry if elicitable => return Asked::InputRequired,
+        Elicitation::OnRetry if elicitable => return Asked::InputRequired(prepared),
         Elicitation::Request(request) if elicitable => {
             let shown = Instant::now();
-            match beside_browser(pool, &prepared, deadline, cancelled.as_mut(), request).await {
+            // Boxed, as is the loopback race below: the future of every waiting call is
+            // sized by its largest branch, and these run for few of them.
+            let race = Box::pin(beside_browser(
+                pool,
+                &prepared,
+                deadline,
+                cancelled.as_mut(),
+                request,
+            ));
+            match race.await {
                 Race::Channel(ElicitEnd::Reply(answer)) => {
                     return done(elicitation_result(
                         &cx(started),
@@ -258,13 +272,13 @@ pub async fn ask(
         Err(err) => tracing::warn!(%url, "loopback form not opened: {err}"),
     }
     (channels.notice)(format!("{reason} Answer in the browser: {url}"));
-    let race = beside_browser(
+    let race = Box::pin(beside_browser(
         pool,
         &prepared,
         deadline,
         cancelled.as_mut(),
         Box::new(|stop| Box::pin(loopback.serve(stop))),
-    )
+    ))
     .await;
     let cx = cx(started);
     let mut result = match race {

@@ -164,6 +164,9 @@ where
                 Effect::ToExtension(message) => {
                     let _ = to_extension.send(protocol::encode(&message));
                 }
+                Effect::AskToExtension(frame) => {
+                    let _ = to_extension.send(frame);
+                }
                 Effect::ToAgent(agent, message) => {
                     deliver(&mut agents, &mut relay, &to_extension, agent, &message);
                 }

@@ -32,6 +32,23 @@ pub struct Ask {
     pub asked_at_ms: u64,
 }
 
+/// An `ask` encoded once, for every host it goes to now and every host that appears while
+/// it waits. Bytes are shared, not copied, and no JSON tree of the form stays alive.
+#[derive(Debug, Clone)]
+pub struct AskFrame {
+    pub id: String,
+    pub bytes: Bytes,
+}
+
+impl AskFrame {
+    pub fn new(ask: Ask) -> AskFrame {
+        AskFrame {
+            id: ask.id.clone(),
+            bytes: encode(&AgentToHost::Ask(ask)),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WithdrawReason {
@@ -220,6 +237,17 @@ impl ProtocolError {
 }
 
 pub fn decode<M: Message>(bytes: &[u8]) -> Result<M, ProtocolError> {
+    // Every well-formed message decodes straight into its type in one pass. Only a frame
+    // that fails is parsed again as a JSON tree, to tell the sender which way it is bad.
+    match serde_json::from_slice::<M>(bytes) {
+        Ok(message) => Ok(message),
+        Err(_) => classify(bytes),
+    }
+}
+
+/// Why `bytes` is not a message of `M` (or, should the tree accept what the one-pass
+/// decoder did not, the message after all).
+fn classify<M: Message>(bytes: &[u8]) -> Result<M, ProtocolError> {
     let value: Value =
         serde_json::from_slice(bytes).map_err(|e| ProtocolError::NotJson(e.to_string()))?;
     let Value::Object(object) = &value else {

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use crate::agent::{HostEvent, Pool, Question, Signal};
 use crate::form::{AnswerError, Form};
-use crate::protocol::{Action, Answer, Ask, WithdrawReason};
+use crate::protocol::{Action, Answer, AskFrame, WithdrawReason};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -73,7 +73,7 @@ pub fn judge(form: &Form, answer: Answer) -> Outcome {
 pub async fn wait(
     pool: &Pool,
     form: &Form,
-    ask: Ask,
+    ask: AskFrame,
     options: WaitOptions,
     cancelled: impl Future<Output = ()>,
 ) -> Outcome {

@@ -5,6 +5,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use bytes::Bytes;
+
 use crate::frame::MAX_TO_BROWSER;
 use crate::protocol::{
     self, AgentInfo, AgentToHost, Ask, ExtensionInfo, ExtensionToHost, HostInfo, HostToAgent,
@@ -17,6 +19,9 @@ pub type AgentId = u64;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     ToExtension(HostToExtension),
+    /// A question for the extension, already encoded: its size had to be checked against
+    /// the browser's limit, and the host sends these bytes rather than encoding it again.
+    AskToExtension(Bytes),
     ToAgent(AgentId, HostToAgent),
 }
 
@@ -160,19 +165,22 @@ impl Relay {
             project: state.project.clone(),
             ask,
         });
-        let size = protocol::encode(&labelled).len();
-        let HostToExtension::Ask(LabelledAsk { ask, .. }) = &labelled else {
+        let frame = protocol::encode(&labelled);
+        let HostToExtension::Ask(LabelledAsk { ask, .. }) = labelled else {
             unreachable!()
         };
-        if size > MAX_TO_BROWSER {
+        if frame.len() > MAX_TO_BROWSER {
             return refuse(
-                ask.id.clone(),
-                format!("question is {size} bytes; the browser accepts at most {MAX_TO_BROWSER}"),
+                ask.id,
+                format!(
+                    "question is {} bytes; the browser accepts at most {MAX_TO_BROWSER}",
+                    frame.len()
+                ),
             );
         }
         state.questions.insert(ask.id.clone());
-        self.owners.insert(ask.id.clone(), agent);
-        vec![Effect::ToExtension(labelled)]
+        self.owners.insert(ask.id, agent);
+        vec![Effect::AskToExtension(frame)]
     }
 
     pub fn extension_frame(&mut self, bytes: &[u8]) -> Vec<Effect> {
@@ -336,8 +344,11 @@ mod tests {
             [Effect::ToAgent(1, HostToAgent::Welcome { .. })]
         ));
         let effects = r.agent_frame(1, &ask(Q1));
-        let [Effect::ToExtension(HostToExtension::Ask(labelled))] = &effects[..] else {
+        let [Effect::AskToExtension(frame)] = &effects[..] else {
             panic!("{effects:?}")
+        };
+        let Ok(HostToExtension::Ask(labelled)) = serde_json::from_slice(frame) else {
+            panic!("not an ask: {frame:?}")
         };
         assert_eq!(labelled.agent.name, "cursor");
         assert_eq!(labelled.project.as_deref(), Some("proj"));

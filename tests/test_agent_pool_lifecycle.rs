@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use common::*;
 use him::agent::{Identity, Pool};
-use him::protocol::{AgentInfo, Ask};
+use him::protocol::{AgentInfo, Ask, AskFrame};
 use serde_json::json;
 
 fn pool(runtime: &std::path::Path) -> Pool {
@@ -50,7 +50,7 @@ async fn a_shut_down_pool_withdraws_its_questions_then_closes_its_links() {
     let mut ext = FakeExtension::start(runtime.path()).await;
     let idle = host_sockets_open(ext.pid);
     let pool = pool(runtime.path());
-    let question = pool.open(ask()).await;
+    let question = pool.open(AskFrame::new(ask())).await;
     let asked = ext.take_ask().await;
     assert_eq!(
         host_sockets_open(ext.pid),

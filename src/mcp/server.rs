@@ -4,6 +4,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::params::Parameters;
+use futures::future::{BoxFuture, Either};
+use futures::{FutureExt, StreamExt};
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
@@ -18,7 +20,6 @@ use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::elicitation::{self, INPUT_KEY, RetryState, StateCodec};
@@ -212,70 +213,93 @@ impl HimServer {
         }
     }
 
-    async fn ask(
+    /// Decides at once whatever can be decided, then waits in one boxed future that holds
+    /// only what the wait needs. A session's waiting calls are mostly their futures, and an
+    /// async fn keeps room for its arguments for as long as it lives, so the call's
+    /// context, arguments and retry state stay out of it (BENCHMARKS.md, memory).
+    fn ask(
         &self,
         tool: ToolKind,
         form: Result<Form, ArgError>,
         timeout_ms: Option<u64>,
         retry: Retry,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let form = form.map_err(invalid_params)?;
-        if let Some(state) = retry.state {
-            return self.finish_retry(tool, form, &state, retry.responses, &ctx);
-        }
-        let prepared = asking::prepare(tool, form, self.config.wait_for(timeout_ms)).map_err(
-            |err| match err {
-                PrepareError::TooLarge(arg) => invalid_params(arg),
-                other => ErrorData::internal_error(other.to_string(), None),
-            },
-        )?;
-        tracing::info!(tool = tool.tool_name(), id = %prepared.ask.id, "asking");
-        let pool = self.pool(&ctx).clone();
-        let (notices, notice_rx) = mpsc::unbounded_channel();
-        let notice = move |message: String| {
-            let _ = notices.send(message);
+    ) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
+        let form = match form {
+            Ok(form) => form,
+            Err(err) => return Box::pin(std::future::ready(Err(invalid_params(err)))),
         };
-        let heartbeat = heartbeat(
+        if let Some(state) = retry.state {
+            let finished = self.finish_retry(tool, form, &state, retry.responses, &ctx);
+            return Box::pin(std::future::ready(finished));
+        }
+        let prepared = match asking::prepare(tool, form, self.config.wait_for(timeout_ms)) {
+            Ok(prepared) => prepared,
+            Err(PrepareError::TooLarge(arg)) => {
+                return Box::pin(std::future::ready(Err(invalid_params(arg))));
+            }
+            Err(other) => {
+                let err = ErrorData::internal_error(other.to_string(), None);
+                return Box::pin(std::future::ready(Err(err)));
+            }
+        };
+        tracing::info!(tool = tool.tool_name(), id = %prepared.ask.id, "asking");
+        let (notices, notice_rx) = futures::channel::mpsc::unbounded();
+        let heartbeat = Box::pin(heartbeat(
             ctx.peer.clone(),
             ctx.meta.get_progress_token(),
             self.config.heartbeat,
             notice_rx,
-        );
+        ));
         let client_elicitation = Self::client_elicitation(&ctx);
-        let form = prepared.form.clone();
-        let id = prepared.ask.id.clone();
-        let asked_ms = prepared.ask.asked_at_ms;
-        let timeout = prepared.timeout;
         let elicitation = match self.elicitation_mode(&ctx) {
             ElicitationMode::None => Elicitation::None,
             ElicitationMode::InputRequired => Elicitation::OnRetry,
             ElicitationMode::Create => {
-                let (peer, form, id) = (ctx.peer.clone(), form.clone(), id.clone());
+                let (peer, form, id) = (
+                    ctx.peer.clone(),
+                    prepared.form.clone(),
+                    prepared.ask.id.clone(),
+                );
                 Elicitation::Request(Box::new(move |stop| Box::pin(elicit(peer, form, id, stop))))
             }
         };
         let channels = Channels {
             client_elicitation,
             elicitation,
-            notice: &notice,
+            notice: Box::new(move |message: String| {
+                let _ = notices.unbounded_send(message);
+            }),
         };
-        let asked = tokio::select! {
-            asked = asking::ask(&pool, &self.config, prepared, channels, ctx.ct.cancelled()) => asked,
-            never = heartbeat => match never {},
-        };
+        // Built from parts rather than one async block, which would keep a second copy
+        // of everything it moves into the futures it awaits.
+        let asking = Box::pin(asking::ask(
+            self.pool(&ctx),
+            &self.config,
+            Box::new(prepared),
+            channels,
+            ctx.ct.cancelled_owned(),
+        ));
+        let asked = futures::future::select(asking, heartbeat).map(|either| match either {
+            Either::Left((asked, _)) => asked,
+            Either::Right((never, _)) => match never {},
+        });
+        Box::pin(asked.map(move |asked| self.asked(tool, asked)))
+    }
+
+    /// The tool result for how the question ended.
+    fn asked(&self, tool: ToolKind, asked: Asked) -> Result<CallToolResponse, ErrorData> {
         let result = match asked {
             Asked::Done(result) => result,
-            Asked::InputRequired => {
-                let now = unix_ms();
+            Asked::InputRequired(prepared) => {
                 let state = RetryState {
-                    id,
-                    asked_ms,
-                    elicited_ms: now,
-                    deadline_ms: asked_ms + timeout.as_millis() as u64,
+                    id: prepared.ask.id,
+                    asked_ms: prepared.asked_at_ms,
+                    elicited_ms: unix_ms(),
+                    deadline_ms: prepared.asked_at_ms + prepared.timeout.as_millis() as u64,
                 };
                 tracing::info!(tool = tool.tool_name(), id = %state.id, "asking through the client (input_required)");
-                return self.input_required(tool, &form, &state);
+                return self.input_required(tool, &prepared.form, &state);
             }
         };
         tracing::info!(tool = tool.tool_name(), id = %result.question_id, status = ?result.status, via = ?result.via, "asked");
@@ -640,7 +664,7 @@ async fn heartbeat(
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
     period: Duration,
-    mut notices: mpsc::UnboundedReceiver<String>,
+    mut notices: futures::channel::mpsc::UnboundedReceiver<String>,
 ) -> Never {
     let started = tokio::time::Instant::now();
     let mut ticks = tokio::time::interval_at(started + period, period);
@@ -651,7 +675,7 @@ async fn heartbeat(
                 "Waiting for the person to answer ({} s so far)",
                 started.elapsed().as_secs()
             ),
-            Some(notice) = notices.recv() => {
+            Some(notice) = notices.next() => {
                 tracing::info!("{notice}");
                 notice
             }
@@ -661,7 +685,8 @@ async fn heartbeat(
         let progress = started.elapsed().as_secs_f64().max(last + 0.001);
         last = progress;
         let param = ProgressNotificationParam::new(token.clone(), progress).with_message(message);
-        if let Err(err) = peer.notify_progress(param).await {
+        // Boxed: the send is brief and rare, and would otherwise size every waiting call.
+        if let Err(err) = Box::pin(peer.notify_progress(param)).await {
             tracing::debug!("progress notification not sent: {err}");
         }
     }
