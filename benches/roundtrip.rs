@@ -11,8 +11,9 @@
 //!
 //! The relays of the floor are this same binary re-executed in a role (`HIM_BENCH_ROLE`), so
 //! the floor has the same processes, pipes and socket as `him`; they copy bytes and frame
-//! them, parsing nothing. The extension stand-in and the raw client are the same code for
-//! both paths.
+//! them, parsing nothing. The extension stand-in is the same code for both paths, and each
+//! client drives both: the raw line client and rmcp's client each have a floor of their own,
+//! so every him row is compared with a floor that pays for the same client.
 //!
 //! Run without `--bench` (as `cargo test --benches` does) it makes a quick smoke pass.
 
@@ -28,6 +29,7 @@ use std::time::{Duration, Instant};
 use him::frame::{MAX_INBOUND, read_frame_sync};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::{Value, json};
 
@@ -124,67 +126,72 @@ fn latencies(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
     // by the raw line client.
     let host = HimHost::start(dir)?;
     let mut raw = LineClient::him_serve(dir)?;
-    raw.initialize()?;
+    let initialize_response = raw.initialize()?;
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let rmcp_client = tokio.block_on(async {
-        let transport =
-            TokioChildProcess::new(tokio::process::Command::new(him_bin()).configure(|cmd| {
-                cmd.arg("serve")
-                    .env("HIM_RUNTIME_DIR", dir)
-                    .env("HIM_LOG", "warn");
-            }))?;
-        Ok::<_, BoxError>(().serve(transport).await?)
-    })?;
+    let rmcp_client = start_rmcp_client(
+        &tokio,
+        tokio::process::Command::new(him_bin()).configure(|cmd| {
+            cmd.arg("serve")
+                .env("HIM_RUNTIME_DIR", dir)
+                .env("HIM_LOG", "warn");
+        }),
+    )?;
 
     // Capture one real exchange for the floor to carry.
     let request = tool_call_line(0);
     let response = raw.request(&request)?;
     check_answered(&response)?;
 
-    // The floor: relay A (agent side) and relay B (host side) as child processes.
+    // The floors: relay A (agent side) and relay B (host side) as child processes, one pair
+    // driven by the raw client and one by rmcp's client, so that each him row has a floor
+    // that pays for the same client.
     let floor_dir = dir.join("floor");
     std::fs::create_dir(&floor_dir)?;
-    let floor_socket = floor_dir.join("relay.sock");
-    let mut floor = FloorPath::start(&floor_socket, response.clone())?;
+    let floor_socket = floor_dir.join("raw.sock");
+    // The stand-in answers with the real response line, newline and all: relay A passes it
+    // to the client unchanged.
+    let floor_relays = FloorRelays::start(&floor_socket, Reply::Fixed(response.clone()))?;
+    let mut floor = LineClient::spawn(role_command("floor-agent").env(SOCKET, &floor_socket))?;
+    // rmcp's client needs its own `initialize` answered and each response to carry its
+    // request's id: the stand-in answers with the real responses captured above.
+    let rmcp_floor_socket = floor_dir.join("rmcp.sock");
+    let rmcp_floor_relays = FloorRelays::start(
+        &rmcp_floor_socket,
+        Reply::Mcp {
+            initialize: ResponseTemplate::new(&initialize_response)?,
+            tool_call: ResponseTemplate::new(&response)?,
+        },
+    )?;
+    let rmcp_floor = start_rmcp_client(
+        &tokio,
+        tokio::process::Command::new(std::env::current_exe()?).configure(|cmd| {
+            cmd.env(ROLE, "floor-agent").env(SOCKET, &rmcp_floor_socket);
+        }),
+    )?;
 
     let mut rmcp_samples = Vec::new();
     let mut raw_samples = Vec::new();
     let mut ping_samples = Vec::new();
     let mut floor_samples = Vec::new();
-
-    let rmcp_call = |i: usize| -> Result<Duration, BoxError> {
-        let params = CallToolRequestParams::new("ask_confirm").with_arguments(
-            json!({"question": format!("Deploy build {i} to staging?"), "timeout_ms": 600_000})
-                .as_object()
-                .cloned()
-                .unwrap_or_default(),
-        );
-        let started = Instant::now();
-        let result = tokio.block_on(rmcp_client.call_tool(params))?;
-        let took = started.elapsed();
-        let status = result
-            .structured_content
-            .as_ref()
-            .and_then(|s| s.get("status"))
-            .cloned();
-        if status != Some(json!("answered")) {
-            return Err(format!("rmcp round trip {i} not answered: {result:?}").into());
-        }
-        Ok(took)
-    };
+    let mut rmcp_floor_samples = Vec::new();
 
     for i in 0..plan.warmup {
-        rmcp_call(i)?;
+        rmcp_call(&tokio, &rmcp_client, i)?;
         raw.request(&tool_call_line(i))?;
-        floor.client.request(&request)?;
+        floor.request(&request)?;
+        rmcp_call(&tokio, &rmcp_floor, i)?;
     }
     let per_round = plan.questions.div_ceil(plan.rounds);
     let mut n = 0;
     for _ in 0..plan.rounds {
         for _ in 0..per_round {
-            floor_samples.push(timed(|| floor.client.request(&request))?);
+            floor_samples.push(timed(|| floor.request(&request))?);
+        }
+        for _ in 0..per_round {
+            n += 1;
+            rmcp_floor_samples.push(rmcp_call(&tokio, &rmcp_floor, n)?);
         }
         for _ in 0..per_round {
             n += 1;
@@ -196,7 +203,7 @@ fn latencies(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
         }
         for _ in 0..per_round {
             n += 1;
-            rmcp_samples.push(rmcp_call(n)?);
+            rmcp_samples.push(rmcp_call(&tokio, &rmcp_client, n)?);
         }
         for _ in 0..per_round {
             n += 1;
@@ -204,12 +211,18 @@ fn latencies(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
             ping_samples.push(timed(|| raw.request(line.as_bytes()))?);
         }
     }
-    let errors = host.stand_in.errors.load(Ordering::SeqCst);
-    if errors > 0 {
-        return Err(format!("the host sent {errors} error frames to the stand-in").into());
+    for (what, stand_in) in [
+        ("the host", &host.stand_in),
+        ("rmcp's client on the floor", &rmcp_floor_relays.stand_in),
+    ] {
+        let errors = stand_in.errors.load(Ordering::SeqCst);
+        if errors > 0 {
+            return Err(format!("{what} sent {errors} unexpected frames to the stand-in").into());
+        }
     }
 
     let floor_stats = Stats::of(&mut floor_samples);
+    let rmcp_floor_stats = Stats::of(&mut rmcp_floor_samples);
     let raw_stats = Stats::of(&mut raw_samples);
     let rmcp_stats = Stats::of(&mut rmcp_samples);
     let ping_stats = Stats::of(&mut ping_samples);
@@ -220,15 +233,28 @@ fn latencies(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
         plan.rounds,
         plan.warmup
     ));
-    report.push_str("| path | p50 µs | p90 µs | p99 µs | max µs | p50 / floor | p99 / floor |\n");
+    report.push_str(
+        "| path | p50 µs | p90 µs | p99 µs | max µs | p50 / floor, same client | \
+         p99 / floor, same client |\n",
+    );
     report.push_str("|---|---:|---:|---:|---:|---:|---:|\n");
-    for (name, stats) in [
-        ("floor (relays that only frame bytes)", &floor_stats),
-        ("him, raw JSON-RPC client", &raw_stats),
-        ("him, rmcp client", &rmcp_stats),
+    for (name, stats, floor) in [
+        (
+            "floor, raw client (relays that only frame bytes)",
+            &floor_stats,
+            &floor_stats,
+        ),
+        (
+            "floor, rmcp client (relays that only frame bytes)",
+            &rmcp_floor_stats,
+            &rmcp_floor_stats,
+        ),
+        ("him, raw JSON-RPC client", &raw_stats, &floor_stats),
+        ("him, rmcp client", &rmcp_stats, &rmcp_floor_stats),
         (
             "for scale: `ping` to him serve (rmcp and one pipe pair only)",
             &ping_stats,
+            &floor_stats,
         ),
     ] {
         report.push_str(&format!(
@@ -237,28 +263,87 @@ fn latencies(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
             stats.p90,
             stats.p99,
             stats.max,
-            stats.p50 / floor_stats.p50,
-            stats.p99 / floor_stats.p99,
+            stats.p50 / floor.p50,
+            stats.p99 / floor.p99,
         ));
     }
+    report.push_str(
+        "\nEach ratio divides by the floor driven by the same client: the raw client's rows \
+         (him and `ping`) by the raw-driven floor, the rmcp row by the rmcp-driven floor.\n",
+    );
     report.push_str(&format!(
-        "\nTargets: p50 within 2× of the floor (rmcp client: {:.2}×, raw client: {:.2}×); \
-         p99 under 5 ms (rmcp client: {:.2} ms).\n",
-        rmcp_stats.p50 / floor_stats.p50,
+        "\nTargets: p50 within 2× of the floor: rmcp client {:.2}× its floor (rmcp-driven), \
+         raw client {:.2}× its floor (raw-driven); rmcp client {:.2}× the raw-driven floor \
+         (which leaves out rmcp's client); p99 under 5 ms (rmcp client: {:.2} ms).\n",
+        rmcp_stats.p50 / rmcp_floor_stats.p50,
         raw_stats.p50 / floor_stats.p50,
+        rmcp_stats.p50 / floor_stats.p50,
         rmcp_stats.p99 / 1000.0
     ));
     report.push_str(&format!(
-        "Bytes carried by the floor per round trip: request line {} B, response line {} B.\n",
+        "rmcp's client over the raw client at p50: +{:.1} µs on the floor, +{:.1} µs on him.\n",
+        rmcp_floor_stats.p50 - floor_stats.p50,
+        rmcp_stats.p50 - raw_stats.p50,
+    ));
+    report.push_str(&format!(
+        "Bytes carried by the raw-driven floor per round trip: request line {} B, response \
+         line {} B; the rmcp-driven floor carries rmcp's request line and the same response \
+         line with the request's id.\n",
         request.len(),
         response.len()
     ));
 
-    tokio.block_on(async { rmcp_client.cancel().await.ok() });
+    tokio.block_on(async {
+        rmcp_client.cancel().await.ok();
+        rmcp_floor.cancel().await.ok();
+    });
     raw.close();
     floor.close();
+    floor_relays.close();
+    rmcp_floor_relays.close();
     host.close();
     Ok(report)
+}
+
+type RmcpClient = RunningService<RoleClient, ()>;
+
+/// rmcp's client over a child's stdio (`initialize` and `notifications/initialized`
+/// included), as an agent runs it.
+fn start_rmcp_client(
+    tokio: &tokio::runtime::Runtime,
+    command: tokio::process::Command,
+) -> Result<RmcpClient, BoxError> {
+    tokio.block_on(async {
+        let transport = TokioChildProcess::new(command)?;
+        Ok::<_, BoxError>(().serve(transport).await?)
+    })
+}
+
+/// One `ask_confirm` through rmcp's client, timed from the call to its result; fails unless
+/// the result is the answered one.
+fn rmcp_call(
+    tokio: &tokio::runtime::Runtime,
+    client: &RmcpClient,
+    i: usize,
+) -> Result<Duration, BoxError> {
+    let params = CallToolRequestParams::new("ask_confirm").with_arguments(
+        json!({"question": format!("Deploy build {i} to staging?"), "timeout_ms": 600_000})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    let started = Instant::now();
+    let result = tokio.block_on(client.call_tool(params))?;
+    let took = started.elapsed();
+    let status = result
+        .structured_content
+        .as_ref()
+        .and_then(|s| s.get("status"))
+        .cloned();
+    if status != Some(json!("answered")) {
+        return Err(format!("rmcp round trip {i} not answered: {result:?}").into());
+    }
+    Ok(took)
 }
 
 fn timed(mut f: impl FnMut() -> io::Result<Vec<u8>>) -> io::Result<Duration> {
@@ -689,8 +774,47 @@ fn read_frame(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
 enum Reply {
     /// Playing the extension for a him host: answers each `ask` with a `submit`.
     Extension,
-    /// Floor: answers every frame with these bytes.
+    /// Floor driven by the raw client: answers every frame with these bytes.
     Fixed(Vec<u8>),
+    /// Floor driven by rmcp's client: answers each JSON-RPC request with a captured response
+    /// carrying that request's id; notifications get no answer.
+    Mcp {
+        initialize: ResponseTemplate,
+        tool_call: ResponseTemplate,
+    },
+}
+
+/// A captured response line split around its `id`, so each request's id goes in without
+/// re-serialising the rest: the stand-in's work stays close to the raw-driven floor's
+/// copying fixed bytes.
+struct ResponseTemplate {
+    before_id: Vec<u8>,
+    after_id: Vec<u8>,
+}
+
+impl ResponseTemplate {
+    fn new(line: &[u8]) -> Result<ResponseTemplate, BoxError> {
+        const MARK: &str = "him-bench-id-goes-here";
+        let mut value: Value = serde_json::from_slice(line)?;
+        value["id"] = json!(MARK);
+        let text = serde_json::to_vec(&value)?;
+        let mark = serde_json::to_vec(MARK)?;
+        let at = text
+            .windows(mark.len())
+            .position(|w| w == mark)
+            .ok_or("the id mark is not in the serialised response")?;
+        let mut after_id = text[at + mark.len()..].to_vec();
+        after_id.push(b'\n');
+        Ok(ResponseTemplate {
+            before_id: text[..at].to_vec(),
+            after_id,
+        })
+    }
+
+    fn with_id(&self, id: &Value) -> Vec<u8> {
+        let id = serde_json::to_vec(id).unwrap_or_default();
+        [&self.before_id[..], &id, &self.after_id].concat()
+    }
 }
 
 /// The extension stand-in: reads frames from the host's stdout on its own thread and
@@ -729,6 +853,27 @@ impl StandIn {
                     };
                     let answer = match &reply {
                         Reply::Fixed(bytes) => bytes.clone(),
+                        Reply::Mcp {
+                            initialize,
+                            tool_call,
+                        } => match (value["method"].as_str(), value.get("id")) {
+                            (_, None) => continue,
+                            (Some("initialize"), Some(id)) => initialize.with_id(id),
+                            (Some("tools/call"), Some(id)) => tool_call.with_id(id),
+                            (_, Some(id)) => {
+                                // Answered with an error, so the client fails at once
+                                // rather than waiting.
+                                eprintln!("unexpected request to the floor: {value}");
+                                errors.fetch_add(1, Ordering::SeqCst);
+                                let mut line = serde_json::to_vec(&json!({
+                                    "jsonrpc": "2.0", "id": id,
+                                    "error": {"code": -32601, "message": "not in the floor"}
+                                }))
+                                .unwrap_or_default();
+                                line.push(b'\n');
+                                line
+                            }
+                        },
                         Reply::Extension => match value["type"].as_str() {
                             Some("hello") => serde_json::to_vec(&json!({
                                 "type": "ready", "protocol": 1,
@@ -748,7 +893,7 @@ impl StandIn {
                             _ => continue,
                         },
                     };
-                    let is_ask = matches!(reply, Reply::Fixed(_)) || value["type"] == "ask";
+                    let is_ask = !matches!(reply, Reply::Extension) || value["type"] == "ask";
                     if is_ask {
                         if holding.load(Ordering::SeqCst) {
                             let mut held = held.lock().unwrap_or_else(|p| p.into_inner());
@@ -915,14 +1060,15 @@ impl LineClient {
     }
 }
 
-struct FloorPath {
-    client: LineClient,
+/// Relay B (where the host sits) with the stand-in on its stdio; relay A connects to its
+/// socket.
+struct FloorRelays {
     relay_b: Child,
     stand_in: StandIn,
 }
 
-impl FloorPath {
-    fn start(socket: &Path, response_line: Vec<u8>) -> Result<FloorPath, BoxError> {
+impl FloorRelays {
+    fn start(socket: &Path, reply: Reply) -> Result<FloorRelays, BoxError> {
         let mut relay_b = role_command("floor-host")
             .env(SOCKET, socket)
             .stdin(Stdio::piped())
@@ -931,25 +1077,18 @@ impl FloorPath {
             .spawn()?;
         let stdout = relay_b.stdout.take().ok_or("no stdout")?;
         let stdin = relay_b.stdin.take().ok_or("no stdin")?;
-        // The stand-in answers with the real response line, newline and all: relay A
-        // passes it to the client unchanged.
-        let stand_in = StandIn::start(stdout, stdin, Reply::Fixed(response_line));
+        let stand_in = StandIn::start(stdout, stdin, reply);
         wait_for(socket)?;
-        let client = LineClient::spawn(role_command("floor-agent").env(SOCKET, socket))?;
-        Ok(FloorPath {
-            client,
-            relay_b,
-            stand_in,
-        })
+        Ok(FloorRelays { relay_b, stand_in })
     }
 
+    /// After relay A has gone (its client closed it), relay B exits and the stand-in's reader
+    /// sees the end.
     fn close(self) {
-        let FloorPath {
-            client,
+        let FloorRelays {
             mut relay_b,
             mut stand_in,
         } = self;
-        client.close();
         close_stand_in(&mut stand_in);
         let _ = relay_b.wait();
     }
