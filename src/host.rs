@@ -14,12 +14,16 @@
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::frame::{FrameCodec, FrameError, MAX_INBOUND, MAX_TO_BROWSER};
@@ -27,9 +31,16 @@ use crate::protocol::{self, HostInfo, HostToAgent, HostToExtension};
 use crate::relay::{AgentId, Effect, Relay};
 use crate::runtime;
 
-/// Frames queued for one agent before the host gives up on it. An agent that stops reading
-/// this long is stuck; closing its link withdraws its questions and spares everyone else.
-const AGENT_QUEUE: usize = 1024;
+/// Events from agent links waiting for the host's loop; a link that fills it waits (it
+/// only holds up its own reads).
+const EVENT_QUEUE: usize = 1024;
+
+/// How long an agent may leave frames unread before the host gives up on it, unless
+/// `HIM_AGENT_STALL_MS` says otherwise. Judged by time without progress, not by queue
+/// length: a busy agent draining a burst of answers is slow, not stuck. Closing a stuck
+/// agent's link withdraws its questions and spares everyone else. Its queue cannot grow
+/// without bound meanwhile: the host only ever queues it replies about its own questions.
+pub const AGENT_STALL: Duration = Duration::from_secs(10);
 
 #[derive(Debug)]
 pub enum HostError {
@@ -81,8 +92,64 @@ pub fn bind(runtime_dir: &Path, pid: u32) -> Result<(UnixListener, PathBuf), Hos
     Ok((listener, path))
 }
 
-/// Runs the host until the extension goes away. `stdin`/`stdout` are the browser's pipe.
-pub async fn run<R, W>(runtime_dir: &Path, stdin: R, stdout: W) -> Result<(), HostError>
+/// The host's queue towards one agent, and how its writer is getting on.
+struct AgentLink {
+    queue: mpsc::UnboundedSender<Bytes>,
+    progress: Arc<WriteProgress>,
+}
+
+/// Shared by the host loop (which queues) and the link's writer (which drains).
+struct WriteProgress {
+    started: Instant,
+    queued: AtomicUsize,
+    /// Milliseconds after `started` when the writer last finished a frame, or when the
+    /// queue was last empty.
+    last_ms: AtomicU64,
+}
+
+impl WriteProgress {
+    fn new() -> WriteProgress {
+        WriteProgress {
+            started: Instant::now(),
+            queued: AtomicUsize::new(0),
+            last_ms: AtomicU64::new(0),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn queued(&self) {
+        if self.queued.fetch_add(1, Ordering::Relaxed) == 0 {
+            // The clock starts when there is something to write.
+            self.last_ms.store(self.now_ms(), Ordering::Relaxed);
+        }
+    }
+
+    fn written(&self) {
+        self.queued.fetch_sub(1, Ordering::Relaxed);
+        self.last_ms.store(self.now_ms(), Ordering::Relaxed);
+    }
+
+    /// Frames have waited and none has been written for longer than `stall`.
+    fn stalled(&self, stall: Duration) -> bool {
+        self.queued.load(Ordering::Relaxed) > 0
+            && self
+                .now_ms()
+                .saturating_sub(self.last_ms.load(Ordering::Relaxed))
+                > stall.as_millis() as u64
+    }
+}
+
+/// Runs the host until the extension goes away. `stdin`/`stdout` are the browser's pipe;
+/// an agent that reads nothing for `agent_stall` while frames wait for it is cut off.
+pub async fn run<R, W>(
+    runtime_dir: &Path,
+    stdin: R,
+    stdout: W,
+    agent_stall: Duration,
+) -> Result<(), HostError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -116,8 +183,8 @@ where
     tracing::info!(socket = %path.display(), "host listening");
 
     let mut from_extension = FramedRead::new(stdin, FrameCodec::new(MAX_INBOUND));
-    let (events_tx, mut events) = mpsc::channel::<Event>(AGENT_QUEUE);
-    let mut agents: HashMap<AgentId, mpsc::Sender<Bytes>> = HashMap::new();
+    let (events_tx, mut events) = mpsc::channel::<Event>(EVENT_QUEUE);
+    let mut agents: HashMap<AgentId, AgentLink> = HashMap::new();
     let mut next_agent: AgentId = 0;
     let mut terminate = terminate_signal();
 
@@ -135,10 +202,13 @@ where
                 match accepted {
                     Ok((stream, _)) if peer_is_us(&stream) => {
                         next_agent += 1;
-                        let (tx, rx) = mpsc::channel(AGENT_QUEUE);
-                        agents.insert(next_agent, tx);
+                        let (queue, rx) = mpsc::unbounded_channel();
+                        let progress = Arc::new(WriteProgress::new());
+                        let link = AgentLink { queue, progress: progress.clone() };
+                        agents.insert(next_agent, link);
                         relay.agent_connected(next_agent);
-                        tokio::spawn(serve_agent(next_agent, stream, rx, events_tx.clone()));
+                        let outgoing = Outgoing { queue: rx, progress };
+                        tokio::spawn(serve_agent(next_agent, stream, outgoing, events_tx.clone()));
                     }
                     Ok(_) => tracing::warn!("refused a connection from another user"),
                     Err(err) => tracing::warn!("accept failed: {err}"),
@@ -168,7 +238,15 @@ where
                     let _ = to_extension.send(frame);
                 }
                 Effect::ToAgent(agent, message) => {
-                    deliver(&mut agents, &mut relay, &to_extension, agent, &message);
+                    let frame = protocol::encode(&message);
+                    deliver(
+                        &mut agents,
+                        &mut relay,
+                        &to_extension,
+                        agent,
+                        frame,
+                        agent_stall,
+                    );
                 }
             }
         }
@@ -177,22 +255,30 @@ where
     Ok(())
 }
 
-/// Queues a message for one agent; an agent whose queue is full is cut off (its questions
-/// withdrawn) rather than allowed to hold up the host.
+/// Queues a frame for one agent. An agent that has read nothing for `stall` while frames
+/// waited is cut off (its questions withdrawn) rather than allowed to hold up the host.
 fn deliver(
-    agents: &mut HashMap<AgentId, mpsc::Sender<Bytes>>,
+    agents: &mut HashMap<AgentId, AgentLink>,
     relay: &mut Relay,
     to_extension: &mpsc::UnboundedSender<Bytes>,
     agent: AgentId,
-    message: &HostToAgent,
+    frame: Bytes,
+    stall: Duration,
 ) {
-    let Some(queue) = agents.get(&agent) else {
+    let Some(link) = agents.get(&agent) else {
         return;
     };
-    if queue.try_send(protocol::encode(message)).is_ok() {
-        return;
+    if !link.progress.stalled(stall) {
+        link.progress.queued();
+        if link.queue.send(frame).is_ok() {
+            return;
+        }
     }
-    tracing::warn!(agent, "agent is not reading; closing its link");
+    tracing::warn!(
+        agent,
+        "agent has read nothing for {} ms; closing its link",
+        stall.as_millis()
+    );
     agents.remove(&agent);
     for effect in relay.agent_closed(agent) {
         if let Effect::ToExtension(message) = effect {
@@ -230,10 +316,16 @@ async fn write_to_extension<W: AsyncWrite + Unpin>(
 
 /// One agent link: frames in become events; queued frames go out. Ends on EOF, on a frame
 /// error (which only this link pays for), or when the host drops the queue.
+/// What the host queued for one agent.
+struct Outgoing {
+    queue: mpsc::UnboundedReceiver<Bytes>,
+    progress: Arc<WriteProgress>,
+}
+
 async fn serve_agent(
     agent: AgentId,
     stream: UnixStream,
-    mut outgoing: mpsc::Receiver<Bytes>,
+    mut outgoing: Outgoing,
     events: mpsc::Sender<Event>,
 ) {
     let (read, write) = stream.into_split();
@@ -256,11 +348,12 @@ async fn serve_agent(
                 }
                 None => break,
             },
-            out = outgoing.recv() => match out {
+            out = outgoing.queue.recv() => match out {
                 Some(bytes) => {
                     if sink.send(bytes).await.is_err() {
                         break;
                     }
+                    outgoing.progress.written();
                 }
                 None => return,
             },

@@ -70,7 +70,7 @@ pub fn run_host(launch: BrowserLaunch) -> ExitCode {
     // that is not a pipe.
     match runtime.block_on(async {
         let (stdin, stdout) = rmcp::transport::stdio_pipes();
-        crate::host::run(&dir, stdin, stdout).await
+        crate::host::run(&dir, stdin, stdout, agent_stall()).await
     }) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -78,6 +78,15 @@ pub fn run_host(launch: BrowserLaunch) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `HIM_AGENT_STALL_MS`, for tests that need a stuck agent cut off quickly.
+fn agent_stall() -> std::time::Duration {
+    std::env::var("HIM_AGENT_STALL_MS")
+        .ok()
+        .and_then(|ms| ms.trim().parse().ok())
+        .map(std::time::Duration::from_millis)
+        .unwrap_or(crate::host::AGENT_STALL)
 }
 
 #[cfg(test)]

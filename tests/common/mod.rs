@@ -97,10 +97,16 @@ impl FakeExtension {
 
     /// As `start`, with the host's log going to `stderr`.
     pub async fn start_with_stderr(runtime: &Path, stderr: Stdio) -> FakeExtension {
+        FakeExtension::start_with(runtime, stderr, &[]).await
+    }
+
+    /// As `start`, with the host's log going to `stderr` and more environment.
+    pub async fn start_with(runtime: &Path, stderr: Stdio, env: &[(&str, &str)]) -> FakeExtension {
         let mut child = Command::new(him_bin())
             .arg(origin())
             .env("HIM_RUNTIME_DIR", runtime)
             .env("HIM_LOG", "trace")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr)

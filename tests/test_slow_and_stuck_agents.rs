@@ -1,0 +1,137 @@
+//! An agent that stops reading is cut off once it has read nothing for the stall time
+//! (`HIM_AGENT_STALL_MS`), its questions withdrawn and everyone else unaffected; an agent
+//! that reads slowly through a long burst is not cut off, however many frames wait for it.
+
+mod common;
+
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::*;
+use him::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
+use serde_json::{Value, json};
+
+const STALL_MS: &str = "400";
+
+/// A raw agent link that says hello and reads its welcome.
+fn raw_agent(ext: &FakeExtension, name: &str) -> UnixStream {
+    let mut stream = UnixStream::connect(&ext.socket).expect("connect to host socket");
+    stream
+        .set_read_timeout(Some(PATIENCE))
+        .expect("set a read timeout");
+    let hello = json!({"type": "hello", "protocol": 1, "agent": {"name": name}, "pid": 1});
+    send(&mut stream, &hello);
+    assert_eq!(read_json(&mut stream)["type"], "welcome");
+    stream
+}
+
+fn send(stream: &mut UnixStream, value: &Value) {
+    write_frame_sync(stream, &serde_json::to_vec(value).expect("json")).expect("write frame");
+    stream.flush().expect("flush");
+}
+
+fn read_json(stream: &mut UnixStream) -> Value {
+    let frame = read_frame_sync(stream, MAX_INBOUND)
+        .expect("read")
+        .expect("a frame, not EOF");
+    serde_json::from_slice(&frame).expect("json")
+}
+
+fn question_id(n: usize) -> String {
+    format!("{n:032x}")
+}
+
+fn ask(n: usize) -> Value {
+    json!({"type": "ask", "id": question_id(n), "timeout_ms": 600_000, "asked_at_ms": 0,
+           "form": {"title": "t", "fields": [{"name": "answer", "type": "text", "label": "A"}]}})
+}
+
+/// Asks `count` questions on `stream` and takes each from the extension's side.
+async fn ask_many(ext: &mut FakeExtension, stream: &mut UnixStream, first: usize, count: usize) {
+    for n in first..first + count {
+        send(stream, &ask(n));
+    }
+    for n in first..first + count {
+        let got = ext.recv_type("ask").await;
+        assert_eq!(got["id"], question_id(n));
+    }
+}
+
+#[tokio::test]
+async fn an_agent_that_stops_reading_is_cut_off_and_others_carry_on() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_with(
+        runtime.path(),
+        Stdio::inherit(),
+        &[("HIM_AGENT_STALL_MS", STALL_MS)],
+    )
+    .await;
+    let mut stuck = raw_agent(&ext, "stuck");
+    ask_many(&mut ext, &mut stuck, 0, 12).await;
+    // Answers far larger than the socket's buffers: the link fills and stays full, since
+    // this agent never reads again.
+    let big = "x".repeat(200_000);
+    for n in 0..10 {
+        ext.submit(&json!(question_id(n)), json!({"answer": big}))
+            .await;
+    }
+    // Nothing happens to it while nothing more is queued for it...
+    assert_eq!(ext.quiet_for(Duration::from_millis(800)).await, None);
+    // ...but the next frame for it, past the stall time, cuts it off: its last open
+    // question leaves the panel.
+    ext.submit(&json!(question_id(10)), json!({"answer": "late"}))
+        .await;
+    let withdraw = ext.recv_type("withdraw").await;
+    assert_eq!(withdraw["id"], question_id(11));
+    assert_eq!(withdraw["reason"], "cancelled");
+    // Everyone else is unaffected: a new agent asks and gets its answer.
+    let (agent, _) = start_agent(runtime.path(), "survivor", &[]).await;
+    let call =
+        tokio::spawn(async move { call(&agent, "ask_text", json!({"question": "Fine?"})).await });
+    let asked = ext.take_ask().await;
+    ext.submit(&asked["id"], json!({"answer": "yes"})).await;
+    assert_eq!(call.await.expect("call task")["answer"], "yes");
+    drop(stuck);
+}
+
+#[tokio::test]
+async fn an_agent_reading_slowly_through_a_long_burst_is_not_cut_off() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_with(
+        runtime.path(),
+        Stdio::inherit(),
+        &[("HIM_AGENT_STALL_MS", STALL_MS)],
+    )
+    .await;
+    let mut slow = raw_agent(&ext, "slow");
+    // More frames than the host once allowed to wait for one agent (1,024), each large
+    // enough that most of them must wait in the host rather than in the socket.
+    let count = 1_200;
+    ask_many(&mut ext, &mut slow, 0, count).await;
+    let answer = "y".repeat(8_000);
+    let reader = std::thread::spawn(move || {
+        let mut ids = Vec::new();
+        for _ in 0..count {
+            let frame = read_json(&mut slow);
+            assert_eq!(frame["type"], "answer", "{frame}");
+            ids.push(frame["id"].as_str().expect("id").to_owned());
+            // Slow, but never stopped for anything like the stall time: the whole burst
+            // takes several stall times to read.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        ids
+    });
+    for n in 0..count {
+        ext.submit(&json!(question_id(n)), json!({"answer": answer}))
+            .await;
+    }
+    let ids = tokio::task::spawn_blocking(move || reader.join().expect("reader"))
+        .await
+        .expect("join");
+    let expected: Vec<String> = (0..count).map(question_id).collect();
+    assert_eq!(ids, expected, "every answer, once, in order");
+    // No question was withdrawn from the panel.
+    assert_eq!(ext.quiet_for(Duration::from_millis(600)).await, None);
+}
