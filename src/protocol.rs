@@ -42,10 +42,11 @@ pub struct AskFrame {
 
 impl AskFrame {
     pub fn new(ask: Ask) -> AskFrame {
-        AskFrame {
-            id: ask.id.clone(),
-            bytes: encode(&AgentToHost::Ask(ask)),
-        }
+        let id = ask.id.clone();
+        // Copied to its length: it is kept for as long as the question waits, and the
+        // encoder grows its buffer by doubling, up to twice that.
+        let bytes = Bytes::copy_from_slice(&encode(&AgentToHost::Ask(ask)));
+        AskFrame { id, bytes }
     }
 }
 
