@@ -20,6 +20,7 @@ use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::elicitation::{self, INPUT_KEY, RetryState, StateCodec};
@@ -39,6 +40,8 @@ pub struct HimServer {
     config: Arc<Config>,
     /// Made on the first question, when the client's name is known for the `hello`.
     pool: Arc<OnceLock<Pool>>,
+    /// The session's heartbeat clock, started by the first question.
+    ticks: Arc<OnceLock<watch::Receiver<()>>>,
     /// Seals the 2026-07-28 `requestState`; `None` if no key could be made (then such
     /// sessions skip elicitation).
     states: Arc<Option<StateCodec>>,
@@ -150,6 +153,7 @@ impl HimServer {
         HimServer {
             config: Arc::new(config),
             pool: Arc::new(OnceLock::new()),
+            ticks: Arc::new(OnceLock::new()),
             states: Arc::new(match StateCodec::generate() {
                 Ok(codec) => Some(codec),
                 Err(err) => {
@@ -189,6 +193,16 @@ impl HimServer {
                 Identity::with_cwd_project(agent),
             )
         })
+    }
+
+    fn ticks(&self) -> watch::Receiver<()> {
+        self.ticks
+            .get_or_init(|| {
+                let (ticks, receiver) = watch::channel(());
+                tokio::spawn(tick(ticks, self.config.heartbeat));
+                receiver
+            })
+            .clone()
     }
 
     /// Whether the client declared form elicitation (an empty `elicitation` object means
@@ -248,7 +262,7 @@ impl HimServer {
         let heartbeat = Box::pin(heartbeat(
             ctx.peer.clone(),
             ctx.meta.get_progress_token(),
-            self.config.heartbeat,
+            self.ticks(),
             notice_rx,
         ));
         let client_elicitation = Self::client_elicitation(&ctx);
@@ -657,24 +671,43 @@ async fn elicit(
 
 enum Never {}
 
-/// Sends a progress notification every `period`, and each notice as it comes, for as long
-/// as it is polled; never ends. Clients that reset their request timeout on progress keep
-/// waiting for the person. Notices also go to the log, for clients without a progress token.
+/// The session's heartbeat clock: one timer for every waiting call, which each call
+/// follows with a receiver instead of keeping a timer of its own. Ends when the session's
+/// server, and with it every receiver, is gone.
+async fn tick(ticks: watch::Sender<()>, period: Duration) {
+    let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        if ticks.send(()).is_err() {
+            return;
+        }
+    }
+}
+
+/// Sends a progress notification at every tick of the session's clock (so at least every
+/// heartbeat period), and each notice as it comes, for as long as it is polled; never ends.
+/// It runs inside the call's own future, so nothing is sent for a call once it has
+/// returned. Clients that reset their request timeout on progress keep waiting for the
+/// person. Notices also go to the log, for clients without a progress token.
 async fn heartbeat(
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
-    period: Duration,
+    mut ticks: watch::Receiver<()>,
     mut notices: futures::channel::mpsc::UnboundedReceiver<String>,
 ) -> Never {
     let started = tokio::time::Instant::now();
-    let mut ticks = tokio::time::interval_at(started + period, period);
+    let mut ticking = true;
     let mut last = 0.0f64;
     loop {
         let message = tokio::select! {
-            _ = ticks.tick() => format!(
-                "Waiting for the person to answer ({} s so far)",
-                started.elapsed().as_secs()
-            ),
+            changed = ticks.changed(), if ticking => {
+                ticking = changed.is_ok();
+                format!(
+                    "Waiting for the person to answer ({} s so far)",
+                    started.elapsed().as_secs()
+                )
+            }
             Some(notice) = notices.next() => {
                 tracing::info!("{notice}");
                 notice
