@@ -38,9 +38,13 @@ const EVENT_QUEUE: usize = 1024;
 /// How long an agent may leave frames unread before the host gives up on it, unless
 /// `HIM_AGENT_STALL_MS` says otherwise. Judged by time without progress, not by queue
 /// length: a busy agent draining a burst of answers is slow, not stuck. Closing a stuck
-/// agent's link withdraws its questions and spares everyone else. Its queue cannot grow
-/// without bound meanwhile: the host only ever queues it replies about its own questions.
+/// agent's link withdraws its questions and spares everyone else; the agent, if it ever
+/// reads again, finds the link closed, reconnects and asks its open questions again.
 pub const AGENT_STALL: Duration = Duration::from_secs(10);
+
+/// What may wait for one agent however fast it reads: a backstop, far above what replies
+/// about its own questions and the odd `welcome` add up to.
+const AGENT_QUEUE_BYTES: usize = 256 * 1024 * 1024;
 
 #[derive(Debug)]
 pub enum HostError {
@@ -92,16 +96,19 @@ pub fn bind(runtime_dir: &Path, pid: u32) -> Result<(UnixListener, PathBuf), Hos
     Ok((listener, path))
 }
 
-/// The host's queue towards one agent, and how its writer is getting on.
+/// The host's queue towards one agent, how its writer is getting on, and the link's task
+/// (aborted when the agent is cut off, which closes the socket even mid-write).
 struct AgentLink {
     queue: mpsc::UnboundedSender<Bytes>,
     progress: Arc<WriteProgress>,
+    task: tokio::task::AbortHandle,
 }
 
 /// Shared by the host loop (which queues) and the link's writer (which drains).
 struct WriteProgress {
     started: Instant,
     queued: AtomicUsize,
+    queued_bytes: AtomicUsize,
     /// Milliseconds after `started` when the writer last finished a frame, or when the
     /// queue was last empty.
     last_ms: AtomicU64,
@@ -112,6 +119,7 @@ impl WriteProgress {
         WriteProgress {
             started: Instant::now(),
             queued: AtomicUsize::new(0),
+            queued_bytes: AtomicUsize::new(0),
             last_ms: AtomicU64::new(0),
         }
     }
@@ -120,25 +128,35 @@ impl WriteProgress {
         self.started.elapsed().as_millis() as u64
     }
 
-    fn queued(&self) {
+    fn queued(&self, len: usize) {
+        self.queued_bytes.fetch_add(len, Ordering::Relaxed);
         if self.queued.fetch_add(1, Ordering::Relaxed) == 0 {
             // The clock starts when there is something to write.
             self.last_ms.store(self.now_ms(), Ordering::Relaxed);
         }
     }
 
-    fn written(&self) {
+    fn written(&self, len: usize) {
+        self.queued_bytes.fetch_sub(len, Ordering::Relaxed);
         self.queued.fetch_sub(1, Ordering::Relaxed);
         self.last_ms.store(self.now_ms(), Ordering::Relaxed);
     }
 
-    /// Frames have waited and none has been written for longer than `stall`.
-    fn stalled(&self, stall: Duration) -> bool {
-        self.queued.load(Ordering::Relaxed) > 0
-            && self
-                .now_ms()
-                .saturating_sub(self.last_ms.load(Ordering::Relaxed))
-                > stall.as_millis() as u64
+    /// Why the agent should be cut off before `len` more bytes are queued, if it should:
+    /// frames have waited and none has been written for longer than `stall`, or too much
+    /// waits already.
+    fn stuck(&self, stall: Duration, len: usize) -> Option<String> {
+        let idle_ms = self
+            .now_ms()
+            .saturating_sub(self.last_ms.load(Ordering::Relaxed));
+        let waiting = self.queued_bytes.load(Ordering::Relaxed);
+        if self.queued.load(Ordering::Relaxed) > 0 && idle_ms > stall.as_millis() as u64 {
+            Some(format!("it has read nothing for {idle_ms} ms"))
+        } else if waiting + len > AGENT_QUEUE_BYTES {
+            Some(format!("{waiting} bytes already wait for it"))
+        } else {
+            None
+        }
     }
 }
 
@@ -204,11 +222,11 @@ where
                         next_agent += 1;
                         let (queue, rx) = mpsc::unbounded_channel();
                         let progress = Arc::new(WriteProgress::new());
-                        let link = AgentLink { queue, progress: progress.clone() };
+                        let outgoing = Outgoing { queue: rx, progress: progress.clone() };
+                        let task = tokio::spawn(serve_agent(next_agent, stream, outgoing, events_tx.clone()));
+                        let link = AgentLink { queue, progress, task: task.abort_handle() };
                         agents.insert(next_agent, link);
                         relay.agent_connected(next_agent);
-                        let outgoing = Outgoing { queue: rx, progress };
-                        tokio::spawn(serve_agent(next_agent, stream, outgoing, events_tx.clone()));
                     }
                     Ok(_) => tracing::warn!("refused a connection from another user"),
                     Err(err) => tracing::warn!("accept failed: {err}"),
@@ -268,18 +286,21 @@ fn deliver(
     let Some(link) = agents.get(&agent) else {
         return;
     };
-    if !link.progress.stalled(stall) {
-        link.progress.queued();
-        if link.queue.send(frame).is_ok() {
-            return;
+    let why = match link.progress.stuck(stall, frame.len()) {
+        None => {
+            let len = frame.len();
+            if link.queue.send(frame).is_ok() {
+                link.progress.queued(len);
+                return;
+            }
+            "its link is closing".to_owned()
         }
+        Some(why) => why,
+    };
+    tracing::warn!(agent, "agent is not reading ({why}); closing its link");
+    if let Some(link) = agents.remove(&agent) {
+        link.task.abort();
     }
-    tracing::warn!(
-        agent,
-        "agent has read nothing for {} ms; closing its link",
-        stall.as_millis()
-    );
-    agents.remove(&agent);
     for effect in relay.agent_closed(agent) {
         if let Effect::ToExtension(message) = effect {
             let _ = to_extension.send(protocol::encode(&message));
@@ -314,14 +335,15 @@ async fn write_to_extension<W: AsyncWrite + Unpin>(
     }
 }
 
-/// One agent link: frames in become events; queued frames go out. Ends on EOF, on a frame
-/// error (which only this link pays for), or when the host drops the queue.
 /// What the host queued for one agent.
 struct Outgoing {
     queue: mpsc::UnboundedReceiver<Bytes>,
     progress: Arc<WriteProgress>,
 }
 
+/// One agent link: frames in become events; queued frames go out. Ends on EOF, on a frame
+/// error (which only this link pays for), when the host drops the queue, or when the host
+/// aborts it (the agent stopped reading).
 async fn serve_agent(
     agent: AgentId,
     stream: UnixStream,
@@ -350,10 +372,11 @@ async fn serve_agent(
             },
             out = outgoing.queue.recv() => match out {
                 Some(bytes) => {
+                    let len = bytes.len();
                     if sink.send(bytes).await.is_err() {
                         break;
                     }
-                    outgoing.progress.written();
+                    outgoing.progress.written(len);
                 }
                 None => return,
             },

@@ -80,13 +80,22 @@ pub fn run_host(launch: BrowserLaunch) -> ExitCode {
     }
 }
 
-/// `HIM_AGENT_STALL_MS`, for tests that need a stuck agent cut off quickly.
+/// `HIM_AGENT_STALL_MS` (at least 1 ms); the default when unset or not a number, with a
+/// warning for the latter.
 fn agent_stall() -> std::time::Duration {
-    std::env::var("HIM_AGENT_STALL_MS")
-        .ok()
-        .and_then(|ms| ms.trim().parse().ok())
-        .map(std::time::Duration::from_millis)
-        .unwrap_or(crate::host::AGENT_STALL)
+    let Ok(value) = std::env::var("HIM_AGENT_STALL_MS") else {
+        return crate::host::AGENT_STALL;
+    };
+    match value.trim().parse::<u64>() {
+        Ok(ms) => std::time::Duration::from_millis(ms.max(1)),
+        Err(err) => {
+            tracing::warn!(
+                "HIM_AGENT_STALL_MS={value:?} ignored ({err}); using {} ms",
+                crate::host::AGENT_STALL.as_millis()
+            );
+            crate::host::AGENT_STALL
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
 //! An agent that stops reading is cut off once it has read nothing for the stall time
-//! (`HIM_AGENT_STALL_MS`), its questions withdrawn and everyone else unaffected; an agent
-//! that reads slowly through a long burst is not cut off, however many frames wait for it.
+//! (`HIM_AGENT_STALL_MS`): its link closed, its questions withdrawn, everyone else
+//! unaffected. An agent that pauses for less than that while a long burst waits for it is
+//! not cut off, however many frames wait (the host once cut off at 1,024).
 
 mod common;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::time::Duration;
@@ -13,7 +14,12 @@ use common::*;
 use him::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
 use serde_json::{Value, json};
 
-const STALL_MS: &str = "400";
+/// Long enough that a loaded machine relays a burst well within it.
+const STALL: Duration = Duration::from_secs(2);
+
+fn stall_env() -> String {
+    STALL.as_millis().to_string()
+}
 
 /// A raw agent link that says hello and reads its welcome.
 fn raw_agent(ext: &FakeExtension, name: &str) -> UnixStream {
@@ -62,12 +68,9 @@ async fn ask_many(ext: &mut FakeExtension, stream: &mut UnixStream, first: usize
 #[tokio::test]
 async fn an_agent_that_stops_reading_is_cut_off_and_others_carry_on() {
     let runtime = runtime_dir();
-    let mut ext = FakeExtension::start_with(
-        runtime.path(),
-        Stdio::inherit(),
-        &[("HIM_AGENT_STALL_MS", STALL_MS)],
-    )
-    .await;
+    let stall = stall_env();
+    let env = [("HIM_AGENT_STALL_MS", stall.as_str())];
+    let mut ext = FakeExtension::start_with(runtime.path(), Stdio::inherit(), &env).await;
     let mut stuck = raw_agent(&ext, "stuck");
     ask_many(&mut ext, &mut stuck, 0, 12).await;
     // Answers far larger than the socket's buffers: the link fills and stays full, since
@@ -77,15 +80,25 @@ async fn an_agent_that_stops_reading_is_cut_off_and_others_carry_on() {
         ext.submit(&json!(question_id(n)), json!({"answer": big}))
             .await;
     }
-    // Nothing happens to it while nothing more is queued for it...
-    assert_eq!(ext.quiet_for(Duration::from_millis(800)).await, None);
-    // ...but the next frame for it, past the stall time, cuts it off: its last open
-    // question leaves the panel.
+    // Nothing happens to it while nothing more is queued for it, past the stall time...
+    let quiet = STALL + Duration::from_millis(500);
+    assert_eq!(ext.quiet_for(quiet).await, None);
+    // ...but the next frame for it cuts it off: its last open question leaves the panel.
     ext.submit(&json!(question_id(10)), json!({"answer": "late"}))
         .await;
     let withdraw = ext.recv_type("withdraw").await;
     assert_eq!(withdraw["id"], question_id(11));
     assert_eq!(withdraw["reason"], "cancelled");
+    // Its link is closed, not left open with the rest of its answers: reading it now
+    // reaches the end.
+    let reader = std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        stuck.read_to_end(&mut sink).map(|_| sink.len())
+    });
+    let read = tokio::task::spawn_blocking(move || reader.join().expect("reader"))
+        .await
+        .expect("join");
+    assert!(read.is_ok(), "the stuck agent's link did not end: {read:?}");
     // Everyone else is unaffected: a new agent asks and gets its answer.
     let (agent, _) = start_agent(runtime.path(), "survivor", &[]).await;
     let call =
@@ -93,45 +106,44 @@ async fn an_agent_that_stops_reading_is_cut_off_and_others_carry_on() {
     let asked = ext.take_ask().await;
     ext.submit(&asked["id"], json!({"answer": "yes"})).await;
     assert_eq!(call.await.expect("call task")["answer"], "yes");
-    drop(stuck);
 }
 
 #[tokio::test]
-async fn an_agent_reading_slowly_through_a_long_burst_is_not_cut_off() {
+async fn an_agent_that_pauses_while_a_long_burst_waits_is_not_cut_off() {
     let runtime = runtime_dir();
-    let mut ext = FakeExtension::start_with(
-        runtime.path(),
-        Stdio::inherit(),
-        &[("HIM_AGENT_STALL_MS", STALL_MS)],
-    )
-    .await;
+    let stall = stall_env();
+    let env = [("HIM_AGENT_STALL_MS", stall.as_str())];
+    let mut ext = FakeExtension::start_with(runtime.path(), Stdio::inherit(), &env).await;
     let mut slow = raw_agent(&ext, "slow");
-    // More frames than the host once allowed to wait for one agent (1,024), each large
-    // enough that most of them must wait in the host rather than in the socket.
-    let count = 1_200;
+    // More answers than the host once let wait for one agent (1,024), each large enough
+    // that nearly all of them wait in the host rather than in the socket.
+    let count = 1_500;
     ask_many(&mut ext, &mut slow, 0, count).await;
-    let answer = "y".repeat(8_000);
+    let (burst_sent, sent) = std::sync::mpsc::channel::<()>();
     let reader = std::thread::spawn(move || {
+        // The agent is busy until the whole burst is waiting for it, and a moment more:
+        // a pause, shorter than the stall time.
+        sent.recv().expect("burst sent");
+        std::thread::sleep(Duration::from_millis(300));
         let mut ids = Vec::new();
         for _ in 0..count {
             let frame = read_json(&mut slow);
             assert_eq!(frame["type"], "answer", "{frame}");
             ids.push(frame["id"].as_str().expect("id").to_owned());
-            // Slow, but never stopped for anything like the stall time: the whole burst
-            // takes several stall times to read.
-            std::thread::sleep(Duration::from_millis(1));
         }
         ids
     });
+    let answer = "y".repeat(8_000);
     for n in 0..count {
         ext.submit(&json!(question_id(n)), json!({"answer": answer}))
             .await;
     }
+    burst_sent.send(()).expect("reader waiting");
     let ids = tokio::task::spawn_blocking(move || reader.join().expect("reader"))
         .await
         .expect("join");
     let expected: Vec<String> = (0..count).map(question_id).collect();
     assert_eq!(ids, expected, "every answer, once, in order");
     // No question was withdrawn from the panel.
-    assert_eq!(ext.quiet_for(Duration::from_millis(600)).await, None);
+    assert_eq!(ext.quiet_for(Duration::from_millis(500)).await, None);
 }

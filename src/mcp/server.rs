@@ -195,14 +195,19 @@ impl HimServer {
         })
     }
 
+    /// A receiver of the session's heartbeat clock that waits for its next tick.
     fn ticks(&self) -> watch::Receiver<()> {
-        self.ticks
+        let mut ticks = self
+            .ticks
             .get_or_init(|| {
                 let (ticks, receiver) = watch::channel(());
                 tokio::spawn(tick(ticks, self.config.heartbeat));
                 receiver
             })
-            .clone()
+            .clone();
+        // A clone has seen what the stored receiver has, which is no tick at all.
+        ticks.mark_unchanged();
+        ticks
     }
 
     /// Whether the client declared form elicitation (an empty `elicitation` object means
@@ -712,6 +717,9 @@ async fn heartbeat(
                 tracing::info!("{notice}");
                 notice
             }
+            // Neither can end while the call runs (the call holds the notice sender and
+            // the session the clock); should both, there is nothing left to send.
+            else => std::future::pending().await,
         };
         let Some(token) = &token else { continue };
         // Progress must grow with every notification, notices included.
