@@ -175,7 +175,8 @@ impl Pool {
                     .is_some_and(|at| at.elapsed() < RESCAN_INTERVAL)
         };
         if !recently_scanned {
-            scan(&self.shared).await;
+            // Boxed: most questions skip it, and it would size every waiting question.
+            Box::pin(scan(&self.shared)).await;
         }
         let (events_tx, events) = futures::channel::mpsc::unbounded();
         let AskFrame {

@@ -103,19 +103,30 @@ async fn wait_on(
     cancelled: impl Future<Output = ()>,
 ) -> (Outcome, Option<PathBuf>) {
     tokio::pin!(cancelled);
-    let deadline = tokio::time::sleep_until(options.deadline);
-    tokio::pin!(deadline);
+    // One timer for both ends of the wait: the deadline, and the reconnect grace while no
+    // browser is linked. Every waiting question holds it, so one rather than two, and it
+    // is moved rather than made anew for each signal.
+    let timer = tokio::time::sleep_until(options.deadline);
+    tokio::pin!(timer);
     // Armed while no browser is linked; disarmed when one comes back. Armed at once if the only host already went away after it got the question.
     let mut orphaned_at: Option<Instant> = (question.hosts() == 0).then(Instant::now);
     let mut refusals = 0usize;
     loop {
-        let grace_end = orphaned_at.map(|t| t + options.reconnect_grace);
+        let grace_end = orphaned_at
+            .map(|t| t + options.reconnect_grace)
+            .filter(|end| *end < options.deadline);
+        let wake = grace_end.unwrap_or(options.deadline);
+        if timer.deadline() != wake {
+            timer.as_mut().reset(wake);
+        }
         tokio::select! {
-            _ = &mut deadline => return (Outcome::Timeout, None),
-            _ = &mut cancelled => return (Outcome::Cancelled, None),
-            _ = sleep_until_some(grace_end) => {
-                return (Outcome::NoBrowser { was_connected: true }, None);
+            _ = &mut timer => {
+                return match grace_end {
+                    Some(_) => (Outcome::NoBrowser { was_connected: true }, None),
+                    None => (Outcome::Timeout, None),
+                };
             }
+            _ = &mut cancelled => return (Outcome::Cancelled, None),
             signal = question.next_signal() => match signal {
                 Signal::Hosts(hosts) => {
                     orphaned_at = match (hosts, orphaned_at) {
@@ -140,13 +151,6 @@ async fn wait_on(
                 Signal::Event(None) => return (Outcome::Cancelled, None),
             },
         }
-    }
-}
-
-async fn sleep_until_some(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 
