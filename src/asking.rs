@@ -32,7 +32,7 @@ use crate::fallback::loopback::{Loopback, LoopbackEnd};
 use crate::form::Form;
 use crate::frame::MAX_TO_BROWSER;
 use crate::outcome::{self, AskResult, CallContext, Via};
-use crate::protocol::{Action, Answer, Ask, AskFrame, WithdrawReason};
+use crate::protocol::{Action, Answer, AskFrame, WithdrawReason};
 use crate::question::{self, Outcome, WaitOptions};
 use crate::tools::{ArgError, ToolKind};
 
@@ -74,13 +74,7 @@ pub fn prepare(tool: ToolKind, form: Form, timeout: Duration) -> Result<Prepared
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let ask = Ask {
-        id,
-        form: serde_json::to_value(&form).unwrap_or_default(),
-        timeout_ms: timeout.as_millis() as u64,
-        asked_at_ms,
-    };
-    let ask = AskFrame::new(ask);
+    let ask = AskFrame::encode(id, &form, timeout.as_millis() as u64, asked_at_ms);
     let size = ask.bytes.len();
     if size + LABEL_ROOM > MAX_TO_BROWSER {
         let argument = if tool == ToolKind::Form {

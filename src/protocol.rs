@@ -42,12 +42,42 @@ pub struct AskFrame {
 
 impl AskFrame {
     pub fn new(ask: Ask) -> AskFrame {
-        let id = ask.id.clone();
-        // Copied to its length: it is kept for as long as the question waits, and the
-        // encoder grows its buffer by doubling, up to twice that.
-        let bytes = Bytes::copy_from_slice(&encode(&AgentToHost::Ask(ask)));
-        AskFrame { id, bytes }
+        AskFrame::encode(ask.id, &ask.form, ask.timeout_ms, ask.asked_at_ms)
     }
+
+    /// The `ask` for a form of any serialisable type, encoded straight from it rather than
+    /// through a JSON tree of it: the same bytes as `AgentToHost::Ask`.
+    pub fn encode(
+        id: String,
+        form: &impl Serialize,
+        timeout_ms: u64,
+        asked_at_ms: u64,
+    ) -> AskFrame {
+        let wire = AskWire {
+            id: &id,
+            form,
+            timeout_ms,
+            asked_at_ms,
+        };
+        // Exactly as long as it is: it is kept for as long as the question waits, and the
+        // encoder grows its buffer by doubling.
+        let mut bytes = serde_json::to_vec(&wire).unwrap_or_else(|_| b"{}".to_vec());
+        bytes.shrink_to_fit();
+        AskFrame {
+            id,
+            bytes: Bytes::from(bytes),
+        }
+    }
+}
+
+/// `AgentToHost::Ask` as the agent writes it, borrowing its parts.
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "ask")]
+struct AskWire<'a, F> {
+    id: &'a str,
+    form: &'a F,
+    timeout_ms: u64,
+    asked_at_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -301,6 +331,22 @@ mod tests {
                    "timeout_ms": 1000, "asked_at_ms": 5,
                    "agent": {"name": "claude-code"}, "project": "him"})
         );
+    }
+
+    #[test]
+    fn an_ask_frame_is_the_ask_message() {
+        let form = json!({"title": "t", "fields": [{"name": "b", "type": "text"}, {"name": "a"}]});
+        let frame = AskFrame::encode("ab".into(), &form, 1000, 5);
+        let decoded: AgentToHost = decode(&frame.bytes).unwrap();
+        let ask = Ask {
+            id: "ab".into(),
+            form,
+            timeout_ms: 1000,
+            asked_at_ms: 5,
+        };
+        assert_eq!(decoded, AgentToHost::Ask(ask.clone()));
+        assert_eq!(frame.bytes, encode(&AgentToHost::Ask(ask)));
+        assert_eq!(frame.id, "ab");
     }
 
     #[test]
