@@ -28,18 +28,6 @@ fn read_json(stream: &mut UnixStream) -> Value {
     serde_json::from_slice(&frame).expect("json")
 }
 
-/// Proves the host still relays for a well-behaved agent.
-async fn host_still_works(ext: &mut FakeExtension, runtime: &std::path::Path) {
-    let (agent, _) = start_agent(runtime, "survivor", &[]).await;
-    let call =
-        tokio::spawn(
-            async move { call(&agent, "ask_text", json!({"question": "Still fine?"})).await },
-        );
-    let ask = ext.take_ask().await;
-    ext.submit(&ask["id"], json!({"answer": "yes"})).await;
-    assert_eq!(call.await.expect("call task")["answer"], "yes");
-}
-
 #[tokio::test]
 async fn bad_frames_from_the_browser_get_an_error_and_the_host_carries_on() {
     let runtime = runtime_dir();

@@ -341,3 +341,15 @@ pub fn assert_complete(result: &Value) {
         "next_step empty: {result}"
     );
 }
+
+/// Proves the host still relays for a well-behaved agent.
+pub async fn host_still_works(ext: &mut FakeExtension, runtime: &Path) {
+    let (agent, _) = start_agent(runtime, "survivor", &[]).await;
+    let call =
+        tokio::spawn(
+            async move { call(&agent, "ask_text", json!({"question": "Still fine?"})).await },
+        );
+    let ask = ext.take_ask().await;
+    ext.submit(&ask["id"], json!({"answer": "yes"})).await;
+    assert_eq!(call.await.expect("call task")["answer"], "yes");
+}
