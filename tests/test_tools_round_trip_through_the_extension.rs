@@ -280,3 +280,54 @@ async fn a_client_that_goes_away_has_its_questions_withdrawn() {
     ext.submit(&ask["id"], json!({"answer": "hi"})).await;
     assert_eq!(call.await.unwrap()["answer"], "hi");
 }
+
+#[tokio::test]
+async fn a_client_that_closes_its_input_has_its_questions_withdrawn_and_its_calls_ended() {
+    use std::io::{BufRead, BufReader, Write};
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    // A client that writes its JSON-RPC lines itself, so it can close its end of stdin
+    // while it goes on reading (as a client that is shutting down does).
+    let mut serve = std::process::Command::new(him_bin())
+        .arg("serve")
+        .env("HIM_RUNTIME_DIR", runtime.path())
+        .env("HIM_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn him serve");
+    let mut stdin = serve.stdin.take().expect("stdin");
+    let stdout = serve.stdout.take().expect("stdout");
+    for line in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "closer", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "ask_text", "arguments": {"question": "Still there?"}}}),
+    ] {
+        writeln!(stdin, "{line}").expect("write");
+    }
+    stdin.flush().expect("flush");
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(&line.expect("line")).expect("json"))
+            .collect::<Vec<Value>>()
+    });
+    let ask = ext.take_ask().await;
+    drop(stdin);
+    let withdraw = ext.recv_type("withdraw").await;
+    assert_eq!(withdraw["id"], ask["id"]);
+    // The call ends with a result the client can still read, rather than being dropped
+    // when rmcp gives up waiting for it.
+    let lines = tokio::task::spawn_blocking(move || reader.join().expect("reader"))
+        .await
+        .expect("join");
+    let result = lines
+        .iter()
+        .find(|line| line["id"] == 2)
+        .unwrap_or_else(|| panic!("no answer to the call in {lines:?}"));
+    assert_eq!(result["result"]["structuredContent"]["status"], "cancelled");
+    assert!(serve.wait().expect("wait").success());
+}

@@ -10,7 +10,12 @@ mod server;
 
 use std::process::ExitCode;
 
-use rmcp::ServiceExt;
+use std::future::Future;
+
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::{RoleServer, ServiceExt};
 
 use crate::BoxError;
 use crate::cli::ServeArgs;
@@ -38,7 +43,13 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         let pool_owner = server.clone();
         // Non-blocking pipes when the client gave us pipes (the usual case), on their own
         // open file descriptions so our stdio stays blocking for anything we spawn.
-        let service = server.serve(rmcp::transport::stdio_pipes()).await?;
+        let (stdin, stdout) = rmcp::transport::stdio_pipes();
+        let on_eof = server.clone();
+        let transport = UntilEof {
+            inner: AsyncRwTransport::new_server(stdin, stdout),
+            on_eof: Some(Box::new(move || on_eof.shutdown())),
+        };
+        let service = server.serve(transport).await?;
         let reason = service.waiting().await;
         // The client is gone: whatever it asked can no longer be answered to anyone.
         pool_owner.shutdown();
@@ -46,4 +57,37 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         Ok::<_, BoxError>(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// rmcp's stdio transport, telling us the moment the client closes its end. rmcp then
+/// gives calls in progress 5 s to finish before it stops them; ours wait for a person, so
+/// they are withdrawn at once instead: the panel clears, and each call ends as cancelled.
+struct UntilEof<T> {
+    inner: T,
+    on_eof: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for UntilEof<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let message = self.inner.receive().await;
+        if message.is_none()
+            && let Some(on_eof) = self.on_eof.take()
+        {
+            on_eof();
+        }
+        message
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
 }
