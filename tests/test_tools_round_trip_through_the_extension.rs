@@ -329,5 +329,11 @@ async fn a_client_that_closes_its_input_has_its_questions_withdrawn_and_its_call
         .find(|line| line["id"] == 2)
         .unwrap_or_else(|| panic!("no answer to the call in {lines:?}"));
     assert_eq!(result["result"]["structuredContent"]["status"], "cancelled");
+    // The text copy says exactly what the structured content says.
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .expect("a text copy");
+    let copy: Value = serde_json::from_str(text).expect("the text copy is JSON");
+    assert_eq!(copy, result["result"]["structuredContent"]);
     assert!(serve.wait().expect("wait").success());
 }

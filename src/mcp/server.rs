@@ -10,8 +10,8 @@ use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ClientResult, ElicitRequest, ElicitResult, ErrorData,
-    Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    CallToolResponse, CallToolResult, ClientResult, ContentBlock, ElicitRequest, ElicitResult,
+    ErrorData, Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
     ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
     ServerRequest,
 };
@@ -626,10 +626,16 @@ impl ServerHandler for HimServer {
     }
 }
 
+/// The result as structured content and its text copy (MCP asks for both). The text is
+/// written from the result itself, the same bytes as from the JSON tree but without
+/// walking it a second time.
 fn structured(result: &AskResult) -> Result<CallToolResponse, ErrorData> {
-    let value =
-        serde_json::to_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-    Ok(CallToolResult::structured(value).into())
+    let internal = |e: serde_json::Error| ErrorData::internal_error(e.to_string(), None);
+    let value = serde_json::to_value(result).map_err(internal)?;
+    let text = serde_json::to_string(result).map_err(internal)?;
+    let mut call_result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    call_result.structured_content = Some(value);
+    Ok(call_result.into())
 }
 
 /// One `elicitation/create` (protocol ≤ 2025-11-25), withdrawn with a cancellation when
