@@ -37,6 +37,23 @@ pub struct Config {
 pub const MIN_WAIT: Duration = Duration::from_secs(1);
 pub const MAX_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// A `HIM_*_MS` variable: `default` when unset or blank, else a whole number of
+/// milliseconds.
+pub fn millis(
+    lookup: impl Fn(&str) -> Option<String>,
+    variable: &'static str,
+    default: u64,
+) -> Result<u64, ConfigError> {
+    match lookup(variable).filter(|v| !v.trim().is_empty()) {
+        None => Ok(default),
+        Some(value) => value.trim().parse().map_err(|_| ConfigError {
+            variable,
+            value,
+            expected: "a whole number of milliseconds",
+        }),
+    }
+}
+
 /// Every wait is clamped to 1 s – 24 h (§5).
 pub fn clamp_wait(ms: u64) -> Duration {
     Duration::from_millis(ms).clamp(MIN_WAIT, MAX_WAIT)
@@ -73,16 +90,7 @@ impl Config {
         lookup: impl Fn(&str) -> Option<String>,
         runtime_dir: PathBuf,
     ) -> Result<Config, ConfigError> {
-        let millis = |variable: &'static str, default: u64| -> Result<u64, ConfigError> {
-            match lookup(variable).filter(|v| !v.trim().is_empty()) {
-                None => Ok(default),
-                Some(value) => value.trim().parse().map_err(|_| ConfigError {
-                    variable,
-                    value,
-                    expected: "a whole number of milliseconds",
-                }),
-            }
-        };
+        let millis = |variable: &'static str, default: u64| millis(&lookup, variable, default);
         let fallback = match lookup("HIM_FALLBACK").as_deref().map(str::trim) {
             None | Some("") | Some("return") => FallbackMode::Return,
             Some("http") => FallbackMode::Http,

@@ -5,6 +5,7 @@
 
 use std::ffi::OsString;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BrowserLaunch {
@@ -80,22 +81,16 @@ pub fn run_host(launch: BrowserLaunch) -> ExitCode {
     }
 }
 
-/// `HIM_AGENT_STALL_MS` (at least 1 ms); the default when unset or not a number, with a
-/// warning for the latter.
-fn agent_stall() -> std::time::Duration {
-    let Ok(value) = std::env::var("HIM_AGENT_STALL_MS") else {
-        return crate::host::AGENT_STALL;
-    };
-    match value.trim().parse::<u64>() {
-        Ok(ms) => std::time::Duration::from_millis(ms.max(1)),
-        Err(err) => {
-            tracing::warn!(
-                "HIM_AGENT_STALL_MS={value:?} ignored ({err}); using {} ms",
-                crate::host::AGENT_STALL.as_millis()
-            );
-            crate::host::AGENT_STALL
-        }
-    }
+/// `HIM_AGENT_STALL_MS` (at least 1 ms), read by the same rule as the server's `HIM_*_MS`;
+/// the host cannot refuse to start over it, so a bad value is reported and the default used.
+fn agent_stall() -> Duration {
+    let default = crate::host::AGENT_STALL.as_millis() as u64;
+    let lookup = |name: &str| std::env::var(name).ok();
+    let ms = crate::config::millis(lookup, "HIM_AGENT_STALL_MS", default).unwrap_or_else(|err| {
+        tracing::warn!("{err}; using {default} ms");
+        default
+    });
+    Duration::from_millis(ms.max(1))
 }
 
 #[cfg(test)]
