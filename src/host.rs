@@ -104,10 +104,10 @@ struct AgentLink {
     task: tokio::task::AbortHandle,
 }
 
-/// Shared by the host loop (which queues) and the link's writer (which drains).
+/// Shared by the host loop (which queues) and the link's writer (which drains). Frames
+/// are never empty, so bytes waiting means frames waiting.
 struct WriteProgress {
     started: Instant,
-    queued: AtomicUsize,
     queued_bytes: AtomicUsize,
     /// Milliseconds after `started` when the writer last finished a frame, or when the
     /// queue was last empty.
@@ -118,7 +118,6 @@ impl WriteProgress {
     fn new() -> WriteProgress {
         WriteProgress {
             started: Instant::now(),
-            queued: AtomicUsize::new(0),
             queued_bytes: AtomicUsize::new(0),
             last_ms: AtomicU64::new(0),
         }
@@ -129,8 +128,7 @@ impl WriteProgress {
     }
 
     fn queued(&self, len: usize) {
-        self.queued_bytes.fetch_add(len, Ordering::Relaxed);
-        if self.queued.fetch_add(1, Ordering::Relaxed) == 0 {
+        if self.queued_bytes.fetch_add(len, Ordering::Relaxed) == 0 {
             // The clock starts when there is something to write.
             self.last_ms.store(self.now_ms(), Ordering::Relaxed);
         }
@@ -138,7 +136,6 @@ impl WriteProgress {
 
     fn written(&self, len: usize) {
         self.queued_bytes.fetch_sub(len, Ordering::Relaxed);
-        self.queued.fetch_sub(1, Ordering::Relaxed);
         self.last_ms.store(self.now_ms(), Ordering::Relaxed);
     }
 
@@ -150,7 +147,7 @@ impl WriteProgress {
             .now_ms()
             .saturating_sub(self.last_ms.load(Ordering::Relaxed));
         let waiting = self.queued_bytes.load(Ordering::Relaxed);
-        if self.queued.load(Ordering::Relaxed) > 0 && idle_ms > stall.as_millis() as u64 {
+        if waiting > 0 && idle_ms > stall.as_millis() as u64 {
             Some(format!("it has read nothing for {idle_ms} ms"))
         } else if waiting + len > AGENT_QUEUE_BYTES {
             Some(format!("{waiting} bytes already wait for it"))
