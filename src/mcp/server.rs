@@ -244,24 +244,32 @@ impl HimServer {
         retry: Retry,
         ctx: RequestContext<RoleServer>,
     ) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
-        let form = match form {
-            Ok(form) => form,
-            Err(err) => return Box::pin(std::future::ready(Err(invalid_params(err)))),
-        };
-        if let Some(state) = retry.state {
-            let finished = self.finish_retry(tool, form, &state, retry.responses, &ctx);
-            return Box::pin(std::future::ready(finished));
+        match self.start_asking(tool, form, timeout_ms, retry, ctx) {
+            Ok(waiting) => waiting,
+            Err(err) => Box::pin(std::future::ready(Err(err))),
         }
-        let prepared = match asking::prepare(tool, form, self.config.wait_for(timeout_ms)) {
-            Ok(prepared) => prepared,
-            Err(PrepareError::TooLarge(arg)) => {
-                return Box::pin(std::future::ready(Err(invalid_params(arg))));
-            }
-            Err(other) => {
-                let err = ErrorData::internal_error(other.to_string(), None);
-                return Box::pin(std::future::ready(Err(err)));
-            }
-        };
+    }
+
+    /// The wait for [`Self::ask`], or why there is none to make.
+    fn start_asking(
+        &self,
+        tool: ToolKind,
+        form: Result<Form, ArgError>,
+        timeout_ms: Option<u64>,
+        retry: Retry,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<BoxFuture<'_, Result<CallToolResponse, ErrorData>>, ErrorData> {
+        let form = form.map_err(invalid_params)?;
+        if let Some(state) = retry.state {
+            let finished = self.finish_retry(tool, form, &state, retry.responses, &ctx)?;
+            return Ok(Box::pin(std::future::ready(Ok(finished))));
+        }
+        let prepared = asking::prepare(tool, form, self.config.wait_for(timeout_ms)).map_err(
+            |err| match err {
+                PrepareError::TooLarge(arg) => invalid_params(arg),
+                other => ErrorData::internal_error(other.to_string(), None),
+            },
+        )?;
         tracing::info!(tool = tool.tool_name(), id = %prepared.ask.id, "asking");
         let (notices, notice_rx) = futures::channel::mpsc::unbounded();
         let heartbeat = Box::pin(heartbeat(
@@ -303,7 +311,7 @@ impl HimServer {
             Either::Left((asked, _)) => asked,
             Either::Right((never, _)) => match never {},
         });
-        Box::pin(asked.map(move |asked| self.asked(tool, asked)))
+        Ok(Box::pin(asked.map(move |asked| self.asked(tool, asked))))
     }
 
     /// The tool result for how the question ended.
@@ -713,7 +721,10 @@ async fn heartbeat(
     loop {
         let message = tokio::select! {
             changed = ticks.changed(), if ticking => {
-                ticking = changed.is_ok();
+                if changed.is_err() {
+                    ticking = false;
+                    continue;
+                }
                 format!(
                     "Waiting for the person to answer ({} s so far)",
                     started.elapsed().as_secs()
