@@ -61,7 +61,7 @@ impl AskFrame {
         };
         // Exactly as long as it is: it is kept for as long as the question waits, and the
         // encoder grows its buffer by doubling.
-        let mut bytes = serde_json::to_vec(&wire).unwrap_or_else(|_| b"{}".to_vec());
+        let mut bytes = to_json(&wire);
         bytes.shrink_to_fit();
         AskFrame {
             id,
@@ -298,9 +298,13 @@ fn classify<M: Message>(bytes: &[u8]) -> Result<M, ProtocolError> {
 }
 
 pub fn encode<M: Message>(message: &M) -> Bytes {
+    Bytes::from(to_json(message))
+}
+
+fn to_json(message: &impl Serialize) -> Vec<u8> {
     // Serialising these types cannot fail: every map key is a string and no Serialize impl
     // of ours returns an error. Fall back to an empty object rather than panic regardless.
-    Bytes::from(serde_json::to_vec(message).unwrap_or_else(|_| b"{}".to_vec()))
+    serde_json::to_vec(message).unwrap_or_else(|_| b"{}".to_vec())
 }
 
 #[cfg(test)]
