@@ -25,6 +25,7 @@ import {
   setDraft,
 } from './lib/queue.js';
 import { backoffMs, describeHostProblem } from './lib/hosterror.js';
+import { postIfOpen } from './lib/port.js';
 
 const api = globalThis.browser ?? globalThis.chrome;
 const HOST_NAME = 'dev.him.host';
@@ -150,13 +151,7 @@ function hostGone(message) {
 }
 
 function sendToHost(message) {
-  if (!port) return false;
-  try {
-    port.postMessage(message);
-    return true;
-  } catch {
-    return false;
-  }
+  return postIfOpen(port, message);
 }
 
 function onHostMessage(from, msg) {

@@ -5,6 +5,7 @@
 
 import { renderForm } from '../lib/form.js';
 import { agentLabel, formatTimeLeft, timeLeft } from '../lib/queue.js';
+import { postIfOpen } from '../lib/port.js';
 
 const api = globalThis.browser ?? globalThis.chrome;
 const $ = (id) => document.getElementById(id);
@@ -22,13 +23,7 @@ let cardCounter = 0;
 let noticeKeys = '';
 
 function send(message) {
-  if (!port) return false;
-  try {
-    port.postMessage(message);
-    return true;
-  } catch {
-    return false;
-  }
+  return postIfOpen(port, message);
 }
 
 function connectWorker() {
