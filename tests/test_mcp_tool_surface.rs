@@ -1,10 +1,11 @@
-//! What an MCP client sees of him: six tools with schemas and annotations, and bad
-//! arguments refused as invalid params that name the argument.
+//! What an MCP client sees of him: six tools with schemas and annotations, bad arguments
+//! refused as invalid params that name the argument, and a call's own `_meta` protocol
+//! version checked as rmcp checks it.
 
 mod common;
 
 use common::*;
-use rmcp::model::ErrorCode;
+use rmcp::model::{ErrorCode, ErrorData, ProtocolVersion, RequestMetaObject};
 use rmcp::service::ServiceError;
 use serde_json::json;
 
@@ -113,4 +114,56 @@ async fn human_input_status_reports_the_channel_without_asking() {
     let status = call(&agent, "human_input_status", json!({})).await;
     assert_eq!(status["channel"], "extension");
     assert_eq!(status["browsers"].as_array().unwrap().len(), 1);
+}
+
+/// Calls `human_input_status` with `_meta` naming `version` and no other metadata.
+async fn call_naming_version(version: &str) -> Result<serde_json::Value, ErrorData> {
+    let runtime = runtime_dir();
+    let (agent, _) = start_agent(runtime.path(), "meta-version", &[]).await;
+    let mut meta = RequestMetaObject::new();
+    let version: ProtocolVersion = serde_json::from_value(json!(version)).expect("a version");
+    meta.set_protocol_version(version);
+    let mut call = params("human_input_status", json!({}));
+    call.meta = Some(meta);
+    match agent.call_tool(call).await {
+        Ok(result) => Ok(result.structured_content.expect("structured content")),
+        Err(ServiceError::McpError(err)) => Err(err),
+        Err(other) => panic!("expected a result or an MCP error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_call_naming_its_own_protocol_version_is_checked_as_rmcp_checks_it() {
+    // A version we do not speak is refused, saying which versions we do.
+    let err = call_naming_version("1999-01-01").await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "{err:?}");
+    let data = err.data.expect("error data");
+    assert_eq!(data["requested"], "1999-01-01");
+    assert!(
+        data["supported"]
+            .as_array()
+            .is_some_and(|v| v.contains(&json!("2025-06-18"))),
+        "{data}"
+    );
+    // From 2026-07-28 on, a request naming its version must also carry the client's
+    // capabilities.
+    let err = call_naming_version("2026-07-28").await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::INVALID_PARAMS, "{err:?}");
+    assert!(err.message.contains("clientCapabilities"), "{err:?}");
+    // An older version we speak needs nothing more.
+    let status = call_naming_version("2025-06-18").await.expect("status");
+    assert_eq!(status["channel"], "chat");
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_invalid_params() {
+    let runtime = runtime_dir();
+    let (agent, _) = start_agent(runtime.path(), "unknown-tool", &[]).await;
+    match agent.call_tool(params("ask_nothing", json!({}))).await {
+        Err(ServiceError::McpError(err)) => {
+            assert_eq!(err.code, ErrorCode::INVALID_PARAMS, "{err:?}");
+            assert!(err.message.contains("tool not found"), "{err:?}");
+        }
+        other => panic!("expected invalid params, got {other:?}"),
+    }
 }

@@ -3,6 +3,7 @@
 //! (`asking.rs`) while sending progress heartbeats, and returns the result object as
 //! structured content.
 
+mod dispatch;
 pub mod elicitation;
 pub mod http;
 mod params;
@@ -49,7 +50,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
             inner: AsyncRwTransport::new_server(stdin, stdout),
             on_eof: Some(Box::new(move || on_eof.shutdown())),
         };
-        let service = server.serve(transport).await?;
+        let service = dispatch::Dispatch(server).serve(transport).await?;
         let reason = service.waiting().await;
         // The client is gone: whatever it asked can no longer be answered to anyone.
         pool_owner.shutdown();

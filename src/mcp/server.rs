@@ -1,5 +1,6 @@
 //! The tools of DESIGN.md §5 on an rmcp `ToolRouter`.
 
+use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -8,12 +9,12 @@ use futures::future::{BoxFuture, Either};
 use futures::{FutureExt, StreamExt};
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
+use rmcp::handler::server::tool::{InputResponses as Responses, RequestState, ToolCallContext};
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ClientResult, ContentBlock, ElicitRequest, ElicitResult,
-    ErrorData, Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
-    ServerRequest,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock,
+    ElicitRequest, ElicitResult, ErrorData, Implementation, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ServerCapabilities, ServerConfig, ServerRequest,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
@@ -167,7 +168,18 @@ impl HimServer {
         }
     }
 
-    /// Withdraws every question still open; returns how many there were.
+    /// A `tools/call`, through the tool router (for `dispatch.rs`, which takes rmcp's place
+    /// around it).
+    pub(super) fn call(
+        &self,
+        params: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+        self.tool_router
+            .call(ToolCallContext::new(self, params, context))
+    }
+
+    /// Withdraws every question still open.
     pub fn shutdown(&self) {
         if let Some(pool) = self.pool.get() {
             pool.shutdown();
