@@ -30,7 +30,6 @@ use crate::frame::{FrameCodec, FrameError, MAX_INBOUND, MAX_TO_BROWSER};
 use crate::protocol::{self, HostInfo, HostToAgent, HostToExtension};
 use crate::relay::{AgentId, Effect, Relay};
 use crate::runtime;
-use crate::unix_link::{self, LinkRead, LinkWrite};
 
 /// Events from agent links waiting for the host's loop; a link that fills it waits (it
 /// only holds up its own reads).
@@ -345,29 +344,10 @@ struct Outgoing {
 async fn serve_agent(
     agent: AgentId,
     stream: UnixStream,
-    outgoing: Outgoing,
+    mut outgoing: Outgoing,
     events: mpsc::Sender<Event>,
 ) {
-    match unix_link::split(stream) {
-        Ok((read, write)) => {
-            if !exchange(agent, read, write, outgoing, &events).await {
-                return;
-            }
-        }
-        Err(err) => tracing::warn!(agent, "agent link not set up: {err}"),
-    }
-    let _ = events.send(Event::AgentClosed(agent)).await;
-}
-
-/// Frames from the agent become events; queued frames go to it. Whether the agent's end
-/// should be reported: not when the host itself is gone or dropped the queue.
-async fn exchange(
-    agent: AgentId,
-    read: LinkRead,
-    write: LinkWrite,
-    mut outgoing: Outgoing,
-    events: &mpsc::Sender<Event>,
-) -> bool {
+    let (read, write) = stream.into_split();
     let mut frames = FramedRead::new(read, FrameCodec::new(MAX_INBOUND));
     let mut sink = FramedWrite::new(write, FrameCodec::new(MAX_INBOUND));
     loop {
@@ -375,7 +355,7 @@ async fn exchange(
             frame = frames.next() => match frame {
                 Some(Ok(bytes)) => {
                     if events.send(Event::AgentFrame(agent, bytes)).await.is_err() {
-                        return false;
+                        return;
                     }
                 }
                 Some(Err(err)) => {
@@ -395,11 +375,11 @@ async fn exchange(
                     }
                     outgoing.progress.written(len);
                 }
-                None => return false,
+                None => return,
             },
         }
     }
-    true
+    let _ = events.send(Event::AgentClosed(agent)).await;
 }
 
 /// Resolves on SIGTERM or SIGINT (Firefox sends SIGTERM before SIGKILL), so the socket
