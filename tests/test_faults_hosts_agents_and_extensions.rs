@@ -381,10 +381,12 @@ async fn every_question_ends_exactly_once_while_browsers_and_agents_come_and_go(
                 );
                 if seen.alive {
                     let (open, doubled) = seen.open_and_doubled();
-                    assert!(
-                        doubled.is_empty(),
-                        "browser {i} saw questions end twice: {doubled:?}"
-                    );
+                    // Not at once: an answer the person chose just before the question
+                    // was withdrawn is still on its way, and counts as an end until the
+                    // host refuses it. Only a double end that stays is one.
+                    if !doubled.is_empty() {
+                        report.push(format!("browser {i} saw questions end twice: {doubled:?}"));
+                    }
                     if !open.is_empty() {
                         report.push(format!("browser {i} still shows {open:?}"));
                     }
