@@ -1,6 +1,7 @@
 //! What an MCP client sees of him: six tools with schemas and annotations, bad arguments
-//! refused as invalid params that name the argument, and a call's own `_meta` protocol
-//! version checked as rmcp checks it.
+//! refused as invalid params that name the argument, a call's own `_meta` protocol version
+//! checked as rmcp checks it, and lines on stdin that are no message ignored or answered
+//! as rmcp does, without ending the session.
 
 mod common;
 
@@ -166,4 +167,70 @@ async fn an_unknown_tool_is_invalid_params() {
         }
         other => panic!("expected invalid params, got {other:?}"),
     }
+}
+
+/// What a client reads back from `him serve` for the given input lines, until it has an
+/// answer to each of `ids`; its input is then closed and it must exit cleanly.
+fn serve_lines(input: &[u8], ids: &[i64]) -> Vec<serde_json::Value> {
+    use std::io::{BufRead, BufReader, Write};
+    let runtime = runtime_dir();
+    let mut serve = std::process::Command::new(him_bin())
+        .arg("serve")
+        .env("HIM_RUNTIME_DIR", runtime.path())
+        .env("HIM_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn him serve");
+    let mut stdin = serve.stdin.take().expect("stdin");
+    stdin.write_all(input).expect("write");
+    stdin.flush().expect("flush");
+    let mut seen = Vec::new();
+    let mut lines = BufReader::new(serve.stdout.take().expect("stdout")).lines();
+    while !ids.iter().all(|id| {
+        seen.iter()
+            .any(|line: &serde_json::Value| line["id"] == *id)
+    }) {
+        let line = lines.next().expect("a line before the end").expect("read");
+        seen.push(serde_json::from_str(&line).expect("each line is JSON"));
+    }
+    drop(stdin);
+    assert!(serve.wait().expect("wait").success());
+    seen
+}
+
+#[test]
+fn bad_lines_on_stdin_are_ignored_or_answered_and_the_session_carries_on() {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "bad-lines", "version": "1"}}});
+    let status = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "human_input_status", "arguments": {}}})
+    };
+    // The same call with a key JSON-RPC does not define, which rmcp ignores.
+    let mut with_extra_key = status(7);
+    with_extra_key["extra"] = json!(true);
+    let input = format!(
+        "{initialize}\n{}\nnot json at all\n{{\"hello\":\"there\"}}\n\n{}\r\n{}\n{with_extra_key}\n",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
+        status(6),
+    );
+    let lines = serve_lines(input.as_bytes(), &[1, 5, 6, 7]);
+    // Only the JSON that is no message is answered, with Invalid Request and no id.
+    let errors: Vec<_> = lines.iter().filter(|l| l.get("error").is_some()).collect();
+    assert_eq!(errors.len(), 1, "{lines:?}");
+    assert_eq!(errors[0]["error"]["code"], -32600);
+    assert!(errors[0]["id"].is_null(), "{:?}", errors[0]);
+    let result = |id: i64| {
+        lines
+            .iter()
+            .find(|l| l["id"] == id)
+            .map(|l| l["result"].clone())
+            .expect("an answer")
+    };
+    assert_eq!(result(5), json!({}));
+    assert_eq!(result(6)["structuredContent"]["channel"], "chat");
+    assert_eq!(result(6), result(7));
 }

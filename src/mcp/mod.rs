@@ -8,15 +8,11 @@ pub mod elicitation;
 pub mod http;
 mod params;
 mod server;
+mod stdio;
 
 use std::process::ExitCode;
 
-use std::future::Future;
-
-use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::transport::Transport;
-use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::{RoleServer, ServiceExt};
+use rmcp::ServiceExt;
 
 use crate::BoxError;
 use crate::cli::ServeArgs;
@@ -46,10 +42,8 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         // open file descriptions so our stdio stays blocking for anything we spawn.
         let (stdin, stdout) = rmcp::transport::stdio_pipes();
         let on_eof = server.clone();
-        let transport = UntilEof {
-            inner: AsyncRwTransport::new_server(stdin, stdout),
-            on_eof: Some(Box::new(move || on_eof.shutdown())),
-        };
+        let transport =
+            stdio::StdioTransport::new(stdin, stdout, Box::new(move || on_eof.shutdown()));
         let service = dispatch::Dispatch(server).serve(transport).await?;
         let reason = service.waiting().await;
         // The client is gone: whatever it asked can no longer be answered to anyone.
@@ -58,37 +52,4 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         Ok::<_, BoxError>(())
     })?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// rmcp's stdio transport, telling us the moment the client closes its end. rmcp then
-/// gives calls in progress 5 s to finish before it stops them; ours wait for a person, so
-/// they are withdrawn at once instead: the panel clears, and each call ends as cancelled.
-struct UntilEof<T> {
-    inner: T,
-    on_eof: Option<Box<dyn FnOnce() + Send>>,
-}
-
-impl<T: Transport<RoleServer>> Transport<RoleServer> for UntilEof<T> {
-    type Error = T::Error;
-
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleServer>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
-    }
-
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        let message = self.inner.receive().await;
-        if message.is_none()
-            && let Some(on_eof) = self.on_eof.take()
-        {
-            on_eof();
-        }
-        message
-    }
-
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.inner.close()
-    }
 }
