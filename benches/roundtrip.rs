@@ -183,16 +183,25 @@ fn latencies(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
         floor.request(&request)?;
         rmcp_call(&tokio, &rmcp_floor, i)?;
     }
+    // CPU on the raw client's paths: him serve and the host against relays A and B, each
+    // counted only while its own path runs.
+    let mut floor_cpu = CpuMeter::new(&[floor.child.id(), floor_relays.relay_b.id()]);
+    let mut serve_cpu = CpuMeter::new(&[raw.child.id()]);
+    let mut host_cpu = CpuMeter::new(&[host.child.id()]);
     let per_round = plan.questions.div_ceil(plan.rounds);
     let mut n = 0;
     for _ in 0..plan.rounds {
+        floor_cpu.start()?;
         for _ in 0..per_round {
             floor_samples.push(timed(|| floor.request(&request))?);
         }
+        floor_cpu.stop()?;
         for _ in 0..per_round {
             n += 1;
             rmcp_floor_samples.push(rmcp_call(&tokio, &rmcp_floor, n)?);
         }
+        serve_cpu.start()?;
+        host_cpu.start()?;
         for _ in 0..per_round {
             n += 1;
             let line = tool_call_line(n);
@@ -201,6 +210,8 @@ fn latencies(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
             raw_samples.push(started.elapsed());
             check_answered(&response)?;
         }
+        serve_cpu.stop()?;
+        host_cpu.stop()?;
         for _ in 0..per_round {
             n += 1;
             rmcp_samples.push(rmcp_call(&tokio, &rmcp_client, n)?);
@@ -285,6 +296,20 @@ fn latencies(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
         rmcp_floor_stats.p50 - floor_stats.p50,
         rmcp_stats.p50 - raw_stats.p50,
     ));
+    let questions = (per_round * plan.rounds) as f64;
+    let per_question = |meter: &CpuMeter| meter.used.as_secs_f64() * 1e6 / questions;
+    let (serve_us, host_us, floor_us) = (
+        per_question(&serve_cpu),
+        per_question(&host_cpu),
+        per_question(&floor_cpu),
+    );
+    report.push_str(&format!(
+        "CPU per question on the raw client's paths (time on CPU, all threads): him serve \
+         {serve_us:.1} µs + host {host_us:.1} µs = {:.1} µs; relays A + B of the floor \
+         {floor_us:.1} µs; him / floor {:.2}×.\n",
+        serve_us + host_us,
+        (serve_us + host_us) / floor_us,
+    ));
     report.push_str(&format!(
         "Bytes carried by the raw-driven floor per round trip: request line {} B, response \
          line {} B; the rmcp-driven floor carries rmcp's request line and the same response \
@@ -344,6 +369,47 @@ fn rmcp_call(
         return Err(format!("rmcp round trip {i} not answered: {result:?}").into());
     }
     Ok(took)
+}
+
+/// Time on CPU of some processes, summed over the spans between `start` and `stop`. Read
+/// from `/proc/<pid>/task/*/schedstat` (nanoseconds, every thread), where `/proc/<pid>/stat`
+/// would count 10 ms clock ticks.
+struct CpuMeter {
+    pids: Vec<u32>,
+    started: Duration,
+    used: Duration,
+}
+
+impl CpuMeter {
+    fn new(pids: &[u32]) -> CpuMeter {
+        CpuMeter {
+            pids: pids.to_vec(),
+            started: Duration::ZERO,
+            used: Duration::ZERO,
+        }
+    }
+
+    fn now(&self) -> Result<Duration, BoxError> {
+        let mut total = Duration::ZERO;
+        for pid in &self.pids {
+            for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+                let stat = std::fs::read_to_string(task?.path().join("schedstat"))?;
+                let ns = stat.split_whitespace().next().ok_or("empty schedstat")?;
+                total += Duration::from_nanos(ns.parse()?);
+            }
+        }
+        Ok(total)
+    }
+
+    fn start(&mut self) -> Result<(), BoxError> {
+        self.started = self.now()?;
+        Ok(())
+    }
+
+    fn stop(&mut self) -> Result<(), BoxError> {
+        self.used += self.now()?.saturating_sub(self.started);
+        Ok(())
+    }
 }
 
 fn timed(mut f: impl FnMut() -> io::Result<Vec<u8>>) -> io::Result<Duration> {
