@@ -31,6 +31,7 @@ use crate::protocol::{
     WithdrawReason,
 };
 use crate::runtime;
+use crate::unix_link::{self, LinkRead, LinkWrite};
 
 /// How often the runtime directory is rescanned while a question waits. Connecting to a
 /// local socket is cheap; a person will not notice a quarter of a second.
@@ -410,15 +411,32 @@ async fn run_link(
     shared: Arc<Shared>,
     path: PathBuf,
     stream: UnixStream,
+    queue: mpsc::UnboundedReceiver<Bytes>,
+) {
+    match unix_link::split(stream) {
+        Ok((read, write)) => exchange(&shared, &path, read, write, queue).await,
+        Err(err) => tracing::warn!(socket = %path.display(), "host link not set up: {err}"),
+    }
+    let mut state = shared.state();
+    state.links.remove(&path);
+    shared.publish_link_count(&state);
+}
+
+/// Frames from the host to the questions; queued frames to the host. Ends when either
+/// side does.
+async fn exchange(
+    shared: &Shared,
+    path: &Path,
+    read: LinkRead,
+    write: LinkWrite,
     mut queue: mpsc::UnboundedReceiver<Bytes>,
 ) {
-    let (read, write) = stream.into_split();
     let mut frames = FramedRead::new(read, FrameCodec::new(MAX_INBOUND));
     let mut sink = FramedWrite::new(write, FrameCodec::new(MAX_INBOUND));
     loop {
         tokio::select! {
             frame = frames.next() => match frame {
-                Some(Ok(bytes)) => host_frame(&shared, &path, &bytes),
+                Some(Ok(bytes)) => host_frame(shared, path, &bytes),
                 Some(Err(err)) => {
                     tracing::warn!(socket = %path.display(), "host link closed: {err}");
                     break;
@@ -445,9 +463,6 @@ async fn run_link(
             },
         }
     }
-    let mut state = shared.state();
-    state.links.remove(&path);
-    shared.publish_link_count(&state);
 }
 
 fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {

@@ -30,6 +30,7 @@ use crate::frame::{FrameCodec, FrameError, MAX_INBOUND, MAX_TO_BROWSER};
 use crate::protocol::{self, HostInfo, HostToAgent, HostToExtension};
 use crate::relay::{AgentId, Effect, Relay};
 use crate::runtime;
+use crate::unix_link::{self, LinkRead, LinkWrite};
 
 /// Events from agent links waiting for the host's loop; a link that fills it waits (it
 /// only holds up its own reads).
@@ -344,10 +345,29 @@ struct Outgoing {
 async fn serve_agent(
     agent: AgentId,
     stream: UnixStream,
-    mut outgoing: Outgoing,
+    outgoing: Outgoing,
     events: mpsc::Sender<Event>,
 ) {
-    let (read, write) = stream.into_split();
+    match unix_link::split(stream) {
+        Ok((read, write)) => {
+            if !exchange(agent, read, write, outgoing, &events).await {
+                return;
+            }
+        }
+        Err(err) => tracing::warn!(agent, "agent link not set up: {err}"),
+    }
+    let _ = events.send(Event::AgentClosed(agent)).await;
+}
+
+/// Frames from the agent become events; queued frames go to it. Whether the agent's end
+/// should be reported: not when the host itself is gone or dropped the queue.
+async fn exchange(
+    agent: AgentId,
+    read: LinkRead,
+    write: LinkWrite,
+    mut outgoing: Outgoing,
+    events: &mpsc::Sender<Event>,
+) -> bool {
     let mut frames = FramedRead::new(read, FrameCodec::new(MAX_INBOUND));
     let mut sink = FramedWrite::new(write, FrameCodec::new(MAX_INBOUND));
     loop {
@@ -355,7 +375,7 @@ async fn serve_agent(
             frame = frames.next() => match frame {
                 Some(Ok(bytes)) => {
                     if events.send(Event::AgentFrame(agent, bytes)).await.is_err() {
-                        return;
+                        return false;
                     }
                 }
                 Some(Err(err)) => {
@@ -375,11 +395,11 @@ async fn serve_agent(
                     }
                     outgoing.progress.written(len);
                 }
-                None => return,
+                None => return false,
             },
         }
     }
-    let _ = events.send(Event::AgentClosed(agent)).await;
+    true
 }
 
 /// Resolves on SIGTERM or SIGINT (Firefox sends SIGTERM before SIGKILL), so the socket

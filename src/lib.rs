@@ -32,6 +32,7 @@ pub mod relay;
 pub mod role;
 pub mod runtime;
 pub mod tools;
+pub mod unix_link;
 
 /// Native-messaging host name, the same in every browser's manifest.
 pub const HOST_NAME: &str = "dev.him.host";
