@@ -393,7 +393,12 @@ impl CpuMeter {
         let mut total = Duration::ZERO;
         for pid in &self.pids {
             for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-                let stat = std::fs::read_to_string(task?.path().join("schedstat"))?;
+                let stat = match std::fs::read_to_string(task?.path().join("schedstat")) {
+                    Ok(stat) => stat,
+                    // A thread that ended meanwhile; neither side keeps short-lived ones.
+                    Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+                    Err(err) => return Err(err.into()),
+                };
                 let ns = stat.split_whitespace().next().ok_or("empty schedstat")?;
                 total += Duration::from_nanos(ns.parse()?);
             }

@@ -234,3 +234,37 @@ fn bad_lines_on_stdin_are_ignored_or_answered_and_the_session_carries_on() {
     assert_eq!(result(6)["structuredContent"]["channel"], "chat");
     assert_eq!(result(6), result(7));
 }
+
+#[test]
+fn a_session_opened_without_initialize_keeps_needing_metadata_after_one() {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let status = |id: i64, meta: Option<&serde_json::Value>| {
+        let mut params = json!({"name": "human_input_status", "arguments": {}});
+        if let Some(meta) = meta {
+            params["_meta"] = meta.clone();
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 2, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "late-initialize", "version": "1"}}});
+    let input = format!(
+        "{}\n{initialize}\n{}\n",
+        status(1, Some(&meta)),
+        status(3, None)
+    );
+    let lines = serve_lines(input.as_bytes(), &[1, 2, 3]);
+    let by_id = |id: i64| lines.iter().find(|l| l["id"] == id).expect("an answer");
+    assert_eq!(by_id(1)["result"]["structuredContent"]["channel"], "chat");
+    // The session began with its metadata in each request; a call without it is refused
+    // as rmcp refuses it, whatever came in between.
+    let refused = &by_id(3)["error"];
+    assert_eq!(refused["code"], -32602, "{:?}", by_id(3));
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("protocolVersion")),
+        "{refused}"
+    );
+}

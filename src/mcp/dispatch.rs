@@ -12,6 +12,7 @@
 
 use std::borrow::Cow;
 use std::future::Future;
+use std::sync::OnceLock;
 
 use futures::FutureExt;
 use futures::future::Either;
@@ -24,8 +25,22 @@ use rmcp::{RoleServer, ServerHandler};
 
 use super::HimServer;
 
-#[derive(Clone)]
-pub struct Dispatch(pub HimServer);
+pub struct Dispatch {
+    server: HimServer,
+    /// Whether the session's first request (after any `server/discover`) was `initialize`.
+    /// rmcp keeps whether a session opened without it to itself, and such a session's
+    /// requests must carry their own metadata, even after a later `initialize`.
+    opened_with_initialize: OnceLock<bool>,
+}
+
+impl Dispatch {
+    pub fn new(server: HimServer) -> Dispatch {
+        Dispatch {
+            server,
+            opened_with_initialize: OnceLock::new(),
+        }
+    }
+}
 
 impl Service<RoleServer> for Dispatch {
     fn handle_request(
@@ -33,12 +48,22 @@ impl Service<RoleServer> for Dispatch {
         request: ClientRequest,
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<ServerResult, ErrorData>> + MaybeSendFuture + '_ {
+        if !matches!(request, ClientRequest::DiscoverRequest(_)) {
+            self.opened_with_initialize
+                .get_or_init(|| matches!(request, ClientRequest::InitializeRequest(_)));
+        }
         match request {
-            ClientRequest::CallToolRequest(call) if context.peer.peer_info().is_some() => {
+            ClientRequest::CallToolRequest(call)
+                if self.opened_with_initialize.get() == Some(&true) =>
+            {
                 Either::Left(self.call_tool(call.params, context))
             }
             // Boxed, so that only these brief requests pay for rmcp's dispatch.
-            other => Either::Right(Box::pin(Service::handle_request(&self.0, other, context))),
+            other => Either::Right(Box::pin(Service::handle_request(
+                &self.server,
+                other,
+                context,
+            ))),
         }
     }
 
@@ -47,15 +72,15 @@ impl Service<RoleServer> for Dispatch {
         notification: ClientNotification,
         context: NotificationContext<RoleServer>,
     ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
-        Service::handle_notification(&self.0, notification, context)
+        Service::handle_notification(&self.server, notification, context)
     }
 
     fn get_info(&self) -> ServerConfig {
-        ServerHandler::get_info(&self.0)
+        ServerHandler::get_info(&self.server)
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        ServerHandler::supported_protocol_versions(&self.0)
+        ServerHandler::supported_protocol_versions(&self.server)
     }
 }
 
@@ -72,7 +97,7 @@ impl Dispatch {
         let session = CallSession::of(&context);
         match self.check_request(&context) {
             Ok(()) => Either::Left(
-                self.0
+                self.server
                     .call(params, context)
                     .map(move |response| session.finish(response?)),
             ),
@@ -86,7 +111,7 @@ impl Dispatch {
         let Some(requested) = context.meta.protocol_version() else {
             return Ok(());
         };
-        let supported = ServerHandler::supported_protocol_versions(&self.0);
+        let supported = ServerHandler::supported_protocol_versions(&self.server);
         if !supported.contains(&requested) {
             return Err(ErrorData::unsupported_protocol_version(
                 requested, &supported,
@@ -150,6 +175,8 @@ impl CallSession {
             result.strip_result_type_for_legacy_peer();
             result.strip_non_object_output_for_legacy_peer();
         }
+        // rmcp's last step, `RESOURCE_NOT_FOUND` read as `INVALID_PARAMS` for 2026-07-28,
+        // is not here: a call's errors leave rmcp's dispatch before it.
         Ok(result)
     }
 }

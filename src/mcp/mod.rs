@@ -44,7 +44,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         let on_eof = server.clone();
         let transport =
             stdio::StdioTransport::new(stdin, stdout, Box::new(move || on_eof.shutdown()));
-        let service = dispatch::Dispatch(server).serve(transport).await?;
+        let service = dispatch::Dispatch::new(server).serve(transport).await?;
         let reason = service.waiting().await;
         // The client is gone: whatever it asked can no longer be answered to anyone.
         pool_owner.shutdown();

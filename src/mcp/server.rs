@@ -634,6 +634,8 @@ impl HimServer {
     }
 }
 
+// `call_tool` stays the macro's: on stdio, calls reach the router through `Self::call`
+// (dispatch.rs), not through this trait.
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for HimServer {
     fn get_info(&self) -> ServerConfig {

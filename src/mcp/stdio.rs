@@ -5,10 +5,10 @@
 //!   through untagged and flattened enums, which buffer the whole message in serde's
 //!   `Content` first; for the line every question starts with that was the largest part of
 //!   `him serve`'s own work per question (BENCHMARKS.md). Any other line, and any
-//!   `tools/call` line that is not plainly shaped (a key we do not expect, a duplicate, a
-//!   wrong type), goes through rmcp's own transport code, which also decides what to
-//!   ignore and what to answer with an error. A property test checks the two readings
-//!   agree.
+//!   `tools/call` line that is not plainly shaped (a key the envelope does not have, a
+//!   duplicate, a wrong type, fields by position), goes through rmcp's own transport code,
+//!   which also decides what to ignore and what to answer with an error. A property test
+//!   checks the two readings agree.
 //! - The end of input is reported at once. rmcp then gives calls in progress 5 s to finish
 //!   before it stops them; ours wait for a person, so they are withdrawn instead: the
 //!   panel clears, and each call ends as cancelled.
@@ -18,7 +18,7 @@ use std::io;
 use std::sync::{Arc, Mutex as StdMutex};
 
 use bytes::{Buf, BytesMut};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequest, CallToolRequestMethod, CallToolRequestParams, ClientJsonRpcMessage,
@@ -73,9 +73,24 @@ where
             if let Some(message) = read_call(&line) {
                 return Some(message);
             }
-            let (message, replies) = rmcp_reading(&line).await;
-            if !replies.is_empty() && write_raw(&self.write, &replies).await.is_err() {
-                return None;
+            // rmcp drops this future whenever another event comes first, so nothing after
+            // the line is taken may wait: rmcp's reading of it completes at once (its input
+            // is in memory), and its reply goes out from a task of its own.
+            let Some((message, replies)) =
+                tokio::task::unconstrained(rmcp_reading(&line)).now_or_never()
+            else {
+                tracing::error!(
+                    "rmcp's reading of an incoming line did not complete; line dropped"
+                );
+                continue;
+            };
+            if !replies.is_empty() {
+                let write = self.write.clone();
+                tokio::spawn(async move {
+                    if let Err(err) = write_raw(&write, &replies).await {
+                        tracing::debug!("reply to a line that is no message not sent: {err}");
+                    }
+                });
             }
             if message.is_some() {
                 return message;
@@ -147,9 +162,13 @@ fn read_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
         id: RequestId,
         #[allow(dead_code)]
         method: CallToolRequestMethod,
-        params: CallToolRequestParams,
+        params: FromObject<CallToolRequestParams>,
     }
-    let CallLine { id, mut params, .. } = serde_json::from_slice(line).ok()?;
+    let FromObject(CallLine {
+        id,
+        params: FromObject(mut params),
+        ..
+    }) = serde_json::from_slice(line).ok()?;
     // rmcp keeps a request's `_meta` beside its params, in the request's extensions.
     let meta = params.meta.take();
     let mut request = CallToolRequest::new(params);
@@ -160,6 +179,33 @@ fn read_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
         ClientRequest::CallToolRequest(request),
         id,
     ))
+}
+
+/// `T` read only from a JSON object. serde's derived structs also take an array, fields by
+/// position; rmcp reads the envelope and `params` through flattening, which takes objects
+/// only, so an array must go to rmcp to be refused.
+struct FromObject<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for FromObject<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Object<T>(std::marker::PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Object<T> {
+            type Value = T;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+
+        deserializer
+            .deserialize_map(Object(std::marker::PhantomData))
+            .map(FromObject)
+    }
 }
 
 /// rmcp's own reading of one line: the message, if the line is one, and what rmcp wrote
@@ -276,6 +322,7 @@ impl Decoder for LineCodec {
         // Bytes after the last `\n` are an unfinished message: nothing to deliver.
         if line.is_none() {
             buf.advance(buf.len());
+            self.searched = 0;
         }
         Ok(line)
     }
@@ -387,6 +434,10 @@ mod tests {
             br#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
             br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#,
             br#"{"jsonrpc":"2.0","id":[1],"method":"tools/call","params":{"name":"x"}}"#,
+            // Fields by position, which rmcp's reading of the envelope and of `params`
+            // does not take.
+            br#"["2.0",1,"tools/call",{"name":"x"}]"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[null,"x",{},null,null]}"#,
             // A byte-order mark, which rmcp strips.
             b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}",
             b"not json",
@@ -403,6 +454,21 @@ mod tests {
             out.push(line);
         }
         out
+    }
+
+    #[test]
+    fn fields_by_position_are_refused_by_rmcp_too() {
+        for line in [
+            &br#"["2.0",1,"tools/call",{"name":"x"}]"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[null,"x",{},null,null]}"#,
+        ] {
+            assert!(read_call(line).is_none());
+            assert!(
+                rmcp_parse(line).is_none(),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
     }
 
     #[test]
