@@ -58,7 +58,7 @@ impl Service<RoleServer> for Dispatch {
             {
                 Either::Left(self.call_tool(call.params, context))
             }
-            // Boxed, so that only these brief requests pay for rmcp's dispatch.
+            // Boxed, so that only the requests that take rmcp's dispatch pay for its size.
             other => Either::Right(Box::pin(Service::handle_request(
                 &self.server,
                 other,
