@@ -244,26 +244,11 @@ impl HimServer {
         }
     }
 
-    /// Decides at once whatever can be decided, then waits in one boxed future that holds
-    /// only what the wait needs. A session's waiting calls are mostly their futures, and an
-    /// async fn keeps room for its arguments for as long as it lives, so the call's
+    /// Decides at once whatever can be decided, and returns the wait: one boxed future that
+    /// holds only what the wait needs. A session's waiting calls are mostly their futures,
+    /// and an async fn keeps room for its arguments for as long as it lives, so the call's
     /// context, arguments and retry state stay out of it (BENCHMARKS.md, memory).
     fn ask(
-        &self,
-        tool: ToolKind,
-        form: Result<Form, ArgError>,
-        timeout_ms: Option<u64>,
-        retry: Retry,
-        ctx: RequestContext<RoleServer>,
-    ) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
-        match self.start_asking(tool, form, timeout_ms, retry, ctx) {
-            Ok(waiting) => waiting,
-            Err(err) => Box::pin(std::future::ready(Err(err))),
-        }
-    }
-
-    /// The wait for [`Self::ask`], or why there is none to make.
-    fn start_asking(
         &self,
         tool: ToolKind,
         form: Result<Form, ArgError>,
@@ -442,7 +427,7 @@ impl HimServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let retry = Retry { state, responses };
-        self.ask(ToolKind::Text, args.to_form(), args.timeout_ms, retry, ctx)
+        self.ask(ToolKind::Text, args.to_form(), args.timeout_ms, retry, ctx)?
             .await
     }
 
@@ -469,7 +454,7 @@ impl HimServer {
             args.timeout_ms,
             retry,
             ctx,
-        )
+        )?
         .await
     }
 
@@ -495,7 +480,7 @@ impl HimServer {
             args.timeout_ms,
             retry,
             ctx,
-        )
+        )?
         .await
     }
 
@@ -521,7 +506,7 @@ impl HimServer {
             args.timeout_ms,
             retry,
             ctx,
-        )
+        )?
         .await
     }
 
@@ -543,7 +528,7 @@ impl HimServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let retry = Retry { state, responses };
-        self.ask(ToolKind::Form, args.to_form(), args.timeout_ms, retry, ctx)
+        self.ask(ToolKind::Form, args.to_form(), args.timeout_ms, retry, ctx)?
             .await
     }
 
