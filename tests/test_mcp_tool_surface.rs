@@ -174,14 +174,7 @@ async fn an_unknown_tool_is_invalid_params() {
 fn serve_lines(input: &[u8], ids: &[i64]) -> Vec<serde_json::Value> {
     use std::io::{BufRead, BufReader, Write};
     let runtime = runtime_dir();
-    let mut serve = std::process::Command::new(him_bin())
-        .arg("serve")
-        .env("HIM_RUNTIME_DIR", runtime.path())
-        .env("HIM_LOG", "warn")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn him serve");
+    let mut serve = spawn_raw_serve(runtime.path());
     let mut stdin = serve.stdin.take().expect("stdin");
     stdin.write_all(input).expect("write");
     stdin.flush().expect("flush");

@@ -288,14 +288,7 @@ async fn a_client_that_closes_its_input_has_its_questions_withdrawn_and_its_call
     let mut ext = FakeExtension::start(runtime.path()).await;
     // A client that writes its JSON-RPC lines itself, so it can close its end of stdin
     // while it goes on reading (as a client that is shutting down does).
-    let mut serve = std::process::Command::new(him_bin())
-        .arg("serve")
-        .env("HIM_RUNTIME_DIR", runtime.path())
-        .env("HIM_LOG", "warn")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn him serve");
+    let mut serve = spawn_raw_serve(runtime.path());
     let mut stdin = serve.stdin.take().expect("stdin");
     let stdout = serve.stdout.take().expect("stdout");
     for line in [

@@ -30,6 +30,19 @@ pub fn him_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_him"))
 }
 
+/// `him serve` on piped stdio, for a test that writes its JSON-RPC lines itself (to send
+/// what no SDK client sends, or to close its input while it goes on reading).
+pub fn spawn_raw_serve(runtime: &Path) -> std::process::Child {
+    std::process::Command::new(him_bin())
+        .arg("serve")
+        .env("HIM_RUNTIME_DIR", runtime)
+        .env("HIM_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn him serve")
+}
+
 pub fn origin() -> String {
     format!("chrome-extension://{}/", him::EXTENSION_ID)
 }
