@@ -96,7 +96,8 @@ struct State {
 }
 
 struct Shared {
-    runtime_dir: PathBuf,
+    /// The runtime directories searched for hosts (DESIGN.md §1), where hosts listen first.
+    runtime_dirs: Vec<PathBuf>,
     hello: Bytes,
     state: Mutex<State>,
     link_count: watch::Sender<usize>,
@@ -126,7 +127,7 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub fn new(runtime_dir: PathBuf, identity: Identity) -> Pool {
+    pub fn new(runtime_dirs: Vec<PathBuf>, identity: Identity) -> Pool {
         let hello = protocol::encode(&AgentToHost::Hello {
             protocol: PROTOCOL,
             agent: identity.agent,
@@ -135,7 +136,7 @@ impl Pool {
         });
         Pool {
             shared: Arc::new(Shared {
-                runtime_dir,
+                runtime_dirs,
                 hello,
                 state: Mutex::new(State::default()),
                 link_count: watch::channel(0).0,
@@ -336,17 +337,21 @@ async fn scan(shared: &Arc<Shared>) {
             return;
         }
         state.last_scan = Some(std::time::Instant::now());
-        runtime::list_host_sockets(&shared.runtime_dir)
-            .into_iter()
+        shared
+            .runtime_dirs
+            .iter()
+            .flat_map(|dir| runtime::list_host_sockets(dir))
             .filter(|p| !state.links.contains_key(p))
             .collect()
     };
     // Only a private directory is trusted with connections and clean-up (DESIGN.md §1):
     // in one that others can write, a "stale socket" could be anyone's file. Checked only
     // when there is something new, so a wait with no new host costs nothing extra.
-    if !candidates.is_empty() && !runtime_dir_is_private(&shared.runtime_dir) {
-        return;
-    }
+    let candidates = candidates.into_iter().filter(|path| {
+        path.parent()
+            .and_then(Path::parent)
+            .is_some_and(runtime_dir_is_private)
+    });
     for path in candidates {
         let result = connect(&path).await;
         let mut state = shared.state();

@@ -46,10 +46,7 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
             title: None,
             version: Some(env!("CARGO_PKG_VERSION").into()),
         };
-        let pool = Pool::new(
-            config.runtime_dir.clone(),
-            Identity::with_cwd_project(agent),
-        );
+        let pool = Pool::new(config.runtime.search(), Identity::with_cwd_project(agent));
         // Ctrl-C withdraws the question rather than leaving it in the panel.
         let interrupted = async {
             let _ = tokio::signal::ctrl_c().await;

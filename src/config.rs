@@ -1,8 +1,9 @@
 //! The `HIM_*` configuration of DESIGN.md §5, read once from the environment. Parsing takes
 //! a lookup function so tests need not touch the process environment.
 
-use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::runtime::Located;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FallbackMode {
@@ -31,7 +32,8 @@ pub struct Config {
     pub auto_reject: Duration,
     pub heartbeat: Duration,
     pub reconnect_grace: Duration,
-    pub runtime_dir: PathBuf,
+    /// Where hosts listen and agents look (DESIGN.md §1).
+    pub runtime: Located,
 }
 
 pub const MIN_WAIT: Duration = Duration::from_secs(1);
@@ -79,16 +81,17 @@ impl std::fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl Config {
-    pub fn from_env() -> Result<Config, ConfigError> {
-        Config::from_lookup(
+    pub fn from_env() -> Result<Config, crate::BoxError> {
+        let located = crate::runtime::runtime_dir()?;
+        Ok(Config::from_lookup(
             |name| std::env::var(name).ok(),
-            crate::runtime::runtime_dir(),
-        )
+            located,
+        )?)
     }
 
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<String>,
-        runtime_dir: PathBuf,
+        located: Located,
     ) -> Result<Config, ConfigError> {
         let millis = |variable: &'static str, default: u64| millis(&lookup, variable, default);
         let fallback = match lookup("HIM_FALLBACK").as_deref().map(str::trim) {
@@ -113,7 +116,7 @@ impl Config {
             // Bounded like every wait: a huge value would overflow the clock arithmetic.
             reconnect_grace: Duration::from_millis(millis("HIM_RECONNECT_GRACE_MS", 15_000)?)
                 .min(MAX_WAIT),
-            runtime_dir,
+            runtime: located,
         })
     }
 
@@ -127,6 +130,8 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::Rule;
+    use std::path::PathBuf;
 
     fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let pairs: Vec<(String, String)> = pairs
@@ -140,7 +145,11 @@ mod tests {
                     .find(|(k, _)| k == name)
                     .map(|(_, v)| v.clone())
             },
-            PathBuf::from("/r"),
+            Located {
+                dir: PathBuf::from("/r"),
+                rule: Rule::Override,
+                also: Vec::new(),
+            },
         )
     }
 

@@ -25,6 +25,7 @@ pub mod install;
 pub mod logging;
 pub mod mcp;
 pub mod outcome;
+pub mod platform;
 pub mod protocol;
 pub mod question;
 pub mod random;

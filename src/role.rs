@@ -65,7 +65,13 @@ pub fn run_host(launch: BrowserLaunch) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let dir = crate::runtime::runtime_dir();
+    let dir = match crate::runtime::runtime_dir() {
+        Ok(located) => located.dir,
+        Err(err) => {
+            eprintln!("him host: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
     // The browser's pipe, read and written on the reactor rather than through tokio's
     // blocking pool (a thread hand-off per frame); falls back to that pool for anything
     // that is not a pipe.

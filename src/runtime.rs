@@ -57,45 +57,212 @@ impl std::fmt::Display for RuntimeError {
 
 impl std::error::Error for RuntimeError {}
 
-/// Where the runtime directory is, from the environment values passed in (so tests need
-/// not touch the process environment), and which rule chose it.
-pub fn locate(
-    him_runtime_dir: Option<OsString>,
-    xdg_runtime_dir: Option<OsString>,
-    temp_dir: &Path,
-    uid: u32,
-) -> (PathBuf, &'static str) {
-    if let Some(dir) = him_runtime_dir.filter(|v| !v.is_empty()) {
-        return (PathBuf::from(dir), "HIM_RUNTIME_DIR");
+/// Which rule of DESIGN.md §1 chose the runtime directory, for `him doctor` and
+/// `human_input_status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// `HIM_RUNTIME_DIR`, the explicit override.
+    Override,
+    /// `/run/user/<uid>`, the login session's private directory (systemd-logind).
+    LoginSession,
+    /// macOS's per-user temporary folder.
+    DarwinTemp,
+    /// A folder under the home directory of the password database, for machines with no
+    /// per-user runtime directory.
+    Home,
+}
+
+impl Rule {
+    /// A phrase that completes "the runtime directory was chosen by …".
+    pub fn describe(self) -> &'static str {
+        match self {
+            Rule::Override => "HIM_RUNTIME_DIR",
+            Rule::LoginSession => "the login session's runtime directory /run/user/<uid>",
+            Rule::DarwinTemp => "the per-user temporary folder of macOS",
+            Rule::Home => "a folder in your home directory (this machine has no /run/user/<uid>)",
+        }
     }
-    // The XDG spec requires an absolute path; a relative one is ignored, as other
-    // programs do.
-    if let Some(xdg) = xdg_runtime_dir
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Override => "HIM_RUNTIME_DIR",
+            Rule::LoginSession => "login-session",
+            Rule::DarwinTemp => "macos-user-temp",
+            Rule::Home => "home",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Platform {
+    Linux,
+    MacOs,
+    /// Other Unix systems: no per-user runtime directory the OS promises.
+    OtherUnix,
+}
+
+impl Platform {
+    pub const fn current() -> Platform {
+        if cfg!(target_os = "linux") {
+            Platform::Linux
+        } else if cfg!(target_os = "macos") {
+            Platform::MacOs
+        } else {
+            Platform::OtherUnix
+        }
+    }
+}
+
+/// What the rule of §1 looks at. Everything but the override comes from the uid, the OS
+/// and the password database, never from variables that MCP clients strip (`XDG_RUNTIME_DIR`,
+/// `TMPDIR`, `HOME`): both ends must reach the same answer whatever environment they got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    pub him_runtime_dir: Option<OsString>,
+    /// Not used to choose: agents also search `$XDG_RUNTIME_DIR/him` when it differs.
+    pub xdg_runtime_dir: Option<OsString>,
+    pub uid: u32,
+    pub platform: Platform,
+    /// Owner and mode of `/run/user/<uid>`, when that is a directory.
+    pub login_session_dir: Option<(u32, u32)>,
+    pub darwin_temp: Option<PathBuf>,
+    /// The home directory in the password database (`$HOME` only if there is no entry).
+    pub home: Option<PathBuf>,
+    pub hostname: Option<String>,
+}
+
+/// Where hosts listen and agents look.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// Where a host listens, and the first place agents look.
+    pub dir: PathBuf,
+    pub rule: Rule,
+    /// Further directories agents search (`$XDG_RUNTIME_DIR/him` when set and different),
+    /// for a host whose environment pointed elsewhere.
+    pub also: Vec<PathBuf>,
+}
+
+impl Located {
+    /// Every directory an agent searches, `dir` first.
+    pub fn search(&self) -> Vec<PathBuf> {
+        std::iter::once(self.dir.clone())
+            .chain(self.also.iter().cloned())
+            .collect()
+    }
+}
+
+/// No rule of §1 applies: no override, no per-user directory, and no home directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoRuntimeDir {
+    pub uid: u32,
+}
+
+impl std::fmt::Display for NoRuntimeDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "no runtime directory for uid {}: no private /run/user/{0}, and no home directory in              the password database or $HOME; set HIM_RUNTIME_DIR to a private directory (the              browser's host needs the same value)",
+            self.uid
+        )
+    }
+}
+
+impl std::error::Error for NoRuntimeDir {}
+
+pub fn login_session_dir(uid: u32) -> PathBuf {
+    PathBuf::from(format!("/run/user/{uid}"))
+}
+
+/// The rule of DESIGN.md §1, pure: the probe in, the directory and its rule out.
+pub fn locate(probe: &Probe) -> Result<Located, NoRuntimeDir> {
+    if let Some(dir) = probe.him_runtime_dir.as_ref().filter(|v| !v.is_empty()) {
+        // An explicit choice is the only place: tests and unusual set-ups must not find
+        // hosts elsewhere.
+        return Ok(Located {
+            dir: PathBuf::from(dir),
+            rule: Rule::Override,
+            also: Vec::new(),
+        });
+    }
+    let private_login_session = probe
+        .login_session_dir
+        .is_some_and(|(owner, mode)| owner == probe.uid && mode & 0o077 == 0);
+    let (dir, rule) = match probe.platform {
+        Platform::Linux if private_login_session => {
+            (login_session_dir(probe.uid).join("him"), Rule::LoginSession)
+        }
+        Platform::MacOs if probe.darwin_temp.as_ref().is_some_and(|d| d.is_absolute()) => {
+            let temp = probe.darwin_temp.as_ref().map(|d| d.join("him"));
+            (temp.unwrap_or_default(), Rule::DarwinTemp)
+        }
+        _ => {
+            let home = probe
+                .home
+                .as_ref()
+                .filter(|h| h.is_absolute() && *h != Path::new("/"))
+                .ok_or(NoRuntimeDir { uid: probe.uid })?;
+            // The host name keeps machines that share an NFS home apart: a socket is only
+            // good on the machine whose host made it.
+            let host = sanitized_hostname(probe.hostname.as_deref());
+            (home.join(".local/state/him/run").join(host), Rule::Home)
+        }
+    };
+    // The XDG spec requires an absolute path; a relative one is ignored, as other programs do.
+    let also = probe
+        .xdg_runtime_dir
+        .as_ref()
         .map(PathBuf::from)
-        .filter(|d| d.is_absolute())
-    {
-        return (xdg.join("him"), "XDG_RUNTIME_DIR");
+        .filter(|x| x.is_absolute())
+        .map(|x| x.join("him"))
+        .filter(|x| *x != dir)
+        .into_iter()
+        .collect();
+    Ok(Located { dir, rule, also })
+}
+
+/// A host name usable as one path component.
+fn sanitized_hostname(hostname: Option<&str>) -> String {
+    let name: String = hostname
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+        .take(64)
+        .collect();
+    match name.trim_start_matches('.') {
+        "" => "localhost".to_owned(),
+        name => name.to_owned(),
     }
-    (temp_dir.join(format!("him-{uid}")), "the temporary folder")
 }
 
-pub fn runtime_dir_from(
-    him_runtime_dir: Option<OsString>,
-    xdg_runtime_dir: Option<OsString>,
-    temp_dir: &Path,
-    uid: u32,
-) -> PathBuf {
-    locate(him_runtime_dir, xdg_runtime_dir, temp_dir, uid).0
+/// The probe of this process: the OS's answers, and the two variables the rule may read.
+pub fn probe() -> Probe {
+    let uid = current_uid();
+    let login_session_dir = fs::metadata(login_session_dir(uid))
+        .ok()
+        .filter(|m| m.is_dir())
+        .map(|m| (m.uid(), m.mode()));
+    let home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|user| user.dir)
+        .or_else(|| std::env::var_os("HOME").map(PathBuf::from));
+    Probe {
+        him_runtime_dir: std::env::var_os("HIM_RUNTIME_DIR"),
+        xdg_runtime_dir: std::env::var_os("XDG_RUNTIME_DIR"),
+        uid,
+        platform: Platform::current(),
+        login_session_dir,
+        darwin_temp: crate::platform::darwin_user_temp_dir(),
+        home,
+        hostname: nix::unistd::gethostname()
+            .ok()
+            .map(|h| h.to_string_lossy().into_owned()),
+    }
 }
 
-/// The runtime directory for this process's environment.
-pub fn runtime_dir() -> PathBuf {
-    runtime_dir_from(
-        std::env::var_os("HIM_RUNTIME_DIR"),
-        std::env::var_os("XDG_RUNTIME_DIR"),
-        &std::env::temp_dir(),
-        current_uid(),
-    )
+/// The runtime directory of this process.
+pub fn runtime_dir() -> Result<Located, NoRuntimeDir> {
+    locate(&probe())
 }
 
 /// Where hosts put their sockets.
@@ -193,55 +360,161 @@ pub fn socket_owner_alive(socket: &Path) -> bool {
         .and_then(|stem| stem.parse::<i32>().ok())
         .filter(|&pid| pid > 0);
     let Some(pid) = pid else { return false };
-    // SAFETY: kill with signal 0 sends nothing; it only asks whether `pid` exists, and
-    // touches no memory of ours.
-    #[allow(unsafe_code)]
-    let found = unsafe { libc::kill(pid, 0) } == 0;
-    found || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    // Signal 0 sends nothing; it only asks whether `pid` exists. EPERM: it does, as another
+    // user's process.
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(()) => true,
+        Err(errno) => errno == nix::errno::Errno::EPERM,
+    }
 }
 
 /// This process's real uid.
 pub fn current_uid() -> u32 {
-    // SAFETY: getuid has no preconditions, cannot fail and touches no memory of ours.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::getuid()
-    }
+    nix::unistd::getuid().as_raw()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_rule_that_chose_the_directory_is_named() {
-        let tmp = Path::new("/tmp");
-        assert_eq!(
-            locate(Some("/r".into()), Some("/run/user/7".into()), tmp, 7),
-            (PathBuf::from("/r"), "HIM_RUNTIME_DIR")
-        );
-        assert_eq!(
-            locate(None, Some("/run/user/7".into()), tmp, 7).1,
-            "XDG_RUNTIME_DIR"
-        );
-        assert_eq!(locate(None, None, tmp, 7).1, "the temporary folder");
+    /// A Linux login as a browser sees it: logind's directory, and the session's variables.
+    fn linux(uid: u32) -> Probe {
+        Probe {
+            him_runtime_dir: None,
+            xdg_runtime_dir: Some(format!("/run/user/{uid}").into()),
+            uid,
+            platform: Platform::Linux,
+            login_session_dir: Some((uid, 0o40700)),
+            darwin_temp: None,
+            home: Some(PathBuf::from("/home/ada")),
+            hostname: Some("box".into()),
+        }
     }
 
     #[test]
-    fn him_runtime_dir_wins_then_xdg_then_temp() {
-        let tmp = Path::new("/tmp");
-        assert_eq!(
-            runtime_dir_from(Some("/a".into()), Some("/run/user/7".into()), tmp, 7),
-            PathBuf::from("/a")
+    fn the_override_wins_and_is_the_only_place() {
+        let probe = Probe {
+            him_runtime_dir: Some("/r".into()),
+            ..linux(7)
+        };
+        let located = locate(&probe).unwrap();
+        assert_eq!(located.dir, PathBuf::from("/r"));
+        assert_eq!(located.rule, Rule::Override);
+        assert!(located.also.is_empty());
+        // Blank is unset, as for every variable.
+        let blank = Probe {
+            him_runtime_dir: Some("".into()),
+            ..linux(7)
+        };
+        assert_eq!(locate(&blank).unwrap().rule, Rule::LoginSession);
+    }
+
+    #[test]
+    fn a_stripped_environment_finds_the_same_directory_as_the_browser() {
+        let browser = locate(&linux(1000)).unwrap();
+        let client = locate(&Probe {
+            xdg_runtime_dir: None,
+            home: None,
+            ..linux(1000)
+        })
+        .unwrap();
+        assert_eq!(browser.dir, PathBuf::from("/run/user/1000/him"));
+        assert_eq!(browser.rule, Rule::LoginSession);
+        assert_eq!(client.dir, browser.dir);
+        assert!(
+            browser.also.is_empty(),
+            "the same directory is not searched twice"
         );
+    }
+
+    #[test]
+    fn a_login_directory_that_is_not_private_or_not_ours_is_passed_over() {
+        for login in [Some((1000, 0o40755)), Some((0, 0o40700)), None] {
+            let located = locate(&Probe {
+                login_session_dir: login,
+                ..linux(1000)
+            })
+            .unwrap();
+            assert_eq!(located.rule, Rule::Home, "{login:?}");
+            assert_eq!(
+                located.dir,
+                PathBuf::from("/home/ada/.local/state/him/run/box")
+            );
+            // The session's own directory is still searched, for a host started there.
+            assert_eq!(located.also, vec![PathBuf::from("/run/user/1000/him")]);
+        }
+    }
+
+    #[test]
+    fn without_a_login_directory_the_home_folder_is_used_never_tmp() {
+        let located = locate(&Probe {
+            xdg_runtime_dir: None,
+            login_session_dir: None,
+            hostname: Some("../evil/host name".into()),
+            ..linux(1000)
+        })
+        .unwrap();
         assert_eq!(
-            runtime_dir_from(None, Some("/run/user/7".into()), tmp, 7),
-            PathBuf::from("/run/user/7/him")
+            located.dir,
+            PathBuf::from("/home/ada/.local/state/him/run/evilhostname")
         );
-        assert_eq!(
-            runtime_dir_from(Some("".into()), None, tmp, 7),
-            PathBuf::from("/tmp/him-7")
-        );
+        let nameless = locate(&Probe {
+            login_session_dir: None,
+            hostname: None,
+            ..linux(1000)
+        })
+        .unwrap();
+        assert!(nameless.dir.ends_with("run/localhost"));
+        let homeless = Probe {
+            login_session_dir: None,
+            home: Some(PathBuf::from("/")),
+            ..linux(1000)
+        };
+        let err = locate(&homeless).unwrap_err();
+        assert!(err.to_string().contains("HIM_RUNTIME_DIR"), "{err}");
+    }
+
+    #[test]
+    fn a_relative_xdg_runtime_dir_is_ignored() {
+        let located = locate(&Probe {
+            xdg_runtime_dir: Some("run/me".into()),
+            ..linux(1000)
+        })
+        .unwrap();
+        assert!(located.also.is_empty());
+    }
+
+    #[test]
+    fn macos_uses_the_per_user_temp_folder_the_os_gives() {
+        let mac = Probe {
+            him_runtime_dir: None,
+            xdg_runtime_dir: None,
+            uid: 501,
+            platform: Platform::MacOs,
+            // macOS has no logind; a /run/user there would be someone's invention.
+            login_session_dir: Some((501, 0o40700)),
+            darwin_temp: Some(PathBuf::from("/var/folders/x1/abc/T/")),
+            home: Some(PathBuf::from("/Users/ada")),
+            hostname: Some("mac".into()),
+        };
+        let located = locate(&mac).unwrap();
+        assert_eq!(located.rule, Rule::DarwinTemp);
+        assert_eq!(located.dir, PathBuf::from("/var/folders/x1/abc/T/him"));
+        // If the OS gives none, the home folder, as elsewhere.
+        let without = locate(&Probe {
+            darwin_temp: None,
+            ..mac
+        })
+        .unwrap();
+        assert_eq!(without.rule, Rule::Home);
+        assert!(without.dir.starts_with("/Users/ada/.local/state/him/run"));
+    }
+
+    #[test]
+    fn this_process_probe_reads_the_password_database() {
+        let probe = probe();
+        assert_eq!(probe.uid, current_uid());
+        assert!(probe.home.is_some_and(|h| h.is_absolute()));
     }
 
     #[test]

@@ -262,7 +262,7 @@ fn a_private_runtime_dir_passes() {
     assert_has(
         &run,
         &[&format!(
-            "✓ {} (from HIM_RUNTIME_DIR): yours, mode 0700",
+            "✓ {} (chosen by HIM_RUNTIME_DIR): yours, mode 0700",
             env.runtime.display()
         )],
     );

@@ -17,7 +17,7 @@ fn pool(runtime: &std::path::Path) -> Pool {
         version: None,
     };
     Pool::new(
-        runtime.to_owned(),
+        vec![runtime.to_owned()],
         Identity {
             agent,
             project: None,

@@ -108,18 +108,24 @@ pub fn render(sections: &[Section]) -> String {
 pub fn run() -> Result<ExitCode, BoxError> {
     let ctx = Context::from_env()?;
     let uid = crate::runtime::current_uid();
-    let (runtime, source) = crate::runtime::locate(
-        std::env::var_os("HIM_RUNTIME_DIR"),
-        std::env::var_os("XDG_RUNTIME_DIR"),
-        &std::env::temp_dir(),
-        uid,
-    );
+    let located = crate::runtime::runtime_dir()?;
     let him = him_command(&ctx.exe);
 
     let binary = check_binary(&ctx.exe);
     let (manifests, valid) = check_manifests(&ctx.layout, &ctx.exe, &him);
-    let (runtime_findings, runtime_ok) = check_runtime_dir(&runtime, source, uid);
-    let (connection, live) = check_connection(&runtime);
+    let (mut runtime_findings, runtime_ok) =
+        check_runtime_dir(&located.dir, located.rule.describe(), uid);
+    for also in &located.also {
+        runtime_findings.push(Finding::new(
+            Status::Pass,
+            format!(
+                "agents also look in {} ($XDG_RUNTIME_DIR of this shell); MCP clients often \
+                 start him without it, so a browser's host listens in the directory above",
+                also.display()
+            ),
+        ));
+    }
+    let (connection, live) = check_connection(&located.search());
     let sandboxed = if ctx.layout.os == Os::Linux {
         check_sandboxed(Path::new("/"), &ctx.layout.home)
     } else {
@@ -358,7 +364,7 @@ fn is_executable(_meta: &std::fs::Metadata) -> bool {
 pub fn check_runtime_dir(dir: &Path, source: &str, uid: u32) -> (Vec<Finding>, bool) {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-    let shown = format!("{} (from {source})", dir.display());
+    let shown = format!("{} (chosen by {source})", dir.display());
     let meta = match std::fs::metadata(dir) {
         Ok(meta) => meta,
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
@@ -432,7 +438,10 @@ pub fn check_runtime_dir(dir: &Path, source: &str, uid: u32) -> (Vec<Finding>, b
 pub fn check_runtime_dir(dir: &Path, source: &str, _uid: u32) -> (Vec<Finding>, bool) {
     let f = Finding::new(
         Status::Skip,
-        format!("{} (from {source}): not checked on this OS", dir.display()),
+        format!(
+            "{} (chosen by {source}): not checked on this OS",
+            dir.display()
+        ),
     );
     (vec![f], true)
 }
@@ -540,10 +549,13 @@ pub fn probe(_sock: &Path) -> Probe {
     Probe::Silent("not supported on this OS yet".to_owned())
 }
 
-/// One finding per host socket (or one warning when there is none); `true` when a host
-/// answered.
-pub fn check_connection(runtime: &Path) -> (Vec<Finding>, bool) {
-    let socks = crate::runtime::list_host_sockets(runtime);
+/// One finding per host socket in any directory agents search (or one warning when there is
+/// none); `true` when a host answered.
+pub fn check_connection(search: &[PathBuf]) -> (Vec<Finding>, bool) {
+    let socks: Vec<PathBuf> = search
+        .iter()
+        .flat_map(|dir| crate::runtime::list_host_sockets(dir))
+        .collect();
     let mut findings = Vec::new();
     let mut live = false;
     for sock in &socks {

@@ -153,7 +153,7 @@ fn idle_from(value: Option<String>) -> Result<Duration, String> {
 /// `him serve --http --print-token`: the token the server uses, creating it if needed.
 pub fn print_token(config: &Config) -> Result<ExitCode, BoxError> {
     let (token, source) =
-        token::load_or_create(&config.runtime_dir, std::env::var(TOKEN_ENV).ok())?;
+        token::load_or_create(&config.runtime.dir, std::env::var(TOKEN_ENV).ok())?;
     if let TokenSource::Created(path) = &source {
         eprintln!("him: made a new HTTP token in {}", path.display());
     }
@@ -167,7 +167,7 @@ pub fn print_token(config: &Config) -> Result<ExitCode, BoxError> {
 pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
     let options = Options::from_args(args)?;
     let (token, source) =
-        token::load_or_create(&config.runtime_dir, std::env::var(TOKEN_ENV).ok())?;
+        token::load_or_create(&config.runtime.dir, std::env::var(TOKEN_ENV).ok())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -109,8 +109,13 @@ pub struct StatusResult {
     pub heartbeat_ms: u64,
     /// How long a question waits for a browser to come back, in milliseconds.
     pub reconnect_grace_ms: u64,
-    /// Where host sockets are looked for.
+    /// Where browsers' hosts listen, and agents look first.
     pub runtime_dir: String,
+    /// Which rule chose `runtime_dir` (DESIGN.md §1): `HIM_RUNTIME_DIR`, `login-session`
+    /// (/run/user/<uid>), `macos-user-temp` or `home`.
+    pub runtime_dir_rule: String,
+    /// Every directory searched for hosts, `runtime_dir` first.
+    pub runtime_dirs_searched: Vec<String>,
 }
 
 impl From<HostStatus> for BrowserStatus {
@@ -201,7 +206,7 @@ impl HimServer {
                 },
             };
             Pool::new(
-                self.config.runtime_dir.clone(),
+                self.config.runtime.search(),
                 Identity::with_cwd_project(agent),
             )
         })
@@ -611,7 +616,15 @@ impl HimServer {
             timeout_ms: self.config.timeout.as_millis() as u64,
             heartbeat_ms: self.config.heartbeat.as_millis() as u64,
             reconnect_grace_ms: self.config.reconnect_grace.as_millis() as u64,
-            runtime_dir: self.config.runtime_dir.display().to_string(),
+            runtime_dir: self.config.runtime.dir.display().to_string(),
+            runtime_dir_rule: self.config.runtime.rule.name().to_owned(),
+            runtime_dirs_searched: self
+                .config
+                .runtime
+                .search()
+                .iter()
+                .map(|dir| dir.display().to_string())
+                .collect(),
         };
         let value = serde_json::to_value(&status)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;

@@ -115,14 +115,23 @@ impl FakeExtension {
 
     /// As `start`, with the host's log going to `stderr` and more environment.
     pub async fn start_with(runtime: &Path, stderr: Stdio, env: &[(&str, &str)]) -> FakeExtension {
-        let mut child = Command::new(him_bin())
-            .arg(origin())
+        let mut command = Command::new(him_bin());
+        command
             .env("HIM_RUNTIME_DIR", runtime)
             .env("HIM_LOG", "trace")
             .envs(env.iter().copied())
+            .stderr(stderr);
+        FakeExtension::launch(command, runtime).await
+    }
+
+    /// Starts `command` as Chrome starts the host (its origin as the one argument, stdio
+    /// piped) and does the handshake; the host must listen in `runtime`. The command
+    /// carries the environment, user and log destination the test chose.
+    pub async fn launch(mut command: Command, runtime: &Path) -> FakeExtension {
+        let mut child = command
+            .arg(origin())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .expect("spawn host");

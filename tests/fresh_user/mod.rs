@@ -1,0 +1,171 @@
+//! A fresh local user for one test, so that the test can start him as real clients and
+//! browsers do — with their own environment, not one the test prepared — without reaching
+//! the developer's own browser or another test's hosts: each user has its own uid, home and
+//! runtime directory. Needs root (`useradd`); without it the test is skipped with a
+//! message, except under `HIM_E2E=1`, where that is a failure.
+#![allow(dead_code)] // each test file uses a different part of this module
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What a client such as the Python or TypeScript SDK's default environment, or the MCP
+/// Inspector CLI, passes to a stdio server: these variables and nothing else.
+pub const CLIENT_WHITELIST: [&str; 6] = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM"];
+
+pub struct FreshUser {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub home: PathBuf,
+    /// A copy of the him binary the user can run: the build folder may sit under a home
+    /// others cannot enter (CI's `/root`).
+    pub him: PathBuf,
+    /// Holds the home and the binary; removed with the user.
+    base: tempfile::TempDir,
+    login_session_dir: Option<PathBuf>,
+}
+
+fn e2e_required() -> bool {
+    std::env::var_os("HIM_E2E").is_some_and(|v| v == "1")
+}
+
+/// Skips (returning `None`) when the test cannot make a user, or fails under `HIM_E2E=1`.
+pub fn fresh_user() -> Option<FreshUser> {
+    let root = nix::unistd::geteuid().is_root();
+    let useradd = Path::new("/usr/sbin/useradd").exists();
+    if !root || !useradd {
+        let why = if root {
+            "useradd is missing"
+        } else {
+            "this test makes a user of its own and needs root"
+        };
+        assert!(!e2e_required(), "HIM_E2E=1, but {why}");
+        eprintln!("skipped: {why} (set HIM_E2E=1 to make this a failure)");
+        return None;
+    }
+    Some(FreshUser::create())
+}
+
+impl FreshUser {
+    fn create() -> FreshUser {
+        let base = tempfile::Builder::new()
+            .prefix("him-user-")
+            .tempdir()
+            .expect("temp dir");
+        std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        let id = him::random::question_id().expect("random");
+        let name = format!("himt{}", &id[..8]);
+        let home = base.path().join("home");
+        // useradd takes a lock on /etc/passwd; tests running at once may meet it taken.
+        let mut made = false;
+        for _ in 0..50 {
+            let status = Command::new("/usr/sbin/useradd")
+                .args([
+                    "--create-home",
+                    "--user-group",
+                    "--shell",
+                    "/bin/sh",
+                    "--home-dir",
+                ])
+                .arg(&home)
+                .arg(&name)
+                .status()
+                .expect("run useradd");
+            if status.success() {
+                made = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(made, "useradd {name} kept failing");
+        let user = nix::unistd::User::from_name(&name)
+            .expect("password database")
+            .expect("the new user");
+        let him = base.path().join("him");
+        std::fs::copy(env!("CARGO_BIN_EXE_him"), &him).expect("copy the him binary");
+        FreshUser {
+            name,
+            uid: user.uid.as_raw(),
+            gid: user.gid.as_raw(),
+            home,
+            him,
+            base,
+            login_session_dir: None,
+        }
+    }
+
+    /// What systemd-logind makes at login: `/run/user/<uid>`, the user's, mode 0700.
+    pub fn log_in(&mut self) -> PathBuf {
+        let dir = PathBuf::from(format!("/run/user/{}", self.uid));
+        std::fs::create_dir_all(&dir).expect("create /run/user/<uid>");
+        std::os::unix::fs::chown(&dir, Some(self.uid), Some(self.gid)).expect("chown");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        self.login_session_dir = Some(dir.clone());
+        dir
+    }
+
+    /// `him <args>` as this user, in the home folder, with exactly `env` and nothing else.
+    pub fn command(&self, env: &[(&str, String)]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(&self.him);
+        command
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .current_dir(&self.home)
+            .uid(self.uid)
+            .gid(self.gid);
+        command
+    }
+
+    /// The value a login shell of this user would have for `variable`.
+    pub fn login_value(&self, variable: &str) -> String {
+        match variable {
+            "PATH" => "/usr/local/bin:/usr/bin:/bin".into(),
+            "HOME" => self.home.display().to_string(),
+            "USER" | "LOGNAME" => self.name.clone(),
+            "SHELL" => "/bin/sh".into(),
+            "TERM" => "xterm-256color".into(),
+            other => panic!("no login value for {other}"),
+        }
+    }
+
+    /// The environment an MCP client with a default whitelist gives `him serve`.
+    pub fn client_env(&self) -> Vec<(&'static str, String)> {
+        CLIENT_WHITELIST
+            .iter()
+            .map(|v| (*v, self.login_value(v)))
+            .collect()
+    }
+
+    /// The environment a browser gives its native host: the desktop session's, with
+    /// `XDG_RUNTIME_DIR` when the user logged in through logind.
+    pub fn browser_env(&self) -> Vec<(&'static str, String)> {
+        let mut env = self.client_env();
+        env.extend([
+            ("DISPLAY", ":0".to_owned()),
+            ("XDG_SESSION_TYPE", "x11".to_owned()),
+            ("LANG", "C.UTF-8".to_owned()),
+            ("HIM_LOG", "debug".to_owned()),
+        ]);
+        if let Some(dir) = &self.login_session_dir {
+            env.push(("XDG_RUNTIME_DIR", dir.display().to_string()));
+            env.push((
+                "DBUS_SESSION_BUS_ADDRESS",
+                format!("unix:path={}/bus", dir.display()),
+            ));
+        }
+        env
+    }
+}
+
+impl Drop for FreshUser {
+    fn drop(&mut self) {
+        // Processes of the user are children of the test, killed on drop before this.
+        let _ = Command::new("/usr/sbin/userdel").arg(&self.name).status();
+        if let Some(dir) = &self.login_session_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        let _ = self.base.path();
+    }
+}

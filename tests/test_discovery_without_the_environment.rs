@@ -1,0 +1,148 @@
+//! `him serve` finds the browser's host when the MCP client starts it as real clients do:
+//! with only PATH, HOME, USER, LOGNAME, SHELL and TERM (the Python and TypeScript SDKs'
+//! default environment, the Inspector CLI), or with nothing at all — while the browser
+//! starts the host with the whole desktop session's environment, `XDG_RUNTIME_DIR`
+//! included. No test here sets `HIM_RUNTIME_DIR`: each runs as a fresh user of its own
+//! (DESIGN.md §1), so none can reach the developer's browser or another test's host.
+
+mod common;
+mod fresh_user;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::*;
+use fresh_user::{FreshUser, fresh_user};
+use rmcp::ServiceExt;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+
+/// The browser starts the host for `user`, with a browser's environment.
+async fn browser_host(user: &FreshUser, runtime: &Path) -> FakeExtension {
+    let mut command = user.command(&user.browser_env());
+    command.stderr(Stdio::inherit());
+    FakeExtension::launch(command, runtime).await
+}
+
+/// rmcp's client starts `him serve` as `user`, with exactly `env`.
+async fn client_serve(user: &FreshUser, env: &[(&str, String)]) -> Agent {
+    let mut command = user.command(env);
+    command.arg("serve");
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn him serve");
+    TestClient {
+        name: "stripped-client".into(),
+        ..TestClient::default()
+    }
+    .serve(transport)
+    .await
+    .expect("initialize him serve")
+}
+
+/// Asks through `agent`, answers in the host, and checks the answer came from the panel.
+async fn answered_in_the_panel(agent: Agent, ext: &mut FakeExtension) {
+    let status = call(&agent, "human_input_status", json!({})).await;
+    assert_eq!(status["channel"], "extension", "{status}");
+    let asked = tokio::spawn(async move {
+        call(&agent, "ask_text", json!({"question": "Which branch?"})).await
+    });
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["agent"]["name"], "stripped-client", "{ask}");
+    ext.submit(&ask["id"], json!({"answer": "main"})).await;
+    let result = asked.await.expect("call task");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "extension", "{result}");
+    assert_eq!(result["answer"], "main");
+}
+
+fn login_runtime(login: &Path) -> PathBuf {
+    login.join("him")
+}
+
+#[tokio::test]
+async fn a_client_that_passes_only_the_sdk_whitelist_reaches_the_login_sessions_host() {
+    let Some(mut user) = fresh_user() else { return };
+    let login = user.log_in();
+    let mut ext = browser_host(&user, &login_runtime(&login)).await;
+    let agent = client_serve(&user, &user.client_env()).await;
+    let status = call(&agent, "human_input_status", json!({})).await;
+    assert_eq!(status["runtime_dir_rule"], "login-session", "{status}");
+    assert_eq!(
+        status["runtime_dir"],
+        login_runtime(&login).display().to_string()
+    );
+    answered_in_the_panel(agent, &mut ext).await;
+}
+
+#[tokio::test]
+async fn a_client_that_passes_no_environment_at_all_reaches_the_host() {
+    let Some(mut user) = fresh_user() else { return };
+    let login = user.log_in();
+    let mut ext = browser_host(&user, &login_runtime(&login)).await;
+    let agent = client_serve(&user, &[]).await;
+    answered_in_the_panel(agent, &mut ext).await;
+}
+
+#[tokio::test]
+async fn without_a_login_session_both_ends_meet_in_the_home_folder() {
+    // A machine without systemd-logind (a container, a minimal server): no /run/user/<uid>.
+    let Some(user) = fresh_user() else { return };
+    let hostname = nix::unistd::gethostname().expect("hostname");
+    let runtime = user
+        .home
+        .join(".local/state/him/run")
+        .join(hostname.to_string_lossy().as_ref());
+    let mut ext = browser_host(&user, &runtime).await;
+    // Made private by the host, never a name under /tmp that another user could take first.
+    let agent = client_serve(&user, &user.client_env()).await;
+    let status = call(&agent, "human_input_status", json!({})).await;
+    assert_eq!(status["runtime_dir_rule"], "home", "{status}");
+    answered_in_the_panel(agent, &mut ext).await;
+}
+
+#[tokio::test]
+async fn him_ask_from_a_stripped_environment_reaches_the_host() {
+    let Some(mut user) = fresh_user() else { return };
+    let login = user.log_in();
+    let mut ext = browser_host(&user, &login_runtime(&login)).await;
+    let mut command = user.command(&user.client_env());
+    command
+        .args(["ask", "confirm", "Deploy now?"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let child = command.spawn().expect("spawn him ask");
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["agent"]["name"], "him ask");
+    ext.submit(&ask["id"], json!({"confirmed": true})).await;
+    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("him ask ends")
+        .expect("him ask output");
+    let result: Value = serde_json::from_slice(&output.stdout).expect("JSON result");
+    assert_eq!(result["via"], "extension", "{result}");
+    assert_eq!(result["confirmed"], true);
+}
+
+#[tokio::test]
+async fn doctor_names_the_rule_that_chose_the_runtime_directory() {
+    let Some(mut user) = fresh_user() else { return };
+    let login = user.log_in();
+    let _ext = browser_host(&user, &login_runtime(&login)).await;
+    let output = user
+        .command(&user.client_env())
+        .arg("doctor")
+        .output()
+        .await
+        .expect("run him doctor");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "{} (chosen by the login session's runtime directory",
+            login_runtime(&login).display()
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("browser connected"), "{stdout}");
+}
