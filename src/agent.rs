@@ -93,6 +93,8 @@ struct State {
     last_scan: Option<std::time::Instant>,
     /// Set by `shutdown`: no new links, so an ended session's pool frees its sockets.
     closed: bool,
+    /// When the last link to a host ended, while no other was left.
+    all_lost_at: Option<tokio::time::Instant>,
 }
 
 struct Shared {
@@ -215,6 +217,16 @@ impl Pool {
             closed: false,
             pool_gone: false,
         }
+    }
+
+    /// When no host is linked now but one was until `grace` ago: the moment the last one
+    /// went. A service worker that restarts kills its host and starts a new one a moment
+    /// later, so a question asked in between waits for it as one asked before would.
+    pub fn hosts_lost_within(&self, grace: Duration) -> Option<tokio::time::Instant> {
+        let state = self.shared.state();
+        state
+            .all_lost_at
+            .filter(|at| state.links.is_empty() && at.elapsed() < grace)
     }
 
     /// Withdraws every open question (the agent is going away).
@@ -424,6 +436,9 @@ async fn run_link(
     }
     let mut state = shared.state();
     state.links.remove(&path);
+    if state.links.is_empty() {
+        state.all_lost_at = Some(tokio::time::Instant::now());
+    }
     shared.publish_link_count(&state);
 }
 

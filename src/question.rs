@@ -78,12 +78,20 @@ pub async fn wait(
     cancelled: impl Future<Output = ()>,
 ) -> Outcome {
     let mut question = pool.open(ask).await;
+    let mut orphaned_at = None;
     if question.sent_to() == 0 {
-        return Outcome::NoBrowser {
-            was_connected: false,
-        };
+        match pool.hosts_lost_within(options.reconnect_grace) {
+            // A browser is coming back: wait for it as for a question asked a moment ago.
+            Some(lost_at) => orphaned_at = Some(lost_at),
+            None => {
+                return Outcome::NoBrowser {
+                    was_connected: false,
+                };
+            }
+        }
     }
-    let (outcome, answered_by) = wait_on(&mut question, form, &options, cancelled).await;
+    let (outcome, answered_by) =
+        wait_on(&mut question, form, &options, orphaned_at, cancelled).await;
     let reason = match outcome {
         Outcome::Timeout => WithdrawReason::Timeout,
         Outcome::Answered { .. }
@@ -100,6 +108,7 @@ async fn wait_on(
     question: &mut Question,
     form: &Form,
     options: &WaitOptions,
+    orphaned_at: Option<Instant>,
     cancelled: impl Future<Output = ()>,
 ) -> (Outcome, Option<PathBuf>) {
     tokio::pin!(cancelled);
@@ -108,8 +117,9 @@ async fn wait_on(
     // is moved rather than made anew for each signal.
     let timer = tokio::time::sleep_until(options.deadline);
     tokio::pin!(timer);
-    // Armed while no browser is linked; disarmed when one comes back. Armed at once if the only host already went away after it got the question.
-    let mut orphaned_at: Option<Instant> = (question.hosts() == 0).then(Instant::now);
+    // Armed while no browser is linked; disarmed when one comes back. Armed at once if the
+    // only host already went away after it got the question, or went just before.
+    let mut orphaned_at = orphaned_at.or_else(|| (question.hosts() == 0).then(Instant::now));
     let mut refusals = 0usize;
     loop {
         let grace_end = orphaned_at

@@ -7,8 +7,8 @@
 //! They need Node, the npm packages of tests/e2e (installed here with `npm ci` when they are
 //! missing), and for the end-to-end runs Debian's Chromium (`/usr/lib/chromium/chromium`, or `HIM_CHROMIUM`).
 //! Missing any of these skips the test with the reason printed, unless `HIM_E2E=1`
-//! (`.ci/run` sets it), under which a missing prerequisite fails. Firefox (`firefox-esr`,
-//! or `HIM_FIREFOX`) is optional: without it the Firefox run is skipped, whatever HIM_E2E.
+//! (`.ci/run` sets it), under which a missing prerequisite fails — Firefox (`firefox-esr`,
+//! or `HIM_FIREFOX`) included, which `.ci/run` installs.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
@@ -122,7 +122,8 @@ fn the_firefox_build_passes_web_ext_lint() {
 #[test]
 fn the_firefox_build_starts_the_real_host_in_firefox() {
     if node_ready() {
-        // The node test skips itself, saying so, when it finds no Firefox.
+        // The node test skips itself, saying so, when it finds no Firefox, and fails
+        // instead under HIM_E2E=1 (passed on to it).
         node_test(&["firefox.test.mjs"]);
     }
 }

@@ -207,3 +207,62 @@ async fn a_stale_socket_is_removed_and_does_not_count_as_a_browser() {
     assert_eq!(result["status"], "needs_user_input");
     assert!(!stale.exists(), "the stale socket was removed");
 }
+
+/// A service worker that restarts kills its host and starts another a moment later. A
+/// question asked in that moment, by an agent that was linked to the old host, waits for
+/// the new one as a question asked a moment earlier would; after the grace, new questions
+/// move on at once.
+#[tokio::test]
+async fn a_question_asked_just_after_the_host_went_away_waits_for_the_next_host() {
+    let runtime = runtime_dir();
+    let mut first = FakeExtension::start(runtime.path()).await;
+    let (agent, _) = start_agent(
+        runtime.path(),
+        "restarting",
+        &[("HIM_RECONNECT_GRACE_MS", "2000")],
+    )
+    .await;
+    let agent = std::sync::Arc::new(agent);
+    let asked = {
+        let agent = agent.clone();
+        tokio::spawn(async move { call(&agent, "ask_text", json!({"question": "One"})).await })
+    };
+    let ask = first.take_ask().await;
+    first.submit(&ask["id"], json!({"answer": "1"})).await;
+    assert_eq!(asked.await.unwrap()["via"], "extension");
+
+    first.kill().await;
+    // The agent has seen its link end: no browser is linked when the next question opens.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let status = call(&agent, "human_input_status", json!({})).await;
+        if status["browsers"].as_array().is_some_and(Vec::is_empty) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{status}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let asked = {
+        let agent = agent.clone();
+        tokio::spawn(async move { call(&agent, "ask_text", json!({"question": "Two"})).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !asked.is_finished(),
+        "the question was handed back although a browser was linked moments ago"
+    );
+    let mut second = FakeExtension::start(runtime.path()).await;
+    let ask = second.take_ask().await;
+    assert_eq!(ask["form"]["fields"][0]["label"], "Two");
+    second.submit(&ask["id"], json!({"answer": "2"})).await;
+    let result = asked.await.unwrap();
+    assert_eq!(
+        (result["via"].clone(), result["answer"].clone()),
+        (json!("extension"), json!("2"))
+    );
+
+    second.kill().await;
+    tokio::time::sleep(std::time::Duration::from_millis(2300)).await;
+    let late = call(&agent, "ask_text", json!({"question": "Three"})).await;
+    assert_eq!(late["status"], "needs_user_input", "{late}");
+}

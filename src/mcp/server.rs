@@ -576,6 +576,15 @@ impl HimServer {
                      takes the question"
                 ),
             )
+        } else if let Some(lost_at) = pool.hosts_lost_within(self.config.reconnect_grace) {
+            (
+                "extension",
+                format!(
+                    "the browser's host went away {} ms ago, as when its service worker \
+                     restarts; a question waits up to HIM_RECONNECT_GRACE_MS for it to come back",
+                    lost_at.elapsed().as_millis()
+                ),
+            )
         } else if elicitation != "none" {
             let how = if elicitation == "input_required" {
                 "as an input_required result (protocol 2026-07-28) that the client shows and \

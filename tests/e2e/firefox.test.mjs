@@ -100,7 +100,13 @@ after(async () => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
-test('in Firefox, the add-on starts the real host, says ready as him@him.dev and shows an ask', { skip: !FIREFOX && 'Firefox is not installed (apt-get install firefox-esr)', timeout: 90_000 }, async () => {
+// Under HIM_E2E=1 (CI) a missing Firefox is a failure, not a skip.
+const MISSING = 'Firefox is not installed (apt-get install firefox-esr)';
+test('Firefox is installed when HIM_E2E=1', { skip: process.env.HIM_E2E !== '1' && 'HIM_E2E is not 1' }, () => {
+  assert.ok(FIREFOX, `HIM_E2E=1, but ${MISSING}`);
+});
+
+test('in Firefox, the add-on starts the real host, says ready as him@him.dev and shows an ask', { skip: !FIREFOX && MISSING, timeout: 90_000 }, async () => {
   const home = path.join(tmp, 'home');
   const runtimeDir = path.join(tmp, 'run');
   const addon = path.join(tmp, 'addon');
