@@ -81,12 +81,17 @@ impl std::fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl Config {
-    pub fn from_env() -> Result<Config, crate::BoxError> {
-        let located = crate::runtime::runtime_dir()?;
-        Ok(Config::from_lookup(
-            |name| std::env::var(name).ok(),
-            located,
-        )?)
+    pub fn from_env() -> Result<Config, ConfigError> {
+        let located = crate::runtime::runtime_dir().unwrap_or_else(|err| {
+            // The other channels still work; only the browser cannot be found.
+            tracing::warn!("{err}; questions go to the other channels");
+            Located {
+                dir: std::path::PathBuf::new(),
+                rule: crate::runtime::Rule::Home,
+                also: Vec::new(),
+            }
+        });
+        Config::from_lookup(|name| std::env::var(name).ok(), located)
     }
 
     pub fn from_lookup(
