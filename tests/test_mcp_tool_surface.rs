@@ -1,12 +1,11 @@
 //! What an MCP client sees of him: six tools with schemas and annotations, bad arguments
-//! refused as invalid params that name the argument, a call's own `_meta` protocol version
-//! checked as rmcp checks it, and lines on stdin that are no message ignored or answered
-//! as rmcp does, without ending the session.
+//! refused as invalid params that name the argument, and lines on stdin that are no
+//! message ignored or answered, without ending the session.
 
 mod common;
 
 use common::*;
-use rmcp::model::{ErrorCode, ErrorData, ProtocolVersion, RequestMetaObject};
+use rmcp::model::ErrorCode;
 use rmcp::service::ServiceError;
 use serde_json::json;
 
@@ -117,45 +116,6 @@ async fn human_input_status_reports_the_channel_without_asking() {
     assert_eq!(status["browsers"].as_array().unwrap().len(), 1);
 }
 
-/// Calls `human_input_status` with `_meta` naming `version` and no other metadata.
-async fn call_naming_version(version: &str) -> Result<serde_json::Value, ErrorData> {
-    let runtime = runtime_dir();
-    let (agent, _) = start_agent(runtime.path(), "meta-version", &[]).await;
-    let mut meta = RequestMetaObject::new();
-    let version: ProtocolVersion = serde_json::from_value(json!(version)).expect("a version");
-    meta.set_protocol_version(version);
-    let mut call = params("human_input_status", json!({}));
-    call.meta = Some(meta);
-    match agent.call_tool(call).await {
-        Ok(result) => Ok(result.structured_content.expect("structured content")),
-        Err(ServiceError::McpError(err)) => Err(err),
-        Err(other) => panic!("expected a result or an MCP error, got {other:?}"),
-    }
-}
-
-#[tokio::test]
-async fn a_call_naming_its_own_protocol_version_is_checked_as_rmcp_checks_it() {
-    // A version we do not speak is refused, saying which versions we do.
-    let err = call_naming_version("1999-01-01").await.unwrap_err();
-    assert_eq!(err.code, ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "{err:?}");
-    let data = err.data.expect("error data");
-    assert_eq!(data["requested"], "1999-01-01");
-    assert!(
-        data["supported"]
-            .as_array()
-            .is_some_and(|v| v.contains(&json!("2025-06-18"))),
-        "{data}"
-    );
-    // From 2026-07-28 on, a request naming its version must also carry the client's
-    // capabilities.
-    let err = call_naming_version("2026-07-28").await.unwrap_err();
-    assert_eq!(err.code, ErrorCode::INVALID_PARAMS, "{err:?}");
-    assert!(err.message.contains("clientCapabilities"), "{err:?}");
-    // An older version we speak needs nothing more.
-    let status = call_naming_version("2025-06-18").await.expect("status");
-    assert_eq!(status["channel"], "chat");
-}
-
 #[tokio::test]
 async fn an_unknown_tool_is_invalid_params() {
     let runtime = runtime_dir();
@@ -226,38 +186,4 @@ fn bad_lines_on_stdin_are_ignored_or_answered_and_the_session_carries_on() {
     assert_eq!(result(5), json!({}));
     assert_eq!(result(6)["structuredContent"]["channel"], "chat");
     assert_eq!(result(6), result(7));
-}
-
-#[test]
-fn a_session_opened_without_initialize_keeps_needing_metadata_after_one() {
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                      "io.modelcontextprotocol/clientCapabilities": {}});
-    let status = |id: i64, meta: Option<&serde_json::Value>| {
-        let mut params = json!({"name": "human_input_status", "arguments": {}});
-        if let Some(meta) = meta {
-            params["_meta"] = meta.clone();
-        }
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
-    };
-    let initialize = json!({"jsonrpc": "2.0", "id": 2, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "late-initialize", "version": "1"}}});
-    let input = format!(
-        "{}\n{initialize}\n{}\n",
-        status(1, Some(&meta)),
-        status(3, None)
-    );
-    let lines = serve_lines(input.as_bytes(), &[1, 2, 3]);
-    let by_id = |id: i64| lines.iter().find(|l| l["id"] == id).expect("an answer");
-    assert_eq!(by_id(1)["result"]["structuredContent"]["channel"], "chat");
-    // The session began with its metadata in each request; a call without it is refused
-    // as rmcp refuses it, whatever came in between.
-    let refused = &by_id(3)["error"];
-    assert_eq!(refused["code"], -32602, "{:?}", by_id(3));
-    assert!(
-        refused["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("protocolVersion")),
-        "{refused}"
-    );
 }

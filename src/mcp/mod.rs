@@ -3,7 +3,6 @@
 //! (`asking.rs`) while sending progress heartbeats, and returns the result object as
 //! structured content.
 
-mod dispatch;
 pub mod elicitation;
 pub mod http;
 mod params;
@@ -42,9 +41,11 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         // open file descriptions so our stdio stays blocking for anything we spawn.
         let (stdin, stdout) = rmcp::transport::stdio_pipes();
         let on_eof = server.clone();
-        let transport =
-            stdio::StdioTransport::new(stdin, stdout, Box::new(move || on_eof.shutdown()));
-        let service = dispatch::Dispatch::new(server).serve(transport).await?;
+        let transport = stdio::WithdrawOnEof::new(
+            rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout),
+            Box::new(move || on_eof.shutdown()),
+        );
+        let service = server.serve(transport).await?;
         let reason = service.waiting().await;
         // The client is gone: whatever it asked can no longer be answered to anyone.
         pool_owner.shutdown();

@@ -1,6 +1,5 @@
 //! The tools of DESIGN.md §5 on an rmcp `ToolRouter`.
 
-use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -9,12 +8,12 @@ use futures::future::{BoxFuture, Either};
 use futures::{FutureExt, StreamExt};
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::{InputResponses as Responses, RequestState, ToolCallContext};
+use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock,
-    ElicitRequest, ElicitResult, ErrorData, Implementation, InputRequest, InputRequests,
-    InputRequiredResult, InputResponses, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-    ServerCapabilities, ServerConfig, ServerRequest,
+    CallToolResponse, CallToolResult, ClientResult, ContentBlock, ElicitRequest, ElicitResult,
+    ErrorData, Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
+    ServerRequest,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
@@ -171,17 +170,6 @@ impl HimServer {
             }),
             tool_router: Self::tool_router(),
         }
-    }
-
-    /// A `tools/call`, through the tool router (for `dispatch.rs`, which takes rmcp's place
-    /// around it).
-    pub(super) fn call(
-        &self,
-        params: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
-        self.tool_router
-            .call(ToolCallContext::new(self, params, context))
     }
 
     /// Withdraws every question still open.
@@ -641,8 +629,6 @@ impl HimServer {
     }
 }
 
-// `call_tool` stays the macro's: on stdio, calls reach the router through `Self::call`
-// (dispatch.rs), not through this trait.
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for HimServer {
     fn get_info(&self) -> ServerConfig {
