@@ -19,19 +19,17 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{SinkExt, StreamExt};
-use tokio::io::AsyncWriteExt;
+use futures::StreamExt;
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, watch};
-use tokio_util::codec::{FramedRead, FramedWrite};
 
-use crate::frame::{FrameCodec, MAX_INBOUND};
+use crate::frame::FrameError;
+use crate::link;
 use crate::protocol::{
     self, AgentInfo, AgentToHost, Answer, AskFrame, ExtensionInfo, HostToAgent, PROTOCOL,
     WithdrawReason,
 };
 use crate::runtime;
-use crate::unix_link::{self, LinkRead, LinkWrite};
 
 /// How often the runtime directory is rescanned while a question waits. Connecting to a
 /// local socket is cheap; a person will not notice a quarter of a second.
@@ -430,10 +428,11 @@ async fn run_link(
     stream: UnixStream,
     queue: mpsc::UnboundedReceiver<Bytes>,
 ) {
-    match unix_link::split(stream) {
-        Ok((read, write)) => exchange(&shared, &path, read, write, queue).await,
-        Err(err) => tracing::warn!(socket = %path.display(), "host link not set up: {err}"),
-    }
+    let mut end = HostEnd {
+        shared: &shared,
+        path: &path,
+    };
+    link::run(stream, queue, &mut end).await;
     let mut state = shared.state();
     state.links.remove(&path);
     if state.links.is_empty() {
@@ -442,46 +441,26 @@ async fn run_link(
     shared.publish_link_count(&state);
 }
 
-/// Frames from the host to the questions; queued frames to the host. Ends when either
-/// side does.
-async fn exchange(
-    shared: &Shared,
-    path: &Path,
-    read: LinkRead,
-    write: LinkWrite,
-    mut queue: mpsc::UnboundedReceiver<Bytes>,
-) {
-    let mut frames = FramedRead::new(read, FrameCodec::new(MAX_INBOUND));
-    let mut sink = FramedWrite::new(write, FrameCodec::new(MAX_INBOUND));
-    loop {
-        tokio::select! {
-            frame = frames.next() => match frame {
-                Some(Ok(bytes)) => host_frame(shared, path, &bytes),
-                Some(Err(err)) => {
-                    tracing::warn!(socket = %path.display(), "host link closed: {err}");
-                    break;
-                }
-                None => break,
-            },
-            out = queue.recv() => match out {
-                Some(bytes) => {
-                    if let Err(err) = sink.send(bytes).await {
-                        tracing::debug!(socket = %path.display(), "host link write failed: {err}");
-                        break;
-                    }
-                }
-                None => {
-                    // The pool closed. Closing a Unix socket with the host's frames still
-                    // unread resets the connection, and the host can lose what we sent
-                    // last (the withdrawals); so end our side, and read until the host
-                    // ends its own.
-                    let _ = sink.get_mut().shutdown().await;
-                    let drain = async { while let Some(Ok(_)) = frames.next().await {} };
-                    let _ = tokio::time::timeout(CLOSE_GRACE, drain).await;
-                    break;
-                }
-            },
-        }
+/// The agent's end of one host link: frames from the host go to their questions.
+struct HostEnd<'a> {
+    shared: &'a Shared,
+    path: &'a Path,
+}
+
+impl link::Policy for HostEnd<'_> {
+    async fn frame(&mut self, frame: Bytes) -> bool {
+        host_frame(self.shared, self.path, &frame);
+        true
+    }
+
+    fn bad_frame(&mut self, err: &FrameError) -> Option<Bytes> {
+        tracing::warn!(socket = %self.path.display(), "host link closed: {err}");
+        None
+    }
+
+    fn linger(&self) -> Option<Duration> {
+        // The pool closed: the host must still read the withdrawals we queued last.
+        Some(CLOSE_GRACE)
     }
 }
 

@@ -27,10 +27,10 @@ use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::frame::{FrameCodec, FrameError, MAX_INBOUND, MAX_TO_BROWSER};
+use crate::link;
 use crate::protocol::{self, HostInfo, HostToAgent, HostToExtension};
 use crate::relay::{AgentId, Effect, Relay};
 use crate::runtime;
-use crate::unix_link::{self, LinkRead, LinkWrite};
 
 /// Events from agent links waiting for the host's loop; a link that fills it waits (it
 /// only holds up its own reads).
@@ -339,67 +339,58 @@ struct Outgoing {
     progress: Arc<WriteProgress>,
 }
 
-/// One agent link: frames in become events; queued frames go out. Ends on EOF, on a frame
-/// error (which only this link pays for), when the host drops the queue, or when the host
-/// aborts it (the agent stopped reading).
+/// The host's end of one agent link: frames become events; a bad frame is answered with
+/// the reason before the link closes (only this link pays for it).
+struct AgentEnd<'a> {
+    agent: AgentId,
+    events: &'a mpsc::Sender<Event>,
+    progress: Arc<WriteProgress>,
+}
+
+impl link::Policy for AgentEnd<'_> {
+    async fn frame(&mut self, frame: Bytes) -> bool {
+        self.events
+            .send(Event::AgentFrame(self.agent, frame))
+            .await
+            .is_ok()
+    }
+
+    fn bad_frame(&mut self, err: &FrameError) -> Option<Bytes> {
+        tracing::warn!(agent = self.agent, "agent link closed: {err}");
+        // Said before closing, so the agent's log explains it.
+        Some(protocol::encode(&HostToAgent::Error {
+            id: None,
+            message: err.to_string(),
+        }))
+    }
+
+    fn written(&mut self, len: usize) {
+        self.progress.written(len);
+    }
+
+    fn linger(&self) -> Option<Duration> {
+        // The host dropped the queue because it cut the agent off or is going away.
+        None
+    }
+}
+
+/// One agent link. Ends on EOF, on a frame error, when the host drops the queue, or when
+/// the host aborts it (the agent stopped reading); only an end the agent caused is
+/// reported, not one of the host's own.
 async fn serve_agent(
     agent: AgentId,
     stream: UnixStream,
     outgoing: Outgoing,
     events: mpsc::Sender<Event>,
 ) {
-    match unix_link::split(stream) {
-        Ok((read, write)) => {
-            if !exchange(agent, read, write, outgoing, &events).await {
-                return;
-            }
-        }
-        Err(err) => tracing::warn!(agent, "agent link not set up: {err}"),
+    let mut end = AgentEnd {
+        agent,
+        events: &events,
+        progress: outgoing.progress,
+    };
+    if link::run(stream, outgoing.queue, &mut end).await == link::Ended::ByPeer {
+        let _ = events.send(Event::AgentClosed(agent)).await;
     }
-    let _ = events.send(Event::AgentClosed(agent)).await;
-}
-
-/// Frames from the agent become events; queued frames go to it. Whether the agent's end
-/// should be reported: not when the host itself is gone or dropped the queue.
-async fn exchange(
-    agent: AgentId,
-    read: LinkRead,
-    write: LinkWrite,
-    mut outgoing: Outgoing,
-    events: &mpsc::Sender<Event>,
-) -> bool {
-    let mut frames = FramedRead::new(read, FrameCodec::new(MAX_INBOUND));
-    let mut sink = FramedWrite::new(write, FrameCodec::new(MAX_INBOUND));
-    loop {
-        tokio::select! {
-            frame = frames.next() => match frame {
-                Some(Ok(bytes)) => {
-                    if events.send(Event::AgentFrame(agent, bytes)).await.is_err() {
-                        return false;
-                    }
-                }
-                Some(Err(err)) => {
-                    tracing::warn!(agent, "agent link closed: {err}");
-                    // Say why before closing, so the agent's log explains it.
-                    let why = HostToAgent::Error { id: None, message: err.to_string() };
-                    let _ = sink.send(protocol::encode(&why)).await;
-                    break;
-                }
-                None => break,
-            },
-            out = outgoing.queue.recv() => match out {
-                Some(bytes) => {
-                    let len = bytes.len();
-                    if sink.send(bytes).await.is_err() {
-                        break;
-                    }
-                    outgoing.progress.written(len);
-                }
-                None => return false,
-            },
-        }
-    }
-    true
 }
 
 /// Resolves on SIGTERM or SIGINT (Firefox sends SIGTERM before SIGKILL), so the socket

@@ -22,6 +22,7 @@ pub mod form;
 pub mod frame;
 pub mod host;
 pub mod install;
+pub mod link;
 pub mod logging;
 pub mod mcp;
 pub mod outcome;
@@ -33,7 +34,6 @@ pub mod relay;
 pub mod role;
 pub mod runtime;
 pub mod tools;
-pub mod unix_link;
 
 /// Native-messaging host name, the same in every browser's manifest.
 pub const HOST_NAME: &str = "dev.him.host";

@@ -84,7 +84,16 @@ impl FreshUser {
             .expect("password database")
             .expect("the new user");
         let him = base.path().join("him");
-        std::fs::copy(env!("CARGO_BIN_EXE_him"), &him).expect("copy the him binary");
+        // A link, or a copy by `cp`: a copy written by this process would hold the file open
+        // for writing while other tests fork, and exec then fails with "Text file busy".
+        if std::fs::hard_link(env!("CARGO_BIN_EXE_him"), &him).is_err() {
+            let copied = Command::new("cp")
+                .arg(env!("CARGO_BIN_EXE_him"))
+                .arg(&him)
+                .status()
+                .expect("run cp");
+            assert!(copied.success(), "cannot copy the him binary");
+        }
         FreshUser {
             name,
             uid: user.uid.as_raw(),
