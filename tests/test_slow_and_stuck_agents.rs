@@ -14,12 +14,15 @@ use common::*;
 use him::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
 use serde_json::{Value, json};
 
-/// Long enough that a loaded machine relays a burst well within it.
+/// The stall time of the test that waits for a cut-off.
 const STALL: Duration = Duration::from_secs(2);
+/// The stall time of the test where the agent must not be cut off: its pause lasts the
+/// whole burst, which a loaded 2-core machine was seen to relay in more than 2 s.
+const PAUSING_STALL: Duration = Duration::from_secs(10);
 
-/// A host (with its fake extension) that cuts agents off after `STALL`.
-async fn host_with_stall(runtime: &std::path::Path) -> FakeExtension {
-    let stall = STALL.as_millis().to_string();
+/// A host (with its fake extension) that cuts agents off after `stall`.
+async fn host_with_stall(runtime: &std::path::Path, stall: Duration) -> FakeExtension {
+    let stall = stall.as_millis().to_string();
     let env = [("HIM_AGENT_STALL_MS", stall.as_str())];
     FakeExtension::start_with(runtime, Stdio::inherit(), &env).await
 }
@@ -71,7 +74,7 @@ async fn ask_many(ext: &mut FakeExtension, stream: &mut UnixStream, first: usize
 #[tokio::test]
 async fn an_agent_that_stops_reading_is_cut_off_and_others_carry_on() {
     let runtime = runtime_dir();
-    let mut ext = host_with_stall(runtime.path()).await;
+    let mut ext = host_with_stall(runtime.path(), STALL).await;
     let mut stuck = raw_agent(&ext, "stuck");
     ask_many(&mut ext, &mut stuck, 0, 12).await;
     // Answers far larger than the socket's buffers: the link fills and stays full, since
@@ -107,7 +110,7 @@ async fn an_agent_that_stops_reading_is_cut_off_and_others_carry_on() {
 #[tokio::test]
 async fn an_agent_that_pauses_while_a_long_burst_waits_is_not_cut_off() {
     let runtime = runtime_dir();
-    let mut ext = host_with_stall(runtime.path()).await;
+    let mut ext = host_with_stall(runtime.path(), PAUSING_STALL).await;
     let mut slow = raw_agent(&ext, "slow");
     // More answers than the host once let wait for one agent (1,024), each large enough
     // that nearly all of them wait in the host rather than in the socket.
