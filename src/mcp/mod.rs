@@ -7,6 +7,7 @@ mod dispatch;
 pub mod elicitation;
 pub mod http;
 mod params;
+pub mod schema;
 mod server;
 mod stdio;
 

@@ -5,9 +5,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::params::Parameters;
+use super::schema::output_schema;
 use futures::future::{BoxFuture, Either};
 use futures::{FutureExt, StreamExt};
-use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState, ToolCallContext};
 use rmcp::model::{
@@ -84,6 +84,11 @@ pub struct BrowserStatus {
     /// Whether the side panel is open now.
     pub panel_open: bool,
 }
+
+/// `human_input_status` takes no arguments, and says so to a client that gives some.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusArgs {}
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StatusResult {
@@ -417,7 +422,7 @@ impl HimServer {
     #[tool(
         name = "ask_text",
         annotations(title = "Ask the person for text", read_only_hint = true, open_world_hint = true),
-        output_schema = schema_for_output::<AskResult>()
+        output_schema = output_schema::<AskResult>()
     )]
     async fn ask_text(
         &self,
@@ -438,7 +443,7 @@ impl HimServer {
     #[tool(
         name = "ask_choice",
         annotations(title = "Ask the person to choose", read_only_hint = true, open_world_hint = true),
-        output_schema = schema_for_output::<AskResult>()
+        output_schema = output_schema::<AskResult>()
     )]
     async fn ask_choice(
         &self,
@@ -464,7 +469,7 @@ impl HimServer {
     #[tool(
         name = "ask_multi_select",
         annotations(title = "Ask the person to pick several", read_only_hint = true, open_world_hint = true),
-        output_schema = schema_for_output::<AskResult>()
+        output_schema = output_schema::<AskResult>()
     )]
     async fn ask_multi_select(
         &self,
@@ -490,7 +495,7 @@ impl HimServer {
     #[tool(
         name = "ask_confirm",
         annotations(title = "Ask the person to confirm", read_only_hint = true, open_world_hint = true),
-        output_schema = schema_for_output::<AskResult>()
+        output_schema = output_schema::<AskResult>()
     )]
     async fn ask_confirm(
         &self,
@@ -518,7 +523,7 @@ impl HimServer {
     #[tool(
         name = "ask_form",
         annotations(title = "Ask the person to fill in a form", read_only_hint = true, open_world_hint = true),
-        output_schema = schema_for_output::<AskResult>()
+        output_schema = output_schema::<AskResult>()
     )]
     async fn ask_form(
         &self,
@@ -528,8 +533,14 @@ impl HimServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let retry = Retry { state, responses };
-        self.ask(ToolKind::Form, args.to_form(), args.timeout_ms, retry, ctx)?
-            .await
+        self.ask(
+            ToolKind::Form,
+            args.to_form(),
+            args.timeout_ms(),
+            retry,
+            ctx,
+        )?
+        .await
     }
 
     /// Report, without asking anything, how a question would reach the person right now:
@@ -538,10 +549,11 @@ impl HimServer {
     #[tool(
         name = "human_input_status",
         annotations(title = "How would a question reach the person?", read_only_hint = true, open_world_hint = false),
-        output_schema = schema_for_output::<StatusResult>()
+        output_schema = output_schema::<StatusResult>()
     )]
     async fn human_input_status(
         &self,
+        Parameters(StatusArgs {}): Parameters<StatusArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let pool = self.pool(&ctx);
