@@ -71,9 +71,14 @@ fn problems(schema: &Value, path: &str, found: &mut Vec<String>) {
     }
 }
 
-/// Whether a property's schema lets `null` through (`type: "null"` or an `anyOf` branch).
+/// Whether a property's schema lets `null` through (`type` "null" or a list holding it,
+/// or an `anyOf` branch that does). A `type` list is the other test's business; this one
+/// guards against a portable spelling that lost the `null`.
 fn admits_null(schema: &Value) -> bool {
     schema["type"] == "null"
+        || schema["type"]
+            .as_array()
+            .is_some_and(|types| types.contains(&json!("null")))
         || schema["anyOf"]
             .as_array()
             .is_some_and(|branches| branches.iter().any(admits_null))
