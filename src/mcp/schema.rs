@@ -16,6 +16,9 @@
 //!   different contract);
 //! - `"default": null` is dropped: it is no value of the field's type, and says nothing.
 
+use std::any::TypeId;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::model::JsonObject;
@@ -191,13 +194,25 @@ fn split_type_array(schema: &mut Map<String, Value>) {
     }
 }
 
-/// rmcp's output schema for `T` (what `T` serialises to), made portable.
+/// rmcp's output schema for `T` (what `T` serialises to), made portable. Kept once made,
+/// as rmcp keeps its own: every server value builds its tool list anew (over HTTP, each
+/// sessionless request does).
 pub fn output_schema<T: schemars::JsonSchema + std::any::Any>() -> Arc<JsonObject> {
-    let mut schema = rmcp::handler::server::common::schema_for_output::<T>()
-        .as_ref()
-        .clone();
-    make_portable(&mut schema);
-    Arc::new(schema)
+    thread_local! {
+        static MADE: RefCell<HashMap<TypeId, Arc<JsonObject>>> = RefCell::default();
+    }
+    MADE.with(|made| {
+        made.borrow_mut()
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| {
+                let mut schema = rmcp::handler::server::common::schema_for_output::<T>()
+                    .as_ref()
+                    .clone();
+                make_portable(&mut schema);
+                Arc::new(schema)
+            })
+            .clone()
+    })
 }
 
 /// Where, if anywhere, `value` uses a key its `schema` does not allow
