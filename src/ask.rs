@@ -21,7 +21,7 @@ const EXIT_BAD_ARGUMENTS: u8 = 2;
 
 pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
     crate::logging::init();
-    let (tool, form) = match build_form(args.kind) {
+    let (tool, form, form_timeout_ms) = match build_form(args.kind) {
         Ok(built) => built,
         Err(err) => {
             eprintln!("him ask: {err}");
@@ -29,7 +29,10 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
         }
     };
     let config = Config::from_env()?;
-    let prepared = match asking::prepare(tool, form, config.wait_for(args.timeout_ms)) {
+    // `--timeout-ms` wins over a wait the form's JSON names (`timeout_ms` or `timeoutMs`),
+    // which would otherwise be read and then ignored.
+    let timeout_ms = args.timeout_ms.or(form_timeout_ms);
+    let prepared = match asking::prepare(tool, form, config.wait_for(timeout_ms)) {
         Ok(prepared) => prepared,
         Err(PrepareError::TooLarge(err)) => {
             eprintln!("him ask: {err}");
@@ -70,7 +73,8 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
     })
 }
 
-fn build_form(kind: AskKind) -> Result<(ToolKind, Form), ArgError> {
+/// The form to ask, and the wait its JSON names (only `him ask form` has one).
+fn build_form(kind: AskKind) -> Result<(ToolKind, Form, Option<u64>), ArgError> {
     let labels = |options: Vec<String>| options.into_iter().map(OptionArg::Label).collect();
     match kind {
         AskKind::Text {
@@ -86,7 +90,7 @@ fn build_form(kind: AskKind) -> Result<(ToolKind, Form), ArgError> {
                 multiline,
                 timeout_ms: None,
             };
-            Ok((ToolKind::Text, args.to_form()?))
+            Ok((ToolKind::Text, args.to_form()?, None))
         }
         AskKind::Choice {
             question,
@@ -101,7 +105,7 @@ fn build_form(kind: AskKind) -> Result<(ToolKind, Form), ArgError> {
                 allow_free_text,
                 timeout_ms: None,
             };
-            Ok((ToolKind::Choice, args.to_form()?))
+            Ok((ToolKind::Choice, args.to_form()?, None))
         }
         AskKind::Multi {
             question,
@@ -116,7 +120,7 @@ fn build_form(kind: AskKind) -> Result<(ToolKind, Form), ArgError> {
                 max,
                 timeout_ms: None,
             };
-            Ok((ToolKind::MultiSelect, args.to_form()?))
+            Ok((ToolKind::MultiSelect, args.to_form()?, None))
         }
         AskKind::Confirm { question, default } => {
             let args = AskConfirmArgs {
@@ -124,7 +128,7 @@ fn build_form(kind: AskKind) -> Result<(ToolKind, Form), ArgError> {
                 default,
                 timeout_ms: None,
             };
-            Ok((ToolKind::Confirm, args.to_form()?))
+            Ok((ToolKind::Confirm, args.to_form()?, None))
         }
         AskKind::Form { json } => {
             let text = if json == "-" {
@@ -143,7 +147,7 @@ fn build_form(kind: AskKind) -> Result<(ToolKind, Form), ArgError> {
                 argument: "json".into(),
                 message: format!("not valid ask_form arguments: {e}"),
             })?;
-            Ok((ToolKind::Form, args.to_form()?))
+            Ok((ToolKind::Form, args.to_form()?, args.timeout_ms()))
         }
     }
 }

@@ -75,13 +75,22 @@ pub struct AskResult {
     pub question_id: String,
 }
 
+/// A union, because the contract is one: a field's value has the field's type (DESIGN.md
+/// §4: a string, a number, a boolean, or an array of option values for multi_select), and
+/// `null` where the person left an optional field empty. Spelt as `anyOf` of single types,
+/// which every client reads (a `type` array is not portable: `mcp/schema.rs`).
 fn values_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "object",
         "description": "Every field of the form by name (null where left empty); empty unless answered",
         "additionalProperties": {
-            "type": ["string", "number", "boolean", "array", "null"],
-            "items": {"type": "string"}
+            "anyOf": [
+                {"type": "string"},
+                {"type": "number"},
+                {"type": "boolean"},
+                {"type": "array", "items": {"type": "string"}},
+                {"type": "null"}
+            ]
         }
     })
 }

@@ -66,7 +66,13 @@ fn need_question(question: &str) -> Result<(), ArgError> {
     Ok(())
 }
 
+/// Every argument struct and its parts refuse keys they do not define
+/// (`deny_unknown_fields`, which also puts `additionalProperties: false` in the schema): a
+/// misspelt or foreign argument (`timeout`, `timeoutMs` on a snake_case tool, `requried` in
+/// a field) would otherwise be dropped and the call go on without it. The MCP extractor
+/// (`mcp/params.rs`) reports such a key by its path before serde sees it.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AskTextArgs {
     /// The question, as the person should read it. Markdown (emphasis, code, lists, links).
     pub question: String,
@@ -87,7 +93,7 @@ pub struct AskTextArgs {
 
 /// An option: just its label, or a label with an explanation.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(untagged, deny_unknown_fields)]
 #[schemars(inline)]
 pub enum OptionArg {
     Label(String),
@@ -121,6 +127,7 @@ impl OptionArg {
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AskChoiceArgs {
     /// The question, as the person should read it.
     pub question: String,
@@ -139,6 +146,7 @@ pub struct AskChoiceArgs {
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AskMultiSelectArgs {
     /// The question, as the person should read it.
     pub question: String,
@@ -159,6 +167,7 @@ pub struct AskMultiSelectArgs {
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AskConfirmArgs {
     /// A yes/no question, as the person should read it.
     pub question: String,
@@ -174,7 +183,7 @@ pub struct AskConfirmArgs {
 
 /// An option of a form field: a string (value and label alike) or an object.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(untagged, deny_unknown_fields)]
 #[schemars(inline)]
 pub enum FieldOptionArg {
     Label(String),
@@ -191,7 +200,7 @@ pub enum FieldOptionArg {
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(inline)]
 pub struct FieldArg {
     /// Key of this field in the returned `values`.
@@ -209,9 +218,15 @@ pub struct FieldArg {
     #[serde(default)]
     pub placeholder: String,
     /// Pre-filled value of the field's type (not allowed for password).
-    #[serde(default, alias = "defaultValue")]
-    #[schemars(schema_with = "any_value_schema")]
+    #[serde(default)]
+    #[schemars(schema_with = "default_schema")]
     pub default: Option<Value>,
+    /// The same as `default`, as the seed's `form_input` spells it; give one of the two.
+    // Its own key rather than a serde alias, so that the schema, which refuses keys it does
+    // not list, lists it.
+    #[serde(default)]
+    #[schemars(schema_with = "default_schema")]
+    pub default_value: Option<Value>,
     /// For select, radio and multi_select.
     #[serde(default)]
     pub options: Vec<FieldOptionArg>,
@@ -225,16 +240,26 @@ pub struct FieldArg {
     pub max: Option<f64>,
 }
 
-fn any_value_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+/// A union, because the contract is one: a field's default is a value of the field's own
+/// type (DESIGN.md §4: a string for text-like fields and options, a number, a boolean for
+/// checkbox and confirm, an array of option values for multi_select), and the seed's
+/// `form_input` takes it under one key for every type. Spelt as `anyOf` of single types,
+/// which every client reads (a `type` array is not portable: `mcp/schema.rs`).
+fn default_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
-        "description": "Pre-filled value of the field's type",
-        "type": ["string", "number", "boolean", "array"],
-        "items": {"type": "string"}
+        "description": "Pre-filled value of the field's type: a string, number, boolean, or for \
+                        multi_select an array of option values (not allowed for password)",
+        "anyOf": [
+            {"type": "string"},
+            {"type": "number"},
+            {"type": "boolean"},
+            {"type": "array", "items": {"type": "string"}}
+        ]
     })
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AskFormArgs {
     /// What the form is for, shown as its heading.
     pub title: String,
@@ -250,9 +275,15 @@ pub struct AskFormArgs {
     /// The fields, in order.
     pub fields: Vec<FieldArg>,
     /// How long to wait for the person, in milliseconds (1 s – 24 h; default 5 min).
-    #[serde(default)]
+    /// The name every ask tool takes.
+    #[serde(default, rename = "timeout_ms")]
     #[schemars(with = "u64")]
     pub timeout_ms: Option<u64>,
+    /// The same as `timeout_ms`, in the camelCase of this tool's other arguments; give one
+    /// of the two.
+    #[serde(default, rename = "timeoutMs")]
+    #[schemars(with = "u64")]
+    pub timeout_ms_camel: Option<u64>,
 }
 
 const CHOICE_OPTIONS: std::ops::RangeInclusive<usize> = 2..=25;
@@ -391,7 +422,19 @@ impl AskConfirmArgs {
 }
 
 impl AskFormArgs {
+    /// The wait asked for, under either spelling. Both at once is refused by `to_form`.
+    pub fn timeout_ms(&self) -> Option<u64> {
+        self.timeout_ms.or(self.timeout_ms_camel)
+    }
+
     pub fn to_form(&self) -> Result<Form, ArgError> {
+        // Two waits, possibly different, cannot both be meant.
+        if self.timeout_ms.is_some() && self.timeout_ms_camel.is_some() {
+            return Err(arg_error(
+                "timeout_ms",
+                "give `timeout_ms` or `timeoutMs`, not both (they are the same argument)",
+            ));
+        }
         if self.title.trim().is_empty() {
             return Err(arg_error("title", "must not be empty"));
         }
@@ -414,7 +457,16 @@ impl AskFormArgs {
             field.description = given(&arg.description);
             field.required = arg.required;
             field.placeholder = given(&arg.placeholder);
-            field.default = arg.default.clone().filter(|v| !v.is_null());
+            let default = match (&arg.default, &arg.default_value) {
+                (Some(_), Some(_)) => {
+                    return Err(arg_error(
+                        format!("fields[{i}].default"),
+                        "give `default` or `defaultValue`, not both (they are the same key)",
+                    ));
+                }
+                (default, default_value) => default.as_ref().or(default_value.as_ref()),
+            };
+            field.default = default.cloned().filter(|v| !v.is_null());
             field.min = arg.min;
             field.max = arg.max;
             field.options = arg

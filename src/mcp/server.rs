@@ -4,9 +4,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::params::Parameters;
+use super::schema::output_schema;
 use futures::future::{BoxFuture, Either};
 use futures::{FutureExt, StreamExt};
-use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::model::{
@@ -83,6 +83,11 @@ pub struct BrowserStatus {
     /// Whether the side panel is open now.
     pub panel_open: bool,
 }
+
+/// `human_input_status` takes no arguments, and says so to a client that gives some.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusArgs {}
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StatusResult {
@@ -410,7 +415,7 @@ impl HimServer {
     #[tool(
         name = "ask_text",
         annotations(title = "Ask the person for text", read_only_hint = true, open_world_hint = true),
-        output_schema = schema_for_output::<AskResult>()
+        output_schema = output_schema::<AskResult>()
     )]
     async fn ask_text(
         &self,
@@ -431,7 +436,7 @@ impl HimServer {
     #[tool(
         name = "ask_choice",
         annotations(title = "Ask the person to choose", read_only_hint = true, open_world_hint = true),
-        output_schema = schema_for_output::<AskResult>()
+        output_schema = output_schema::<AskResult>()
     )]
     async fn ask_choice(
         &self,
@@ -457,7 +462,7 @@ impl HimServer {
     #[tool(
         name = "ask_multi_select",
         annotations(title = "Ask the person to pick several", read_only_hint = true, open_world_hint = true),
-        output_schema = schema_for_output::<AskResult>()
+        output_schema = output_schema::<AskResult>()
     )]
     async fn ask_multi_select(
         &self,
@@ -483,7 +488,7 @@ impl HimServer {
     #[tool(
         name = "ask_confirm",
         annotations(title = "Ask the person to confirm", read_only_hint = true, open_world_hint = true),
-        output_schema = schema_for_output::<AskResult>()
+        output_schema = output_schema::<AskResult>()
     )]
     async fn ask_confirm(
         &self,
@@ -511,7 +516,7 @@ impl HimServer {
     #[tool(
         name = "ask_form",
         annotations(title = "Ask the person to fill in a form", read_only_hint = true, open_world_hint = true),
-        output_schema = schema_for_output::<AskResult>()
+        output_schema = output_schema::<AskResult>()
     )]
     async fn ask_form(
         &self,
@@ -521,8 +526,14 @@ impl HimServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let retry = Retry { state, responses };
-        self.ask(ToolKind::Form, args.to_form(), args.timeout_ms, retry, ctx)?
-            .await
+        self.ask(
+            ToolKind::Form,
+            args.to_form(),
+            args.timeout_ms(),
+            retry,
+            ctx,
+        )?
+        .await
     }
 
     /// Report, without asking anything, how a question would reach the person right now:
@@ -531,10 +542,11 @@ impl HimServer {
     #[tool(
         name = "human_input_status",
         annotations(title = "How would a question reach the person?", read_only_hint = true, open_world_hint = false),
-        output_schema = schema_for_output::<StatusResult>()
+        output_schema = output_schema::<StatusResult>()
     )]
     async fn human_input_status(
         &self,
+        Parameters(StatusArgs {}): Parameters<StatusArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let pool = self.pool(&ctx);
