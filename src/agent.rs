@@ -10,7 +10,7 @@
 //! ```
 //!
 //! The pool decides nothing about answers: the first one goes to the question's owner
-//! (`question.rs`), which closes the question, and closing withdraws it everywhere else.
+//! (`channels.rs`, waiting in `wait.rs`), which closes the question, and closing withdraws it everywhere else.
 
 use std::collections::HashMap;
 use std::io;
@@ -177,8 +177,7 @@ impl Pool {
                     .is_some_and(|at| at.elapsed() < RESCAN_INTERVAL)
         };
         if !recently_scanned {
-            // Boxed: most questions skip it, and it would size every waiting question.
-            Box::pin(scan(&self.shared)).await;
+            scan(&self.shared).await;
         }
         let (events_tx, events) = futures::channel::mpsc::unbounded();
         let AskFrame {

@@ -13,8 +13,9 @@
 //! that exist to print (`manifest`, `config`, `ask`, ...), which write explicitly.
 
 pub mod agent;
-pub mod ask;
-pub mod asking;
+pub mod ask_cli;
+pub mod ask_result;
+pub mod channels;
 pub mod cli;
 pub mod config;
 pub mod fallback;
@@ -25,15 +26,14 @@ pub mod install;
 pub mod link;
 pub mod logging;
 pub mod mcp;
-pub mod outcome;
 pub mod platform;
 pub mod protocol;
-pub mod question;
 pub mod random;
 pub mod relay;
 pub mod role;
 pub mod runtime;
 pub mod tools;
+pub mod wait;
 
 /// Native-messaging host name, the same in every browser's manifest.
 pub const HOST_NAME: &str = "dev.him.host";

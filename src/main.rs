@@ -27,7 +27,7 @@ fn run(cli: Cli) -> Result<ExitCode, BoxError> {
     match cli.command {
         Command::Host => Ok(him::role::run_host(him::role::BrowserLaunch::Manual)),
         Command::Serve(args) => him::mcp::serve(args),
-        Command::Ask(args) => him::ask::run(args),
+        Command::Ask(args) => him::ask_cli::run(args),
         Command::Install(args) => him::install::install(&args),
         Command::Uninstall(args) => him::install::uninstall(&args),
         Command::Doctor(args) => him::install::doctor(&args),

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::form::Form;
 use crate::protocol::{Action, Answer};
-use crate::question::{self, Outcome};
+use crate::wait::{self, Outcome};
 
 /// Largest answer body accepted; a form of 64 fields of text fits many times over.
 pub const BODY_LIMIT: usize = 256 * 1024;
@@ -521,7 +521,7 @@ async fn request(stream: &mut TcpStream, shared: &Shared) -> Result<Handled, Rea
                 values: posted.values,
                 note: posted.note,
             };
-            let told = match question::judge(&shared.form, answer.clone()) {
+            let told = match wait::judge(&shared.form, answer.clone()) {
                 Outcome::Answered { .. } => json!({"status": "answered",
                     "message": "Thank you: your answer was sent to the agent. You can close this tab."}),
                 Outcome::Declined { .. } | Outcome::Dismissed => json!({"status": "declined",

@@ -4,7 +4,7 @@
 //! - [`loopback`]: `HIM_FALLBACK=http`, a one-time web form on 127.0.0.1 that renders the
 //!   form with the extension's own `lib/form.js`, opened with [`opener`];
 //! - the chat hand-back (`HIM_FALLBACK=return`) is a result, not a channel:
-//!   `outcome::needs_user_input`.
+//!   `ask_result::needs_user_input`.
 
 pub mod loopback;
 pub mod opener;

@@ -202,7 +202,7 @@ pub fn message(form: &Form) -> String {
     out
 }
 
-/// The client's reply as an answer to `form` (not yet judged: `question::judge` does that).
+/// The client's reply as an answer to `form` (not yet judged: `wait::judge` does that).
 pub fn answer_of(form: &Form, question_id: &str, reply: &ElicitResult) -> Answer {
     let action = match reply.action {
         ElicitationAction::Accept => Action::Submit,

@@ -1,6 +1,6 @@
 //! `him serve`: the MCP server on stdio (or, with `--http`, Streamable HTTP: `http.rs`).
 //! Each ask tool turns its arguments into a form (`tools.rs`), asks through the shared flow
-//! (`asking.rs`) while sending progress heartbeats, and returns the result object as
+//! (`channels.rs`) while sending progress heartbeats, and returns the result object as
 //! structured content.
 
 pub mod elicitation;

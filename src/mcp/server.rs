@@ -25,15 +25,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::elicitation::{self, INPUT_KEY, RetryState, StateCodec};
 use crate::agent::{HostStatus, Identity, Pool};
-use crate::asking::{self, Asked, Channels, ElicitEnd, Elicitation, PrepareError};
+use crate::ask_result::{self, AskResult, CallContext, Via};
+use crate::channels::{self, Asked, Channels, ElicitEnd, Elicitation, PrepareError};
 use crate::config::{Config, FallbackMode};
 use crate::form::{AnswerError, Form};
-use crate::outcome::{self, AskResult, CallContext, Via};
 use crate::protocol::{AgentInfo, ExtensionInfo};
-use crate::question::Outcome;
 use crate::tools::{
     ArgError, AskChoiceArgs, AskConfirmArgs, AskFormArgs, AskMultiSelectArgs, AskTextArgs, ToolKind,
 };
+use crate::wait::Outcome;
 
 #[derive(Clone)]
 pub struct HimServer {
@@ -259,7 +259,7 @@ impl HimServer {
             let finished = self.finish_retry(tool, form, &state, retry.responses, &ctx)?;
             return Ok(Box::pin(std::future::ready(Ok(finished))));
         }
-        let prepared = asking::prepare(tool, form, self.config.wait_for(timeout_ms)).map_err(
+        let prepared = channels::prepare(tool, form, self.config.wait_for(timeout_ms)).map_err(
             |err| match err {
                 PrepareError::TooLarge(arg) => invalid_params(arg),
                 other => ErrorData::internal_error(other.to_string(), None),
@@ -295,7 +295,7 @@ impl HimServer {
         };
         // Built from parts rather than one async block, which would keep a second copy
         // of everything it moves into the futures it awaits.
-        let asking = Box::pin(asking::ask(
+        let asking = Box::pin(channels::ask(
             self.pool(&ctx),
             &self.config,
             Box::new(prepared),
@@ -384,16 +384,16 @@ impl HimServer {
             client_elicitation: Self::client_elicitation(ctx),
         };
         let result = if now > state.deadline_ms {
-            outcome::from_outcome(&cx, Via::Elicitation, Outcome::Timeout)
+            ask_result::from_outcome(&cx, Via::Elicitation, Outcome::Timeout)
         } else {
             match serde_json::from_value::<ElicitResult>(reply) {
-                Ok(reply) => asking::elicitation_result(
+                Ok(reply) => channels::elicitation_result(
                     &cx,
                     self.config.auto_reject,
                     elicitation::answer_of(&form, &state.id, &reply),
                     Duration::from_millis(now.saturating_sub(state.elicited_ms)),
                 ),
-                Err(err) => outcome::from_outcome(
+                Err(err) => ask_result::from_outcome(
                     &cx,
                     Via::Elicitation,
                     Outcome::Invalid(AnswerError {

@@ -352,7 +352,7 @@ pub async fn call(agent: &Agent, tool: &str, args: Value) -> Value {
 }
 
 /// Every key of the result object, always present.
-pub const RESULT_KEYS: [&str; 17] = him::outcome::AskResult::FIELDS;
+pub const RESULT_KEYS: [&str; 17] = him::ask_result::AskResult::FIELDS;
 
 pub fn assert_complete(result: &Value) {
     for key in RESULT_KEYS {

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use crate::BoxError;
 use crate::agent::{Identity, Pool};
-use crate::asking::{self, PrepareError};
+use crate::channels::{self, PrepareError};
 use crate::cli::{AskArgs, AskKind};
 use crate::config::Config;
 use crate::form::Form;
@@ -32,7 +32,7 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
     // `--timeout-ms` wins over a wait the form's JSON names (`timeout_ms` or `timeoutMs`),
     // which would otherwise be read and then ignored.
     let timeout_ms = args.timeout_ms.or(form_timeout_ms);
-    let prepared = match asking::prepare(tool, form, config.wait_for(timeout_ms)) {
+    let prepared = match channels::prepare(tool, form, config.wait_for(timeout_ms)) {
         Ok(prepared) => prepared,
         Err(PrepareError::TooLarge(err)) => {
             eprintln!("him ask: {err}");
@@ -56,11 +56,11 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
         };
         // The loopback form's address, for a person running this in a terminal.
         let notice = Box::new(|message: String| eprintln!("him: {message}"));
-        let channels = asking::Channels::without_elicitation(notice);
-        match asking::ask(&pool, &config, Box::new(prepared), channels, interrupted).await {
-            asking::Asked::Done(result) => *result,
+        let channels = channels::Channels::without_elicitation(notice);
+        match channels::ask(&pool, &config, Box::new(prepared), channels, interrupted).await {
+            channels::Asked::Done(result) => *result,
             // Only an MCP session offers elicitation; `him ask` never does.
-            asking::Asked::InputRequired(_) => unreachable!("him ask offers no elicitation"),
+            channels::Asked::InputRequired(_) => unreachable!("him ask offers no elicitation"),
         }
     });
     let mut stdout = std::io::stdout().lock();

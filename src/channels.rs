@@ -13,12 +13,12 @@
 //!  HIM_FALLBACK ─────── http: the loopback form (beside the browser) · return: chat · off
 //! ```
 //!
-//! "Beside the browser": while elicitation or the loopback form holds the question, it stays
-//! open to browsers too, so a side panel that appears meanwhile gets it; the first answer
-//! wins and the other channel is withdrawn.
+//! The question is opened once, here, and this module owns it to the end: the browsers'
+//! wait (`wait.rs`) runs first alone, then "beside" the next channel — while elicitation or
+//! the loopback form holds the question, it stays open to browsers too, so a side panel
+//! that appears meanwhile gets it; the first answer wins and the other is withdrawn.
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -26,15 +26,15 @@ use futures::future::BoxFuture;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{HostEvent, Pool, Question, Signal};
+use crate::agent::{Pool, Question};
+use crate::ask_result::{self, AskResult, CallContext, Via};
 use crate::config::{Config, FallbackMode};
 use crate::fallback::loopback::{Loopback, LoopbackEnd};
 use crate::form::Form;
 use crate::frame::MAX_TO_BROWSER;
-use crate::outcome::{self, AskResult, CallContext, Via};
 use crate::protocol::{Action, Answer, AskFrame, WithdrawReason};
-use crate::question::{self, Outcome, WaitOptions};
 use crate::tools::{ArgError, ToolKind};
+use crate::wait::{self, Outcome, WaitOptions};
 
 /// Room kept in the 1 MiB browser frame for what the host adds (the agent's label).
 const LABEL_ROOM: usize = 16 * 1024;
@@ -178,14 +178,10 @@ pub async fn ask(
         deadline,
         reconnect_grace: config.reconnect_grace,
     };
-    let outcome = question::wait(
-        pool,
-        form,
-        prepared.ask.clone(),
-        options,
-        cancelled.as_mut(),
-    )
-    .await;
+    // Opened once: it stays open to every browser, now or later, until the chain ends.
+    let mut question = pool.open(prepared.ask.clone()).await;
+    let (outcome, answered_by) =
+        wait::wait(pool, &mut question, form, &options, cancelled.as_mut()).await;
     let mut reason = match outcome {
         Outcome::NoBrowser { was_connected } => if was_connected {
             "The browser went away before the person answered."
@@ -193,7 +189,14 @@ pub async fn ask(
             "No browser with the him side panel is connected."
         }
         .to_owned(),
-        other => return done(outcome::from_outcome(&cx(started), Via::Extension, other)),
+        other => {
+            question.close(wait::withdraw_reason(&other), answered_by.as_deref());
+            return done(ask_result::from_outcome(
+                &cx(started),
+                Via::Extension,
+                other,
+            ));
+        }
     };
 
     let elicitable = channels.client_elicitation && !form.has_password();
@@ -205,15 +208,13 @@ pub async fn ask(
         Elicitation::OnRetry if elicitable => return Asked::InputRequired(prepared),
         Elicitation::Request(request) if elicitable => {
             let shown = Instant::now();
-            // Boxed, as is the loopback race below: the future of every waiting call is
-            // sized by its largest branch, and these run for few of them.
-            let race = Box::pin(beside_browser(
-                pool,
+            let race = beside_browser(
+                &mut question,
                 &prepared,
                 deadline,
                 cancelled.as_mut(),
                 request,
-            ));
+            );
             match race.await {
                 Race::Channel(ElicitEnd::Reply(answer)) => {
                     return done(elicitation_result(
@@ -228,21 +229,25 @@ pub async fn ask(
                     reason.push_str(&format!(" The client could not show the form ({why})."));
                 }
                 Race::Channel(ElicitEnd::Stopped) | Race::Cancelled => {
-                    return done(outcome::from_outcome(
+                    return done(ask_result::from_outcome(
                         &cx(started),
                         Via::Elicitation,
                         Outcome::Cancelled,
                     ));
                 }
                 Race::Timeout => {
-                    return done(outcome::from_outcome(
+                    return done(ask_result::from_outcome(
                         &cx(started),
                         Via::Elicitation,
                         Outcome::Timeout,
                     ));
                 }
                 Race::Browser(outcome) => {
-                    return done(outcome::from_outcome(&cx(started), Via::Extension, outcome));
+                    return done(ask_result::from_outcome(
+                        &cx(started),
+                        Via::Extension,
+                        outcome,
+                    ));
                 }
             }
         }
@@ -257,7 +262,7 @@ pub async fn ask(
         Err(err) => {
             tracing::warn!("the loopback form could not start: {err}");
             reason.push_str(&format!(" The loopback form could not start ({err})."));
-            return done(outcome::needs_user_input(&cx(started), &reason));
+            return done(ask_result::needs_user_input(&cx(started), &reason));
         }
     };
     let url = loopback.url();
@@ -266,24 +271,24 @@ pub async fn ask(
         Err(err) => tracing::warn!(%url, "loopback form not opened: {err}"),
     }
     (channels.notice)(format!("{reason} Answer in the browser: {url}"));
-    let race = Box::pin(beside_browser(
-        pool,
+    let race = beside_browser(
+        &mut question,
         &prepared,
         deadline,
         cancelled.as_mut(),
         Box::new(|stop| Box::pin(loopback.serve(stop))),
-    ))
+    )
     .await;
     let cx = cx(started);
     let mut result = match race {
         Race::Channel(LoopbackEnd::Answer(answer)) => {
-            outcome::from_outcome(&cx, Via::Http, question::judge(form, answer))
+            ask_result::from_outcome(&cx, Via::Http, wait::judge(form, answer))
         }
         Race::Channel(LoopbackEnd::Stopped) | Race::Cancelled => {
-            outcome::from_outcome(&cx, Via::Http, Outcome::Cancelled)
+            ask_result::from_outcome(&cx, Via::Http, Outcome::Cancelled)
         }
-        Race::Timeout => outcome::from_outcome(&cx, Via::Http, Outcome::Timeout),
-        Race::Browser(outcome) => outcome::from_outcome(&cx, Via::Extension, outcome),
+        Race::Timeout => ask_result::from_outcome(&cx, Via::Http, Outcome::Timeout),
+        Race::Browser(outcome) => ask_result::from_outcome(&cx, Via::Extension, outcome),
     };
     result.form_url = Some(url);
     result.fallback = Some(FallbackMode::Http.name().into());
@@ -301,17 +306,17 @@ pub fn elicitation_result(
 ) -> AskResult {
     let refused = matches!(answer.action, Action::Decline | Action::Cancel);
     if refused && waited < auto_reject {
-        return outcome::auto_rejected(cx, waited.as_millis() as u64);
+        return ask_result::auto_rejected(cx, waited.as_millis() as u64);
     }
-    outcome::from_outcome(cx, Via::Elicitation, question::judge(cx.form, answer))
+    ask_result::from_outcome(cx, Via::Elicitation, wait::judge(cx.form, answer))
 }
 
 /// The configured fallback when no interactive channel took the question and none is
 /// served here (`http` is served by [`ask`]; elsewhere it hands back to the chat).
 pub fn fallback(cx: &CallContext<'_>, mode: FallbackMode, reason: &str) -> AskResult {
     match mode {
-        FallbackMode::Return | FallbackMode::Http => outcome::needs_user_input(cx, reason),
-        FallbackMode::Off => outcome::unsupported(cx, reason),
+        FallbackMode::Return | FallbackMode::Http => ask_result::needs_user_input(cx, reason),
+        FallbackMode::Off => ask_result::unsupported(cx, reason),
     }
 }
 
@@ -346,7 +351,7 @@ const WITHDRAW_GRACE: Duration = Duration::from_secs(2);
 /// Runs a channel while the question stays open to every browser, now or later; the first
 /// to end decides, and the other is withdrawn.
 async fn beside_browser<'a, T: ChannelEnd>(
-    pool: &Pool,
+    question: &mut Question,
     prepared: &Prepared,
     deadline: Instant,
     cancelled: Pin<&mut impl Future<Output = ()>>,
@@ -354,7 +359,6 @@ async fn beside_browser<'a, T: ChannelEnd>(
 ) -> Race<T> {
     let stop = CancellationToken::new();
     let mut channel = channel(stop.clone());
-    let mut question = pool.open(prepared.ask.clone()).await;
     let race = tokio::select! {
         end = &mut channel => {
             let reason = if end.answered() {
@@ -365,17 +369,13 @@ async fn beside_browser<'a, T: ChannelEnd>(
             question.close(reason, None);
             return Race::Channel(end);
         }
-        (outcome, host) = first_browser_answer(&mut question, &prepared.form) => {
-            question.close(WithdrawReason::Answered, Some(&host));
-            Race::Browser(outcome)
-        }
-        _ = tokio::time::sleep_until(deadline) => {
-            question.close(WithdrawReason::Timeout, None);
-            Race::Timeout
-        }
-        _ = cancelled => {
-            question.close(WithdrawReason::Cancelled, None);
-            Race::Cancelled
+        (outcome, host) = wait::beside(question, &prepared.form, deadline, cancelled) => {
+            question.close(wait::withdraw_reason(&outcome), host.as_deref());
+            match outcome {
+                Outcome::Timeout => Race::Timeout,
+                Outcome::Cancelled => Race::Cancelled,
+                answered => Race::Browser(answered),
+            }
         }
     };
     stop.cancel();
@@ -383,20 +383,4 @@ async fn beside_browser<'a, T: ChannelEnd>(
         tracing::warn!(id = %prepared.ask.id, "a channel did not stop in time");
     }
     race
-}
-
-/// The first answer any browser gives, however many come and go meanwhile.
-async fn first_browser_answer(question: &mut Question, form: &Form) -> (Outcome, PathBuf) {
-    loop {
-        match question.next_signal().await {
-            Signal::Event(Some(HostEvent::Answer { host, answer })) => {
-                return (question::judge(form, answer), host);
-            }
-            Signal::Event(Some(HostEvent::Refused { host, message })) => {
-                tracing::warn!(id = question.id(), host = %host.display(), "host refused the question: {message}");
-            }
-            Signal::Event(None) => std::future::pending::<()>().await,
-            Signal::Event(Some(HostEvent::Shown { .. })) | Signal::Hosts(_) => {}
-        }
-    }
 }

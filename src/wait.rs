@@ -1,7 +1,8 @@
-//! Waiting for one answer: the first host to answer wins, every answer is checked against
-//! its form, and the wait ends at the deadline, on cancellation, or when every browser has
-//! been gone longer than the reconnect grace. Channel-agnostic: the MCP server and
-//! `him ask` both call [`wait`] and map its [`Outcome`] to a result.
+//! The wait for the browsers' answer to one question: the first host to answer wins, every
+//! answer is checked against its form ([`judge`]), and the wait ends at the deadline, on
+//! cancellation, or — when the browsers are the only channel — once every browser has been
+//! gone longer than the reconnect grace. The channel chain (`channels.rs`) owns the question
+//! and runs this wait first alone, then beside the next channel.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -12,7 +13,7 @@ use tokio::time::Instant;
 
 use crate::agent::{HostEvent, Pool, Question, Signal};
 use crate::form::{AnswerError, Form};
-use crate::protocol::{Action, Answer, AskFrame, WithdrawReason};
+use crate::protocol::{Action, Answer, WithdrawReason};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -68,64 +69,100 @@ pub fn judge(form: &Form, answer: Answer) -> Outcome {
     }
 }
 
-/// Asks through every browser until an outcome. `cancelled` resolves when the caller gives
-/// up (MCP cancellation, client gone).
+/// Waits for the browsers' answer to `question`, opened on `pool`, as its only channel:
+/// the wait also ends when no browser is linked for the reconnect grace, or every host
+/// refused the question, so that the next channel can take it. The caller owns the
+/// question and closes it with [`withdraw_reason`].
 pub async fn wait(
     pool: &Pool,
+    question: &mut Question,
     form: &Form,
-    ask: AskFrame,
-    options: WaitOptions,
+    options: &WaitOptions,
     cancelled: impl Future<Output = ()>,
-) -> Outcome {
-    let mut question = pool.open(ask).await;
+) -> (Outcome, Option<PathBuf>) {
     let mut orphaned_at = None;
     if question.sent_to() == 0 {
         match pool.hosts_lost_within(options.reconnect_grace) {
             // A browser is coming back: wait for it as for a question asked a moment ago.
             Some(lost_at) => orphaned_at = Some(lost_at),
             None => {
-                return Outcome::NoBrowser {
+                let none = Outcome::NoBrowser {
                     was_connected: false,
                 };
+                return (none, None);
             }
         }
     }
-    let (outcome, answered_by) =
-        wait_on(&mut question, form, &options, orphaned_at, cancelled).await;
-    let reason = match outcome {
+    let role = Role::Only {
+        reconnect_grace: options.reconnect_grace,
+        orphaned_at,
+    };
+    wait_on(question, form, options.deadline, role, cancelled).await
+}
+
+/// Waits for the browsers' answer while another channel (elicitation, the loopback form)
+/// holds the question too: browsers may come, go and refuse; only an answer, the deadline
+/// or cancellation end this wait.
+pub async fn beside(
+    question: &mut Question,
+    form: &Form,
+    deadline: Instant,
+    cancelled: impl Future<Output = ()>,
+) -> (Outcome, Option<PathBuf>) {
+    wait_on(question, form, deadline, Role::Beside, cancelled).await
+}
+
+/// What the other browsers are told when the question ends with `outcome`.
+pub fn withdraw_reason(outcome: &Outcome) -> WithdrawReason {
+    match outcome {
         Outcome::Timeout => WithdrawReason::Timeout,
         Outcome::Answered { .. }
         | Outcome::Declined { .. }
         | Outcome::Dismissed
         | Outcome::Invalid(_) => WithdrawReason::Answered,
         _ => WithdrawReason::Cancelled,
-    };
-    question.close(reason, answered_by.as_deref());
-    outcome
+    }
+}
+
+/// What, besides an answer, the deadline and cancellation, ends a wait.
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    Only {
+        reconnect_grace: Duration,
+        orphaned_at: Option<Instant>,
+    },
+    Beside,
 }
 
 async fn wait_on(
     question: &mut Question,
     form: &Form,
-    options: &WaitOptions,
-    orphaned_at: Option<Instant>,
+    deadline: Instant,
+    role: Role,
     cancelled: impl Future<Output = ()>,
 ) -> (Outcome, Option<PathBuf>) {
     tokio::pin!(cancelled);
-    // One timer for both ends of the wait: the deadline, and the reconnect grace while no
-    // browser is linked. Every waiting question holds it, so one rather than two, and it
-    // is moved rather than made anew for each signal.
-    let timer = tokio::time::sleep_until(options.deadline);
+    let (grace, orphaned_at) = match role {
+        Role::Only {
+            reconnect_grace,
+            orphaned_at,
+        } => (Some(reconnect_grace), orphaned_at),
+        Role::Beside => (None, None),
+    };
+    // Armed while no browser is linked and the browsers are the only channel; disarmed
+    // when one comes back. Armed at once if the only host already went away after it got
+    // the question, or went just before.
+    let mut orphaned_at =
+        orphaned_at.or_else(|| (grace.is_some() && question.hosts() == 0).then(Instant::now));
+    let timer = tokio::time::sleep_until(deadline);
     tokio::pin!(timer);
-    // Armed while no browser is linked; disarmed when one comes back. Armed at once if the
-    // only host already went away after it got the question, or went just before.
-    let mut orphaned_at = orphaned_at.or_else(|| (question.hosts() == 0).then(Instant::now));
     let mut refusals = 0usize;
     loop {
         let grace_end = orphaned_at
-            .map(|t| t + options.reconnect_grace)
-            .filter(|end| *end < options.deadline);
-        let wake = grace_end.unwrap_or(options.deadline);
+            .zip(grace)
+            .map(|(t, grace)| t + grace)
+            .filter(|end| *end < deadline);
+        let wake = grace_end.unwrap_or(deadline);
         if timer.deadline() != wake {
             timer.as_mut().reset(wake);
         }
@@ -138,13 +175,14 @@ async fn wait_on(
             }
             _ = &mut cancelled => return (Outcome::Cancelled, None),
             signal = question.next_signal() => match signal {
-                Signal::Hosts(hosts) => {
+                Signal::Hosts(hosts) if grace.is_some() => {
                     orphaned_at = match (hosts, orphaned_at) {
                         (0, None) => Some(Instant::now()),
                         (0, since) => since,
                         _ => None,
                     };
                 }
+                Signal::Hosts(_) => {}
                 Signal::Event(Some(HostEvent::Answer { host, answer })) => {
                     return (judge(form, answer), Some(host));
                 }
@@ -154,10 +192,11 @@ async fn wait_on(
                 Signal::Event(Some(HostEvent::Refused { host, message })) => {
                     tracing::warn!(id = question.id(), host = %host.display(), "host refused the question: {message}");
                     refusals += 1;
-                    if refusals >= question.hosts().max(1) {
+                    if grace.is_some() && refusals >= question.hosts().max(1) {
                         return (Outcome::Refused(message), None);
                     }
                 }
+                // The pool is gone: the agent is going away.
                 Signal::Event(None) => return (Outcome::Cancelled, None),
             },
         }
