@@ -68,12 +68,17 @@ impl std::fmt::Display for PrepareError {
 
 impl std::error::Error for PrepareError {}
 
-pub fn prepare(tool: ToolKind, form: Form, timeout: Duration) -> Result<Prepared, PrepareError> {
-    let id = crate::random::question_id().map_err(PrepareError::NoRandomness)?;
-    let asked_at_ms = SystemTime::now()
+/// Now, in Unix milliseconds (the clock of `asked_at_ms` and of the sealed retry state).
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+pub fn prepare(tool: ToolKind, form: Form, timeout: Duration) -> Result<Prepared, PrepareError> {
+    let id = crate::random::question_id().map_err(PrepareError::NoRandomness)?;
+    let asked_at_ms = unix_ms();
     let ask = AskFrame::encode(id, &form, timeout.as_millis() as u64, asked_at_ms);
     let size = ask.bytes.len();
     if size + LABEL_ROOM > MAX_TO_BROWSER {

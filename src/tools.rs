@@ -117,12 +117,32 @@ impl OptionArg {
                 label,
                 description,
                 recommended,
-            } => Choice {
-                description: given(description),
-                recommended: *recommended,
-                ..Choice::plain(label.clone())
-            },
+            } => described(None, label, description, *recommended),
         }
+    }
+}
+
+impl FieldOptionArg {
+    fn to_choice(&self) -> Choice {
+        match self {
+            FieldOptionArg::Label(label) => Choice::plain(label.clone()),
+            FieldOptionArg::Described {
+                value,
+                label,
+                description,
+                recommended,
+            } => described(given(value), label, description, *recommended),
+        }
+    }
+}
+
+/// An option given as an object; its value is its label unless it names one.
+fn described(value: Option<String>, label: &str, description: &str, recommended: bool) -> Choice {
+    Choice {
+        value: value.unwrap_or_else(|| label.to_owned()),
+        label: label.to_owned(),
+        description: given(description),
+        recommended,
     }
 }
 
@@ -469,24 +489,7 @@ impl AskFormArgs {
             field.default = default.cloned().filter(|v| !v.is_null());
             field.min = arg.min;
             field.max = arg.max;
-            field.options = arg
-                .options
-                .iter()
-                .map(|o| match o {
-                    FieldOptionArg::Label(label) => Choice::plain(label.clone()),
-                    FieldOptionArg::Described {
-                        value,
-                        label,
-                        description,
-                        recommended,
-                    } => Choice {
-                        value: given(value).unwrap_or_else(|| label.clone()),
-                        label: label.clone(),
-                        description: given(description),
-                        recommended: *recommended,
-                    },
-                })
-                .collect();
+            field.options = arg.options.iter().map(FieldOptionArg::to_choice).collect();
             fields.push(field);
         }
         let form = Form {

@@ -1,7 +1,7 @@
 //! The tools of DESIGN.md §5 on an rmcp `ToolRouter`.
 
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use super::params::Parameters;
 use super::schema::output_schema;
@@ -52,13 +52,6 @@ pub struct HimServer {
 struct Retry {
     state: Option<String>,
     responses: Option<InputResponses>,
-}
-
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 const INSTRUCTIONS: &str = "him asks the human user a question and returns their typed answer. \
@@ -317,7 +310,7 @@ impl HimServer {
                 let state = RetryState {
                     id: prepared.ask.id,
                     asked_ms: prepared.asked_at_ms,
-                    elicited_ms: unix_ms(),
+                    elicited_ms: channels::unix_ms(),
                     deadline_ms: prepared.asked_at_ms + prepared.timeout.as_millis() as u64,
                 };
                 tracing::info!(tool = tool.tool_name(), id = %state.id, "asking through the client (input_required)");
@@ -372,7 +365,7 @@ impl HimServer {
             // A retry without our answer (e.g. load shedding): ask for it again.
             return self.input_required(tool, &form, &state);
         };
-        let now = unix_ms();
+        let now = channels::unix_ms();
         codec
             .redeem(&state, now)
             .map_err(|e| refuse(e.to_string()))?;
