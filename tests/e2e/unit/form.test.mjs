@@ -229,3 +229,30 @@ test('keys that compose text in an input method are left alone', () => {
   key(window, input, 'Escape', { isComposing: true });
   assert.deepEqual([calls.submit.length, calls.decline], [0, 0]);
 });
+
+test('a choice with free text takes an option or a note, and submits neither alone without saying so', () => {
+  // ask_choice with allow_free_text, as src/tools.rs builds it: the choice is optional
+  // because a note may answer instead, but a reply of neither is refused by the agent side.
+  const form = {
+    title: 'Which DB?',
+    allow_note: true,
+    fields: [{ name: 'choice', type: 'radio', label: 'Which DB?', options: opts(['pg', 'lite']) }],
+  };
+  const { el, window, calls } = mount(form);
+  el.requestSubmit();
+  assert.equal(calls.submit.length, 0);
+  const error = el.querySelector('#t-f0-error');
+  assert.equal(error.hidden, false);
+  assert.equal(error.textContent, 'Choose an option, or add a note.');
+  assert.equal(el.querySelector('[data-name="choice"]').getAttribute('aria-invalid'), 'true');
+  // A note settles it as it is typed, and then goes alone.
+  type(window, el.querySelector('#t-note'), 'Neither; use files');
+  assert.equal(error.hidden, true);
+  el.requestSubmit();
+  assert.deepEqual(calls.submit, [{ values: {}, note: 'Neither; use files' }]);
+
+  const picked = mount(form);
+  picked.el.querySelector('#t-f0-o1').checked = true;
+  picked.el.requestSubmit();
+  assert.deepEqual(picked.calls.submit, [{ values: { choice: 'lite' }, note: '' }]);
+});
