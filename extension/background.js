@@ -8,6 +8,8 @@
 // The worker keeps the queue (lib/queue.js) in storage.session, so a worker restart, a
 // panel reload or a host restart loses no question and no unsent draft. It pushes the whole
 // state to every connected panel after each change; panels send back drafts and answers.
+// The messages on the panel port are listed in one place, extension/README.md ("Messages
+// between the panel and the worker").
 // An open native port keeps a Chrome MV3 worker alive; when the host is missing the worker
 // may idle out, and the next event (a panel opening, the action clicked) starts it again.
 

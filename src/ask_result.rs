@@ -211,16 +211,6 @@ fn answered(
     values: Map<String, Value>,
     note: Option<String>,
 ) -> AskResult {
-    // With free text allowed the choice is optional, but a reply of neither a choice nor a
-    // note says nothing.
-    let no_choice = values.get("choice").is_none_or(Value::is_null);
-    if cx.tool == ToolKind::Choice && no_choice && note.is_none() {
-        let err = crate::form::AnswerError {
-            field: Some("choice".into()),
-            message: "neither an option nor a note was given".into(),
-        };
-        return from_outcome(cx, via, Outcome::Invalid(err));
-    }
     let text = |name: &str| values.get(name).and_then(Value::as_str).map(str::to_owned);
     let mut result = AskResult {
         free_text: note.clone(),
@@ -471,23 +461,6 @@ mod tests {
         );
         assert_eq!(result.status, Status::Discussion);
         assert_eq!(result.free_text.as_deref(), Some("Neither; use files"));
-    }
-
-    #[test]
-    fn a_choice_reply_with_neither_option_nor_note_is_invalid() {
-        let form = choice_form();
-        let values = json!({"choice": null}).as_object().unwrap().clone();
-        let result = from_outcome(
-            &cx(ToolKind::Choice, &form),
-            Via::Extension,
-            Outcome::Answered { values, note: None },
-        );
-        assert_eq!(result.status, Status::InvalidResponse);
-        assert!(
-            result.message.contains("neither an option nor a note"),
-            "{}",
-            result.message
-        );
     }
 
     #[test]

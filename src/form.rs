@@ -1,9 +1,13 @@
 //! The form model of DESIGN.md §4: every question is a form. Pure: no I/O, no clock.
 //!
 //! Two checks live here, both total functions that name what was wrong:
-//! [`Form::validate`] (is this a form we can show?) and [`Form::check_answer`] (does this
-//! answer fit the form that was shown?). The agent side runs the second on every answer
-//! before its agent sees it, whatever channel the answer came from.
+//! [`Form::validate`] (is this a form we can show?) and [`Form::check_reply`] (do this
+//! answer and its note fit the form that was shown?). The agent side runs the second on every
+//! answer before its agent sees it, whatever channel the answer came from.
+//!
+//! `extension/lib/formmodel.js` is this module's twin: the panel and the loopback page check
+//! an answer with the same rules and messages before they send it. Both are tested against
+//! one fixture, `tests/fixtures/forms.json`; a rule changed here changes there too.
 
 use std::collections::HashSet;
 
@@ -277,7 +281,37 @@ impl Form {
         }
         Ok(checked)
     }
+
+    /// Checks a whole reply: its values as [`Form::check_answer`] does, and its note. A note is
+    /// taken only where the form allows one, and a blank note is no note. Where it is allowed,
+    /// the note can stand in for the answer (ask_choice's free text), so a reply that leaves
+    /// every field empty needs one: otherwise it says nothing.
+    pub fn check_reply(
+        &self,
+        values: &Map<String, Value>,
+        note: Option<&str>,
+    ) -> Result<Map<String, Value>, AnswerError> {
+        let note = note.filter(|n| !n.trim().is_empty());
+        if note.is_some() && !self.allow_note {
+            return Err(AnswerError {
+                field: None,
+                message: "a note was sent but this question does not take one".into(),
+            });
+        }
+        let checked = self.check_answer(values)?;
+        if self.allow_note
+            && note.is_none()
+            && let Some(first) = self.fields.first()
+            && self.fields.iter().all(|f| f.is_empty(values.get(&f.name)))
+        {
+            return Err(answer_error(first, NOTHING_GIVEN));
+        }
+        Ok(checked)
+    }
 }
+
+/// What [`Form::check_reply`] says when a form that takes a note gets neither it nor an answer.
+pub const NOTHING_GIVEN: &str = "neither an answer nor a note was given";
 
 impl Field {
     fn validate(&self) -> Result<(), FormError> {
@@ -364,14 +398,19 @@ impl Field {
         self.options.iter().map(|o| o.value.as_str())
     }
 
-    fn check_value(&self, value: Option<&Value>) -> Result<Value, AnswerError> {
-        let empty = match value {
+    /// Whether an answer left this field empty: no value, null, `""` for a field that takes a
+    /// string, `[]` for a multi_select.
+    fn is_empty(&self, value: Option<&Value>) -> bool {
+        match value {
             None | Some(Value::Null) => true,
             Some(Value::String(s)) => s.is_empty() && self.kind.takes_string(),
             Some(Value::Array(a)) => a.is_empty() && self.kind == FieldType::MultiSelect,
             _ => false,
-        };
-        if empty {
+        }
+    }
+
+    fn check_value(&self, value: Option<&Value>) -> Result<Value, AnswerError> {
+        if self.is_empty(value) {
             if self.required {
                 return Err(answer_error(self, "is required but was left empty"));
             }
@@ -672,6 +711,57 @@ mod tests {
         assert!(looks_like_url("ftp://host"));
         assert!(!looks_like_url("javascript:alert(1)"));
         assert!(!looks_like_url("/relative"));
+    }
+
+    /// One case of `tests/fixtures/forms.json`, which `extension/lib/formmodel.js` is tested
+    /// against as well (`tests/e2e/unit/formfixture.test.mjs`).
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Case {
+        name: String,
+        form: Form,
+        answer: Reply,
+        valid: bool,
+        #[serde(default)]
+        field: Option<String>,
+        #[serde(default)]
+        message: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Reply {
+        values: Map<String, Value>,
+        #[serde(default)]
+        note: Option<String>,
+    }
+
+    #[test]
+    fn the_shared_fixture_of_forms_and_answers_is_judged_as_it_says() {
+        let fixture: Value =
+            serde_json::from_str(include_str!("../tests/fixtures/forms.json")).unwrap();
+        let cases: Vec<Case> = serde_json::from_value(fixture["cases"].clone()).unwrap();
+        assert!(cases.len() > 50, "the fixture lost its cases");
+        let mut wrong = Vec::new();
+        for case in &cases {
+            case.form
+                .validate()
+                .unwrap_or_else(|e| panic!("{}: the form itself is refused: {e}", case.name));
+            let verdict = case
+                .form
+                .check_reply(&case.answer.values, case.answer.note.as_deref());
+            let fits = match (&verdict, case.valid) {
+                (Ok(_), true) => true,
+                (Err(e), false) => {
+                    e.field == case.field && case.message.as_ref().is_none_or(|m| *m == e.message)
+                }
+                _ => false,
+            };
+            if !fits {
+                wrong.push(format!("{}: got {verdict:?}", case.name));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
     #[test]

@@ -52,14 +52,8 @@ pub fn judge(form: &Form, answer: Answer) -> Outcome {
     let note = answer.note.filter(|n| !n.trim().is_empty());
     match answer.action {
         Action::Submit => {
-            if note.is_some() && !form.allow_note {
-                return Outcome::Invalid(AnswerError {
-                    field: None,
-                    message: "a note was sent but this question does not take one".into(),
-                });
-            }
             let values = answer.values.unwrap_or_default();
-            match form.check_answer(&values) {
+            match form.check_reply(&values, note.as_deref()) {
                 Ok(values) => Outcome::Answered { values, note },
                 Err(err) => Outcome::Invalid(err),
             }
@@ -262,6 +256,22 @@ mod tests {
         assert!(matches!(
             judge(&form(true), answer(Action::Submit, json!({"choice": "a"}), Some("but"))),
             Outcome::Answered { note: Some(n), .. } if n == "but"
+        ));
+    }
+
+    #[test]
+    fn a_reply_of_neither_option_nor_note_is_invalid_where_a_note_may_stand_in() {
+        // ask_choice with allow_free_text: the choice is optional because a note may answer.
+        for (values, note) in [(json!({}), None), (json!({"choice": null}), Some("  "))] {
+            assert!(matches!(
+                judge(&form(true), answer(Action::Submit, values, note)),
+                Outcome::Invalid(e) if e.field.as_deref() == Some("choice")
+                    && e.message == crate::form::NOTHING_GIVEN
+            ));
+        }
+        assert!(matches!(
+            judge(&form(true), answer(Action::Submit, json!({}), Some("neither"))),
+            Outcome::Answered { note: Some(n), .. } if n == "neither"
         ));
     }
 

@@ -192,7 +192,14 @@ async fn the_page_is_served_with_a_strict_policy_and_the_answer_is_taken_once() 
     );
     assert!(page.body.contains("Which database?"), "{}", page.body);
     assert!(page.body.contains(&format!("{path}/page.js")));
-    for asset in ["page.js", "form.js", "markdown.js", "form.css", "page.css"] {
+    for asset in [
+        "page.js",
+        "form.js",
+        "formmodel.js",
+        "markdown.js",
+        "form.css",
+        "page.css",
+    ] {
         let reply = send(port, &get(&format!("{path}/{asset}"), &host))
             .await
             .expect("asset");

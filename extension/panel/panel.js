@@ -1,7 +1,9 @@
 // The side panel (Chrome side_panel, Firefox sidebar_action; also works opened as a tab).
 // It owns no state of record: the worker pushes the whole queue after every change and the
 // panel draws it, keeping each question's form element alive across pushes so the person's
-// cursor and typing are never disturbed. Drafts and answers go back to the worker.
+// cursor and typing are never disturbed. Drafts and answers go back to the worker; every
+// message on that port is listed in extension/README.md ("Messages between the panel and
+// the worker").
 
 import { renderForm } from '../lib/form.js';
 import { agentLabel, formatTimeLeft, timeLeft } from '../lib/queue.js';

@@ -47,6 +47,7 @@ connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 const PAGE_JS: &str = include_str!("page.js");
 const PAGE_CSS: &str = include_str!("page.css");
 const FORM_JS: &str = include_str!("../../extension/lib/form.js");
+const FORM_MODEL_JS: &str = include_str!("../../extension/lib/formmodel.js");
 const MARKDOWN_JS: &str = include_str!("../../extension/lib/markdown.js");
 const FORM_CSS: &str = include_str!("../../extension/lib/form.css");
 
@@ -57,6 +58,7 @@ fn asset(name: &str) -> Option<(&'static str, &'static str)> {
     match name {
         "page.js" => Some((JS, PAGE_JS)),
         "form.js" => Some((JS, FORM_JS)),
+        "formmodel.js" => Some((JS, FORM_MODEL_JS)),
         "markdown.js" => Some((JS, MARKDOWN_JS)),
         "form.css" => Some((CSS, FORM_CSS)),
         "page.css" => Some((CSS, PAGE_CSS)),

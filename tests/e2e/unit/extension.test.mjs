@@ -60,3 +60,22 @@ test('no script in the extension assigns HTML', () => {
     assert.doesNotMatch(read(file), /innerHTML|outerHTML|insertAdjacentHTML|document\.write/, file);
   }
 });
+
+test('every message on the panel port is in the README list, and the list names no other', () => {
+  const readme = read('README.md');
+  const section = readme.slice(readme.indexOf('### Messages between the panel and the worker'));
+  const listed = (heading) => {
+    const table = section.slice(section.indexOf(heading)).split('\n\n')[1];
+    return [...table.matchAll(/^\| `([\w-]+)` \|/gm)].map((m) => m[1]).sort();
+  };
+  const background = read('background.js');
+  const handler = background.slice(background.indexOf('function onPanelMessage'), background.indexOf('function answer('));
+  const handled = [...handler.matchAll(/case '([\w-]+)':/g)].map((m) => m[1]).sort();
+  const panelSends = [...new Set([...read('panel/panel.js').matchAll(/send\(\{ type: '([\w-]+)'/g)].map((m) => m[1]))].sort();
+  assert.deepEqual(listed('Panel → worker:'), handled);
+  assert.deepEqual(panelSends, handled, 'the panel sends what the worker handles');
+  const workerSends = [
+    ...new Set([...background.matchAll(/(?:postMessage\(\{|return \{) type: '([\w-]+)'/g)].map((m) => m[1])),
+  ].sort();
+  assert.deepEqual(listed('Worker → panel:'), workerSends);
+});

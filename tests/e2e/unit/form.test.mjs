@@ -1,47 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  FIELD_TYPES,
-  draftOf,
-  isAbsoluteUrl,
-  renderForm,
-  typedValues,
-  validateField,
-  validateRaw,
-} from '../../../extension/lib/form.js';
+import { renderForm } from '../../../extension/lib/form.js';
 import { freshDocument, key, type } from './dom.mjs';
-
-const opts = (values) => values.map((v) => ({ value: v, label: v.toUpperCase() }));
-
-/** One field of every type, with defaults where the type allows one. */
-const EVERY_TYPE = {
-  title: 'Deploy settings',
-  description: 'Pick **carefully**.',
-  submit_label: 'Deploy',
-  allow_note: true,
-  fields: [
-    { name: 'who', type: 'text', label: 'Your name', required: true, placeholder: 'Ada' },
-    { name: 'mail', type: 'email', label: 'Email' },
-    { name: 'site', type: 'url', label: 'Site' },
-    { name: 'secret', type: 'password', label: 'Token' },
-    { name: 'n', type: 'number', label: 'Replicas', min: 1, max: 5, default: 2 },
-    { name: 'notes', type: 'textarea', label: 'Notes', description: 'Markdown *here*' },
-    { name: 'region', type: 'select', label: 'Region', options: opts(['eu', 'us']), default: 'us' },
-    {
-      name: 'size',
-      type: 'radio',
-      label: 'Size',
-      required: true,
-      options: [
-        { value: 's', label: 'Small' },
-        { value: 'm', label: 'Medium', recommended: true, description: 'Most *teams*' },
-      ],
-    },
-    { name: 'agree', type: 'checkbox', label: 'I agree' },
-    { name: 'go', type: 'confirm', label: 'Go now?', default: true },
-    { name: 'tags', type: 'multi_select', label: 'Tags', min: 1, max: 2, options: opts(['a', 'b', 'c']) },
-  ],
-};
+import { EVERY_TYPE, opts } from './forms.mjs';
 
 function mount(form, options = {}) {
   const { document, window } = freshDocument();
@@ -56,76 +17,6 @@ function mount(form, options = {}) {
   document.body.appendChild(view.element);
   return { document, window, view, calls, el: view.element };
 }
-
-test('the form covers every field type of the model', () => {
-  assert.deepEqual(
-    [...new Set(EVERY_TYPE.fields.map((f) => f.type))].sort(),
-    [...FIELD_TYPES].sort(),
-  );
-});
-
-test('field rules match the agent side: required, email, url, number bounds, options, counts', () => {
-  const f = (over) => ({ name: 'x', label: 'X', ...over });
-  assert.equal(validateField(f({ type: 'text', required: true }), '  '), 'This field is required.');
-  assert.equal(validateField(f({ type: 'text' }), ''), null);
-  assert.equal(validateField(f({ type: 'email' }), 'me@example.org'), null);
-  assert.match(validateField(f({ type: 'email' }), 'a@b'), /email/);
-  assert.match(validateField(f({ type: 'email' }), 'a b@example.org'), /email/);
-  assert.equal(validateField(f({ type: 'url' }), 'https://example.org/x'), null);
-  assert.equal(validateField(f({ type: 'url' }), 'ftp://host'), null, 'the agent side accepts any scheme://');
-  assert.match(validateField(f({ type: 'url' }), 'example.org'), /https:\/\//);
-  assert.match(validateField(f({ type: 'url' }), 'javascript:alert(1)'), /https:\/\//);
-  const n = f({ type: 'number', min: 1, max: 5 });
-  assert.equal(validateField(n, '3'), null);
-  assert.equal(validateField(n, '1.5'), null);
-  assert.match(validateField(n, '9'), /from 1 to 5/);
-  assert.match(validateField(n, '1e'), /Enter a number/);
-  assert.match(validateField(n, 'NaN'), /Enter a number/);
-  const r = f({ type: 'radio', required: true, options: opts(['a', 'b']) });
-  assert.equal(validateField(r, null), 'Choose one.');
-  assert.match(validateField(r, 'z'), /options offered/);
-  const m = f({ type: 'multi_select', min: 1, max: 2, options: opts(['a', 'b', 'c']) });
-  assert.match(validateField(m, []), /at least 1 option\b/, 'an empty selection must still meet min');
-  assert.match(validateField(m, ['a', 'b', 'c']), /at most 2 options/);
-  assert.equal(validateField(m, ['a', 'c']), null);
-  assert.equal(validateField(f({ type: 'confirm', required: true }), false), null, 'No is an answer');
-  assert.equal(validateField(f({ type: 'confirm', required: true }), null), 'Choose one.');
-  assert.ok(isAbsoluteUrl('https://x.y') && !isAbsoluteUrl('https:// x'));
-});
-
-test('typed values: strings, numbers, booleans, arrays; empty optional fields left out', () => {
-  const raws = {
-    who: 'Ada',
-    mail: ' ada@example.org ',
-    site: '',
-    secret: 'hunter2',
-    n: '3',
-    notes: '',
-    region: 'eu',
-    size: 'm',
-    agree: false,
-    go: true,
-    tags: ['a'],
-  };
-  assert.deepEqual(typedValues(EVERY_TYPE, raws), {
-    who: 'Ada',
-    mail: 'ada@example.org',
-    secret: 'hunter2',
-    n: 3,
-    region: 'eu',
-    size: 'm',
-    agree: false,
-    go: true,
-    tags: ['a'],
-  });
-  assert.equal(validateRaw(EVERY_TYPE, raws).ok, true);
-});
-
-test('a draft never holds a password value', () => {
-  const draft = draftOf(EVERY_TYPE, { who: 'Ada', secret: 'hunter2', tags: ['a'] }, 'note');
-  assert.deepEqual(draft, { values: { who: 'Ada', tags: ['a'] }, note: 'note' });
-  assert.doesNotMatch(JSON.stringify(draft), /hunter2/);
-});
 
 test('every control has an accessible name: a label for it, or a legend for its group', () => {
   const { el, document } = mount(EVERY_TYPE);
@@ -337,4 +228,31 @@ test('keys that compose text in an input method are left alone', () => {
   assert.equal(key(window, input, 'Enter', { isComposing: true }).defaultPrevented, false);
   key(window, input, 'Escape', { isComposing: true });
   assert.deepEqual([calls.submit.length, calls.decline], [0, 0]);
+});
+
+test('a choice with free text takes an option or a note, and submits neither alone without saying so', () => {
+  // ask_choice with allow_free_text, as src/tools.rs builds it: the choice is optional
+  // because a note may answer instead, but a reply of neither is refused by the agent side.
+  const form = {
+    title: 'Which DB?',
+    allow_note: true,
+    fields: [{ name: 'choice', type: 'radio', label: 'Which DB?', options: opts(['pg', 'lite']) }],
+  };
+  const { el, window, calls } = mount(form);
+  el.requestSubmit();
+  assert.equal(calls.submit.length, 0);
+  const error = el.querySelector('#t-f0-error');
+  assert.equal(error.hidden, false);
+  assert.equal(error.textContent, 'Choose an option, or add a note.');
+  assert.equal(el.querySelector('[data-name="choice"]').getAttribute('aria-invalid'), 'true');
+  // A note settles it as it is typed, and then goes alone.
+  type(window, el.querySelector('#t-note'), 'Neither; use files');
+  assert.equal(error.hidden, true);
+  el.requestSubmit();
+  assert.deepEqual(calls.submit, [{ values: {}, note: 'Neither; use files' }]);
+
+  const picked = mount(form);
+  picked.el.querySelector('#t-f0-o1').checked = true;
+  picked.el.requestSubmit();
+  assert.deepEqual(picked.calls.submit, [{ values: { choice: 'lite' }, note: '' }]);
 });
