@@ -29,9 +29,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         }
         return http::serve(&args, config);
     }
-    // One thread: a session's work is a few messages a second, and every hand-off between
-    // threads (runtime workers, the blocking pool behind tokio's stdin and stdout) costs a
-    // wake-up on each hop of a round trip. BENCHMARKS.md has the figures.
+    // One thread: a session's work is a few messages a second.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
