@@ -190,6 +190,7 @@ async fn the_page_is_served_with_a_strict_policy_and_the_answer_is_taken_once() 
         page.header("referrer-policy").as_deref(),
         Some("no-referrer")
     );
+    assert_eq!(page.header("connection").as_deref(), Some("close"));
     assert!(page.body.contains("Which database?"), "{}", page.body);
     assert!(page.body.contains(&format!("{path}/page.js")));
     for asset in ["page.js", "form.js", "markdown.js", "form.css", "page.css"] {

@@ -429,8 +429,12 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>) {
         service_fn(move |request| {
             let (shared, taken) = (shared.clone(), taken.clone());
             async move {
-                let (response, answer) = respond(request, &shared).await;
+                let (mut response, answer) = respond(request, &shared).await;
                 *taken.lock().unwrap_or_else(|p| p.into_inner()) = answer;
+                // Said, so that the browser does not try to send another request on it.
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
                 Ok::<_, Infallible>(web::secure(response))
             }
         })
