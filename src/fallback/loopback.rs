@@ -33,6 +33,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::form::Form;
 use crate::protocol::{Action, Answer};
@@ -119,7 +120,7 @@ impl Loopback {
             form: self.form,
             question_id: self.question_id,
             answer: Mutex::new(Some(answer_tx)),
-            busy: Busy::default(),
+            busy: TaskTracker::new(),
         });
         let mut connections = JoinSet::new();
         loop {
@@ -131,7 +132,8 @@ impl Loopback {
                         // connection (a second tab's submit) is still told 410 Gone, for a
                         // moment; idle connections are simply closed.
                         drop(self.listener);
-                        let _ = tokio::time::timeout(LINGER, shared.busy.until_zero()).await;
+                        shared.busy.close();
+                        let _ = tokio::time::timeout(LINGER, shared.busy.wait()).await;
                         return LoopbackEnd::Answer(answer);
                     }
                     // `shared` holds the sender for as long as this loop runs.
@@ -162,42 +164,7 @@ struct Shared {
     /// Taken by the one request whose answer counts.
     answer: Mutex<Option<oneshot::Sender<Answer>>>,
     /// Connections that have started a request and not yet been answered.
-    busy: Busy,
-}
-
-/// A count of requests under way, and a way to wait until there are none.
-#[derive(Default)]
-struct Busy {
-    count: std::sync::atomic::AtomicUsize,
-    idle: tokio::sync::Notify,
-}
-
-impl Busy {
-    fn enter(&self) -> BusyGuard<'_> {
-        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        BusyGuard(self)
-    }
-
-    async fn until_zero(&self) {
-        loop {
-            let idle = self.idle.notified();
-            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-                return;
-            }
-            idle.await;
-        }
-    }
-}
-
-struct BusyGuard<'a>(&'a Busy);
-
-impl Drop for BusyGuard<'_> {
-    fn drop(&mut self) {
-        self.0
-            .count
-            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-        self.0.idle.notify_waiters();
-    }
+    busy: TaskTracker,
 }
 
 impl Shared {
@@ -421,7 +388,7 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>) {
         Ok(Ok(1..)) => {}
         _ => return,
     }
-    let _busy = shared.busy.enter();
+    let _busy = shared.busy.token();
     // The answer this connection's request took, if it took one.
     let taken = Arc::new(Mutex::new(None));
     let service = {
