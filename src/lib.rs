@@ -34,6 +34,7 @@ pub mod role;
 pub mod runtime;
 pub mod tools;
 pub mod wait;
+pub mod web;
 
 /// Native-messaging host name, the same in every browser's manifest.
 pub const HOST_NAME: &str = "dev.him.host";

@@ -260,6 +260,36 @@ async fn a_request_for_another_host_is_403() {
 }
 
 #[tokio::test]
+async fn a_request_with_two_host_lines_is_400() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let runtime = runtime_dir();
+    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    // RFC 9112 §3.2, even when both name the server.
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: {0}\r\nHost: {0}\r\nAuthorization: {1}\r\n\
+                 Content-Type: application/json\r\nAccept: {ACCEPT}\r\nContent-Length: {2}\r\n\
+                 Connection: close\r\n\r\n{INIT}",
+                server.addr,
+                server.bearer(),
+                INIT.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut reply = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut reply))
+        .await
+        .expect("an answer in time")
+        .unwrap();
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 400 "), "{reply}");
+}
+
+#[tokio::test]
 async fn an_oversize_body_is_413() {
     let runtime = runtime_dir();
     let server = HttpServer::start(runtime.path(), &[], &[]).await;

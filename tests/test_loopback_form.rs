@@ -190,6 +190,7 @@ async fn the_page_is_served_with_a_strict_policy_and_the_answer_is_taken_once() 
         page.header("referrer-policy").as_deref(),
         Some("no-referrer")
     );
+    assert_eq!(page.header("connection").as_deref(), Some("close"));
     assert!(page.body.contains("Which database?"), "{}", page.body);
     assert!(page.body.contains(&format!("{path}/page.js")));
     for asset in [
@@ -298,6 +299,9 @@ async fn wrong_tokens_hosts_and_methods_are_refused_without_ending_the_question(
     }
     let no_host = format!("GET {path} HTTP/1.1\r\n\r\n");
     assert_eq!(send(port, no_host.as_bytes()).await.unwrap().status, 421);
+    // RFC 9112 §3.2: two Host lines are a bad request, even both right.
+    let two_hosts = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nHost: {host}\r\n\r\n");
+    assert_eq!(send(port, two_hosts.as_bytes()).await.unwrap().status, 400);
     // Another site's page posting to us.
     let foreign = String::from_utf8(post(&path, &host, &answer))
         .unwrap()

@@ -5,44 +5,53 @@
 //!   GET  /q/<token>            the page: form JSON inline, no inline script
 //!   GET  /q/<token>/<asset>    page.js, form.js, markdown.js (the extension's lib), css
 //!   POST /q/<token>            {action, values, note} → the answer, once (then 410)
-//!   anything else              404; a Host other than 127.0.0.1:<port> → 421
+//!   anything else              404; a Host other than 127.0.0.1:<port> → 421, two → 400
 //! ```
 //!
-//! A minimal HTTP/1.1 server: one request per connection (`Connection: close`), the head
-//! parsed by `httparse` with a size cap, bodies only with `Content-Length` and capped. The
-//! server lives as long as [`Loopback::serve`]: it returns on the answer or when told to
-//! stop (timeout, cancellation, an answer from another channel), and dropping it closes
-//! the port and every open connection.
+//! hyper's HTTP/1.1 server, one request per connection, in front of [`route`] and
+//! [`check_post`]: pure functions over `http::Request` that decide everything but the
+//! answer itself. Bodies only with `Content-Length`, and capped. The server lives as long
+//! as [`Loopback::serve`]: it returns on the answer or when told to stop (timeout,
+//! cancellation, an answer from another channel), and dropping it closes the port and
+//! every open connection.
 
+use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::form::Form;
 use crate::protocol::{Action, Answer};
 use crate::wait::{self, Outcome};
+use crate::web::{self, HostRule};
 
 /// Largest answer body accepted; a form of 64 fields of text fits many times over.
 pub const BODY_LIMIT: usize = 256 * 1024;
-/// Largest request head (request line and headers).
+/// Largest request head (request line and headers); hyper answers 431 past it.
 pub const HEAD_LIMIT: usize = 16 * 1024;
+/// Most header lines in a request; hyper answers 431 past it.
+const MAX_HEADERS: usize = 64;
 /// Connections served at once; more are closed unanswered (a browser needs two or three).
 const MAX_CONNECTIONS: usize = 32;
 /// How long requests already under way when the answer came may take to be told 410 Gone.
 const LINGER: Duration = Duration::from_secs(1);
-/// A request must arrive whole within this time.
+/// A request's first byte, then its head, then its body must each arrive within this time.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// `connect-src 'self'` is what lets the page post its answer; everything else is closed.
-pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 const PAGE_JS: &str = include_str!("page.js");
 const PAGE_CSS: &str = include_str!("page.css");
@@ -109,11 +118,11 @@ impl Loopback {
         let shared = Arc::new(Shared {
             port: self.port,
             token: self.token,
-            page,
+            page: Bytes::from(page),
             form: self.form,
             question_id: self.question_id,
             answer: Mutex::new(Some(answer_tx)),
-            busy: Busy::default(),
+            busy: TaskTracker::new(),
         });
         let mut connections = JoinSet::new();
         loop {
@@ -125,7 +134,8 @@ impl Loopback {
                         // connection (a second tab's submit) is still told 410 Gone, for a
                         // moment; idle connections are simply closed.
                         drop(self.listener);
-                        let _ = tokio::time::timeout(LINGER, shared.busy.until_zero()).await;
+                        shared.busy.close();
+                        let _ = tokio::time::timeout(LINGER, shared.busy.wait()).await;
                         return LoopbackEnd::Answer(answer);
                     }
                     // `shared` holds the sender for as long as this loop runs.
@@ -150,48 +160,13 @@ impl Loopback {
 struct Shared {
     port: u16,
     token: String,
-    page: String,
+    page: Bytes,
     form: Form,
     question_id: String,
     /// Taken by the one request whose answer counts.
     answer: Mutex<Option<oneshot::Sender<Answer>>>,
     /// Connections that have started a request and not yet been answered.
-    busy: Busy,
-}
-
-/// A count of requests under way, and a way to wait until there are none.
-#[derive(Default)]
-struct Busy {
-    count: std::sync::atomic::AtomicUsize,
-    idle: tokio::sync::Notify,
-}
-
-impl Busy {
-    fn enter(&self) -> BusyGuard<'_> {
-        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        BusyGuard(self)
-    }
-
-    async fn until_zero(&self) {
-        loop {
-            let idle = self.idle.notified();
-            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-                return;
-            }
-            idle.await;
-        }
-    }
-}
-
-struct BusyGuard<'a>(&'a Busy);
-
-impl Drop for BusyGuard<'_> {
-    fn drop(&mut self) {
-        self.0
-            .count
-            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-        self.0.idle.notify_waiters();
-    }
+    busy: TaskTracker,
 }
 
 impl Shared {
@@ -210,124 +185,63 @@ impl Shared {
     }
 }
 
-/// An HTTP response, always closed after sending.
+type Body = Full<Bytes>;
+
+fn content(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+fn json_reply(status: StatusCode, body: &Value) -> Response<Body> {
+    content(status, "application/json", Bytes::from(body.to_string()))
+}
+
+fn error(status: StatusCode, message: &str) -> Response<Body> {
+    json_reply(status, &json!({ "message": message }))
+}
+
+fn gone() -> Response<Body> {
+    error(StatusCode::GONE, "this question was already answered")
+}
+
+/// The value of a header sent exactly once; `None` when absent or repeated.
+fn one(headers: &HeaderMap, name: HeaderName) -> Option<&[u8]> {
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (Some(value), None) => Some(value.as_bytes()),
+        _ => None,
+    }
+}
+
+/// A request turned away: its status, what it is told, and for a 405 what is allowed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Response {
-    pub status: u16,
-    pub content_type: &'static str,
-    pub body: Vec<u8>,
-    pub extra: Vec<(&'static str, String)>,
+pub struct Refusal {
+    pub status: StatusCode,
+    pub message: &'static str,
+    pub allow: Option<&'static str>,
 }
 
-impl Response {
-    fn json(status: u16, body: Value) -> Response {
-        Response {
-            status,
-            content_type: "application/json",
-            body: body.to_string().into_bytes(),
-            extra: Vec::new(),
-        }
-    }
-
-    fn error(status: u16, message: &str) -> Response {
-        Response::json(status, json!({ "message": message }))
-    }
-
-    fn bytes(&self) -> Vec<u8> {
-        let mut head = format!(
-            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n\
-             Content-Security-Policy: {CSP}\r\nCache-Control: no-store\r\n\
-             X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n\
-             X-Frame-Options: DENY\r\nCross-Origin-Resource-Policy: same-origin\r\n\
-             Cross-Origin-Opener-Policy: same-origin\r\nConnection: close\r\n",
-            self.status,
-            reason(self.status),
-            self.content_type,
-            self.body.len()
-        );
-        for (name, value) in &self.extra {
-            head.push_str(&format!("{name}: {value}\r\n"));
-        }
-        head.push_str("\r\n");
-        let mut bytes = head.into_bytes();
-        bytes.extend_from_slice(&self.body);
-        bytes
+fn refuse(status: StatusCode, message: &'static str) -> Refusal {
+    Refusal {
+        status,
+        message,
+        allow: None,
     }
 }
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        410 => "Gone",
-        411 => "Length Required",
-        413 => "Content Too Large",
-        415 => "Unsupported Media Type",
-        421 => "Misdirected Request",
-        431 => "Request Header Fields Too Large",
-        501 => "Not Implemented",
-        _ => "Error",
-    }
-}
-
-/// A parsed request head: what routing needs and nothing else.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Head {
-    pub method: String,
-    pub path: String,
-    pub headers: Vec<(String, String)>,
-}
-
-impl Head {
-    /// Every value of a header, by case-insensitive name.
-    fn all(&self, name: &str) -> Vec<&str> {
-        self.headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-            .collect()
-    }
-
-    fn one(&self, name: &str) -> Option<&str> {
-        match self.all(name).as_slice() {
-            [value] => Some(value),
-            _ => None,
+impl Refusal {
+    fn response(&self) -> Response<Body> {
+        let mut response = error(self.status, self.message);
+        if let Some(allow) = self.allow {
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static(allow));
         }
-    }
-}
-
-/// Parses a request head. `Ok(None)`: incomplete, read more. `Err`: refuse with this.
-pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, Response> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut request = httparse::Request::new(&mut headers);
-    match request.parse(buf) {
-        Ok(httparse::Status::Complete(len)) => {
-            let head = Head {
-                method: request.method.unwrap_or_default().to_owned(),
-                path: request.path.unwrap_or_default().to_owned(),
-                headers: request
-                    .headers
-                    .iter()
-                    .map(|h| {
-                        (
-                            h.name.to_owned(),
-                            String::from_utf8_lossy(h.value).trim().to_owned(),
-                        )
-                    })
-                    .collect(),
-            };
-            Ok(Some((head, len)))
-        }
-        Ok(httparse::Status::Partial) if buf.len() >= HEAD_LIMIT => {
-            Err(Response::error(431, "request head too large"))
-        }
-        Ok(httparse::Status::Partial) => Ok(None),
-        Err(httparse::Error::TooManyHeaders) => Err(Response::error(431, "too many headers")),
-        Err(_) => Err(Response::error(400, "malformed request")),
+        response
     }
 }
 
@@ -337,21 +251,34 @@ pub enum Route {
     Page,
     Asset(&'static str, &'static str),
     Answer,
-    Refuse(Response),
+    Refuse(Refusal),
 }
 
 /// Decides a request by its head alone (the body, if any, is read only for [`Route::Answer`]).
-pub fn route(head: &Head, port: u16, token: &str) -> Route {
-    // DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends `Host: evil.example`.
-    let host = format!("127.0.0.1:{port}");
-    if head.one("host") != Some(host.as_str()) {
-        return Route::Refuse(Response::error(
-            421,
+pub fn route<B>(request: &Request<B>, port: u16, token: &str) -> Route {
+    let headers = request.headers();
+    if web::repeated_host(headers) {
+        return Route::Refuse(refuse(
+            StatusCode::BAD_REQUEST,
+            "a request may carry only one Host header",
+        ));
+    }
+    // Stricter than `him serve --http`: only the address of the URL it was opened with.
+    let own = HostRule::only(vec![format!("127.0.0.1:{port}")]);
+    if !own.admits(headers.get(header::HOST).map(HeaderValue::as_bytes)) {
+        return Route::Refuse(refuse(
+            StatusCode::MISDIRECTED_REQUEST,
             "this form answers only at its own address",
         ));
     }
-    let not_found = || Route::Refuse(Response::error(404, "no such question"));
-    let Some(rest) = head.path.strip_prefix("/q/") else {
+    let not_found = || Route::Refuse(refuse(StatusCode::NOT_FOUND, "no such question"));
+    // The target as sent: with a query, or in absolute form, it names no question.
+    let uri = request.uri();
+    let target = match (uri.scheme(), uri.path_and_query()) {
+        (None, Some(target)) => target.as_str(),
+        _ => return not_found(),
+    };
+    let Some(rest) = target.strip_prefix("/q/") else {
         return not_found();
     };
     let (candidate, file) = match rest.split_once('/') {
@@ -361,59 +288,77 @@ pub fn route(head: &Head, port: u16, token: &str) -> Route {
     if !crate::random::same_secret(candidate.as_bytes(), token.as_bytes()) {
         return not_found();
     }
-    match (head.method.as_str(), file) {
-        ("GET", None) => Route::Page,
-        ("GET", Some(file)) => match asset(file) {
+    match (request.method(), file) {
+        (&Method::GET, None) => Route::Page,
+        (&Method::GET, Some(file)) => match asset(file) {
             Some((kind, body)) => Route::Asset(kind, body),
             None => not_found(),
         },
-        ("POST", None) => Route::Answer,
-        _ => {
-            let mut refuse = Response::error(405, "only GET the page and POST the answer");
-            refuse.extra.push((
-                "Allow",
-                if file.is_some() { "GET" } else { "GET, POST" }.into(),
-            ));
-            Route::Refuse(refuse)
-        }
+        (&Method::POST, None) => Route::Answer,
+        _ => Route::Refuse(Refusal {
+            allow: Some(if file.is_some() { "GET" } else { "GET, POST" }),
+            ..refuse(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "only GET the page and POST the answer",
+            )
+        }),
     }
 }
 
-/// The checks a POST passes before its body is read. Returns the body length.
-pub fn check_post(head: &Head, port: u16) -> Result<usize, Response> {
-    if !head.all("transfer-encoding").is_empty() {
-        return Err(Response::error(
-            501,
+/// The checks a POST passes before its body is read.
+pub fn check_post<B>(request: &Request<B>, port: u16) -> Result<(), Refusal> {
+    let headers = request.headers();
+    // hyper would decode a chunked body, but an answer is small and a page's fetch always
+    // sends its length; one way to frame it is less to get wrong.
+    if headers.contains_key(header::TRANSFER_ENCODING) {
+        return Err(refuse(
+            StatusCode::NOT_IMPLEMENTED,
             "send the answer with a Content-Length",
         ));
     }
-    let length = match head.all("content-length").as_slice() {
-        [] => return Err(Response::error(411, "Content-Length required")),
-        [value] => value
-            .parse::<usize>()
-            .map_err(|_| Response::error(400, "bad Content-Length"))?,
-        _ => return Err(Response::error(400, "more than one Content-Length")),
+    let mut lengths = headers.get_all(header::CONTENT_LENGTH).iter();
+    let length = match (lengths.next(), lengths.next()) {
+        (None, _) => {
+            return Err(refuse(
+                StatusCode::LENGTH_REQUIRED,
+                "Content-Length required",
+            ));
+        }
+        (Some(value), None) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .ok_or_else(|| refuse(StatusCode::BAD_REQUEST, "bad Content-Length"))?,
+        _ => {
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                "more than one Content-Length",
+            ));
+        }
     };
     if length > BODY_LIMIT {
-        return Err(Response::error(413, "answer too large"));
+        return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, "answer too large"));
     }
-    let json = head
-        .one("content-type")
+    let json = one(headers, header::CONTENT_TYPE)
+        .and_then(|t| std::str::from_utf8(t).ok())
         .and_then(|t| t.split(';').next())
         .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"));
     if !json {
-        return Err(Response::error(415, "send the answer as application/json"));
+        return Err(refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "send the answer as application/json",
+        ));
     }
     // Browsers send Origin on every POST; another site's page cannot claim ours.
-    if let Some(origin) = head.one("origin")
-        && origin != format!("http://127.0.0.1:{port}")
+    if let Some(origin) = one(headers, header::ORIGIN)
+        && origin != format!("http://127.0.0.1:{port}").as_bytes()
     {
-        return Err(Response::error(
-            403,
+        return Err(refuse(
+            StatusCode::FORBIDDEN,
             "answers come from the form's own page",
         ));
     }
-    Ok(length)
+    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -426,115 +371,130 @@ struct PostedAnswer {
     note: Option<String>,
 }
 
-async fn connection(mut stream: TcpStream, shared: Arc<Shared>) {
+/// hyper as the form uses it: one request per connection, heads bounded in size, count and time.
+fn http1() -> http1::Builder {
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(REQUEST_TIMEOUT)
+        .max_header_size(HEAD_LIMIT)
+        .max_headers(MAX_HEADERS)
+        .keep_alive(false);
+    builder
+}
+
+async fn connection(stream: TcpStream, shared: Arc<Shared>) {
     // Idle until the first byte: a browser's speculative connection is not a request.
     let mut first = [0u8; 1];
     match tokio::time::timeout(REQUEST_TIMEOUT, stream.peek(&mut first)).await {
         Ok(Ok(1..)) => {}
         _ => return,
     }
-    let _busy = shared.busy.enter();
-    let response = match tokio::time::timeout(REQUEST_TIMEOUT, request(&mut stream, &shared)).await
-    {
-        Ok(Ok(response)) => response,
-        Ok(Err(ReadFailed)) => return,
-        Err(_) => (Response::error(408, "request took too long"), None),
+    let _busy = shared.busy.token();
+    // The answer this connection's request took, if it took one.
+    let taken = Arc::new(Mutex::new(None));
+    let service = {
+        let (shared, taken) = (shared.clone(), taken.clone());
+        service_fn(move |request| {
+            let (shared, taken) = (shared.clone(), taken.clone());
+            async move {
+                let (mut response, answer) = respond(request, &shared).await;
+                *taken.lock().unwrap_or_else(|p| p.into_inner()) = answer;
+                // Said, so that the browser does not try to send another request on it.
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                Ok::<_, Infallible>(web::secure(response))
+            }
+        })
     };
-    let (status, answer) = response;
-    if let Err(err) = stream.write_all(&status.bytes()).await {
-        tracing::debug!("loopback form: response not sent: {err}");
+    if let Err(err) = http1()
+        .serve_connection(TokioIo::new(stream), service)
+        .await
+    {
+        tracing::debug!("loopback form: connection ended: {err}");
     }
-    let _ = stream.shutdown().await;
     // The answer counts once its page has been told, so the page never sees a closed port
     // for an answer that was taken.
+    let answer = taken.lock().unwrap_or_else(|p| p.into_inner()).take();
     if let Some((slot, answer)) = answer {
         let _ = slot.send(answer);
     }
 }
 
-struct ReadFailed;
+type Handled = (Response<Body>, Option<(oneshot::Sender<Answer>, Answer)>);
 
-type Handled = (Response, Option<(oneshot::Sender<Answer>, Answer)>);
-
-async fn request(stream: &mut TcpStream, shared: &Shared) -> Result<Handled, ReadFailed> {
-    let mut buf = Vec::with_capacity(2048);
-    let (head, head_len) = loop {
-        match parse_head(&buf) {
-            Ok(Some(parsed)) => break parsed,
-            Ok(None) => {}
-            Err(refuse) => return Ok((refuse, None)),
-        }
-        let mut chunk = [0u8; 4096];
-        let n = stream.read(&mut chunk).await.map_err(|_| ReadFailed)?;
-        if n == 0 {
-            return Err(ReadFailed);
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let refuse = |r: Response| Ok((r, None));
-    match route(&head, shared.port, &shared.token) {
-        Route::Refuse(response) => refuse(response),
-        Route::Page | Route::Asset(..) if shared.answered() => {
-            refuse(Response::error(410, "this question was already answered"))
-        }
-        Route::Page => refuse(Response {
-            status: 200,
-            content_type: "text/html; charset=utf-8",
-            body: shared.page.clone().into_bytes(),
-            extra: Vec::new(),
-        }),
-        Route::Asset(content_type, body) => refuse(Response {
-            status: 200,
+async fn respond(request: Request<Incoming>, shared: &Shared) -> Handled {
+    let not_taken = |response| (response, None);
+    match route(&request, shared.port, &shared.token) {
+        Route::Refuse(refusal) => not_taken(refusal.response()),
+        Route::Page | Route::Asset(..) if shared.answered() => not_taken(gone()),
+        Route::Page => not_taken(content(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            shared.page.clone(),
+        )),
+        Route::Asset(content_type, body) => not_taken(content(
+            StatusCode::OK,
             content_type,
-            body: body.as_bytes().to_vec(),
-            extra: Vec::new(),
-        }),
+            Bytes::from_static(body.as_bytes()),
+        )),
         Route::Answer => {
-            let length = match check_post(&head, shared.port) {
-                Ok(length) => length,
-                Err(response) => return refuse(response),
-            };
-            let mut body = buf.split_off(head_len);
-            if body.len() > length {
-                return refuse(Response::error(400, "body longer than Content-Length"));
+            if let Err(refusal) = check_post(&request, shared.port) {
+                return not_taken(refusal.response());
             }
-            let missing = length - body.len();
-            let start = body.len();
-            body.resize(length, 0);
-            stream
-                .read_exact(&mut body[start..start + missing])
+            let body = match tokio::time::timeout(REQUEST_TIMEOUT, request.into_body().collect())
                 .await
-                .map_err(|_| ReadFailed)?;
-            let posted: PostedAnswer = match serde_json::from_slice(&body) {
-                Ok(posted) => posted,
-                Err(err) => {
-                    return refuse(Response::error(
-                        400,
-                        &format!("not an answer ({{action, values, note}}): {err}"),
+            {
+                Ok(Ok(body)) => body.to_bytes(),
+                Ok(Err(err)) => {
+                    return not_taken(error(
+                        StatusCode::BAD_REQUEST,
+                        &format!("cannot read the answer: {err}"),
                     ));
                 }
+                Err(_) => {
+                    return not_taken(error(StatusCode::REQUEST_TIMEOUT, "request took too long"));
+                }
             };
-            let Some(slot) = shared.take_answer_slot() else {
-                return refuse(Response::error(410, "this question was already answered"));
-            };
-            let answer = Answer {
-                id: shared.question_id.clone(),
-                action: posted.action,
-                values: posted.values,
-                note: posted.note,
-            };
-            let told = match wait::judge(&shared.form, answer.clone()) {
-                Outcome::Answered { .. } => json!({"status": "answered",
-                    "message": "Thank you: your answer was sent to the agent. You can close this tab."}),
-                Outcome::Declined { .. } | Outcome::Dismissed => json!({"status": "declined",
-                    "message": "You declined; the agent was told. You can close this tab."}),
-                Outcome::Invalid(err) => json!({"status": "invalid_response",
-                    "message": format!("The answer did not fit the question and was discarded: {err}.")}),
-                _ => json!({"status": "error", "message": "The answer was not taken."}),
-            };
-            Ok((Response::json(200, told), Some((slot, answer))))
+            take(&body, shared)
         }
     }
+}
+
+/// A posted body: the question's answer, if it is one and the question is still open.
+fn take(body: &[u8], shared: &Shared) -> Handled {
+    let posted: PostedAnswer = match serde_json::from_slice(body) {
+        Ok(posted) => posted,
+        Err(err) => {
+            return (
+                error(
+                    StatusCode::BAD_REQUEST,
+                    &format!("not an answer ({{action, values, note}}): {err}"),
+                ),
+                None,
+            );
+        }
+    };
+    let Some(slot) = shared.take_answer_slot() else {
+        return (gone(), None);
+    };
+    let answer = Answer {
+        id: shared.question_id.clone(),
+        action: posted.action,
+        values: posted.values,
+        note: posted.note,
+    };
+    let told = match wait::judge(&shared.form, answer.clone()) {
+        Outcome::Answered { .. } => json!({"status": "answered",
+            "message": "Thank you: your answer was sent to the agent. You can close this tab."}),
+        Outcome::Declined { .. } | Outcome::Dismissed => json!({"status": "declined",
+            "message": "You declined; the agent was told. You can close this tab."}),
+        Outcome::Invalid(err) => json!({"status": "invalid_response",
+            "message": format!("The answer did not fit the question and was discarded: {err}.")}),
+        _ => json!({"status": "error", "message": "The answer was not taken."}),
+    };
+    (json_reply(StatusCode::OK, &told), Some((slot, answer)))
 }
 
 /// The page: static markup, the form as inline JSON data (not script: CSP allows no inline
@@ -593,23 +553,21 @@ fn escape_script_json(json: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 
-    fn head(method: &str, path: &str, headers: &[(&str, &str)]) -> Head {
-        Head {
-            method: method.into(),
-            path: path.into(),
-            headers: headers
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.to_string()))
-                .collect(),
+    fn request(method: &str, path: &str, headers: &[(&str, &str)]) -> Request<()> {
+        let mut builder = Request::builder().method(method).uri(path);
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
         }
+        builder.body(()).unwrap()
     }
 
     fn status(route: Route) -> u16 {
         match route {
-            Route::Refuse(r) => r.status,
+            Route::Refuse(r) => r.status.as_u16(),
             _ => 200,
         }
     }
@@ -618,40 +576,67 @@ mod tests {
     fn only_the_token_path_on_the_loopback_host_is_served() {
         let host = [("Host", "127.0.0.1:4000")];
         let page = format!("/q/{TOKEN}");
-        assert_eq!(route(&head("GET", &page, &host), 4000, TOKEN), Route::Page);
         assert_eq!(
-            route(&head("POST", &page, &host), 4000, TOKEN),
+            route(&request("GET", &page, &host), 4000, TOKEN),
+            Route::Page
+        );
+        assert_eq!(
+            route(&request("POST", &page, &host), 4000, TOKEN),
             Route::Answer
         );
         assert!(matches!(
-            route(&head("GET", &format!("{page}/form.js"), &host), 4000, TOKEN),
+            route(
+                &request("GET", &format!("{page}/form.js"), &host),
+                4000,
+                TOKEN
+            ),
             Route::Asset("text/javascript; charset=utf-8", _)
         ));
         let wrong = "/q/0123456789abcdef0123456789abcdee";
-        assert_eq!(status(route(&head("GET", wrong, &host), 4000, TOKEN)), 404);
-        assert_eq!(status(route(&head("GET", "/", &host), 4000, TOKEN)), 404);
-        assert_eq!(status(route(&head("GET", "/q/", &host), 4000, TOKEN)), 404);
         assert_eq!(
-            status(route(
-                &head("GET", &format!("{page}/secret"), &host),
-                4000,
-                TOKEN
-            )),
+            status(route(&request("GET", wrong, &host), 4000, TOKEN)),
             404
         );
+        assert_eq!(status(route(&request("GET", "/", &host), 4000, TOKEN)), 404);
         assert_eq!(
-            status(route(&head("DELETE", &page, &host), 4000, TOKEN)),
-            405
+            status(route(&request("GET", "/q/", &host), 4000, TOKEN)),
+            404
         );
+        for other in [
+            format!("{page}/secret"),
+            format!("{page}?x=1"),
+            format!("http://127.0.0.1:4000{page}"),
+        ] {
+            assert_eq!(
+                status(route(&request("GET", &other, &host), 4000, TOKEN)),
+                404,
+                "{other}"
+            );
+        }
+        let delete = route(&request("DELETE", &page, &host), 4000, TOKEN);
+        let Route::Refuse(delete) = delete else {
+            panic!("DELETE served: {delete:?}");
+        };
+        assert_eq!(delete.status, 405);
+        assert_eq!(delete.response().headers()[header::ALLOW], "GET, POST");
         for bad in [
             vec![("Host", "localhost:4000")],
             vec![("Host", "127.0.0.1:4001")],
             vec![("Host", "evil.example")],
             vec![],
-            vec![("Host", "127.0.0.1:4000"), ("Host", "127.0.0.1:4000")],
         ] {
-            assert_eq!(status(route(&head("GET", &page, &bad), 4000, TOKEN)), 421);
+            assert_eq!(
+                status(route(&request("GET", &page, &bad), 4000, TOKEN)),
+                421,
+                "{bad:?}"
+            );
         }
+        // RFC 9112 §3.2: more than one Host is a bad request, even when both are right.
+        let twice = [("Host", "127.0.0.1:4000"), ("Host", "127.0.0.1:4000")];
+        assert_eq!(
+            status(route(&request("GET", &page, &twice), 4000, TOKEN)),
+            400
+        );
     }
 
     #[test]
@@ -661,8 +646,13 @@ mod tests {
             ("Content-Type", "application/json"),
             ("Origin", "http://127.0.0.1:4000"),
         ];
-        assert_eq!(check_post(&head("POST", "/", &ok), 4000), Ok(10));
-        let code = |h: &[(&str, &str)]| check_post(&head("POST", "/", h), 4000).unwrap_err().status;
+        assert_eq!(check_post(&request("POST", "/", &ok), 4000), Ok(()));
+        let code = |h: &[(&str, &str)]| {
+            check_post(&request("POST", "/", h), 4000)
+                .unwrap_err()
+                .status
+                .as_u16()
+        };
         assert_eq!(code(&[("Content-Type", "application/json")]), 411);
         assert_eq!(
             code(&[
@@ -692,20 +682,40 @@ mod tests {
         );
     }
 
-    #[test]
-    fn heads_are_parsed_incrementally_and_capped() {
-        assert_eq!(parse_head(b"GET / HTTP/1.1\r\nHost: a\r\n"), Ok(None));
-        let (head, len) = parse_head(b"GET /q/x HTTP/1.1\r\nHost: a\r\n\r\nrest")
-            .unwrap()
-            .unwrap();
-        assert_eq!(head.path, "/q/x");
-        assert_eq!(len, 30);
+    /// The status line hyper, set up as the form's server, answers these bytes with.
+    async fn status_of(parts: &[&[u8]]) -> String {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let ok = service_fn(|_| async { Ok::<_, Infallible>(Response::new(Body::default())) });
+        let serving = tokio::spawn(http1().serve_connection(TokioIo::new(server), ok));
+        let (mut read, mut write) = tokio::io::split(client);
+        for part in parts {
+            write.write_all(part).await.unwrap();
+            tokio::task::yield_now().await;
+        }
+        let mut reply = Vec::new();
+        read.read_to_end(&mut reply).await.unwrap();
+        let _ = serving.await;
+        let reply = String::from_utf8_lossy(&reply).into_owned();
+        reply.lines().next().unwrap_or_default().to_owned()
+    }
+
+    #[tokio::test]
+    async fn heads_are_read_in_pieces_and_capped() {
+        let whole = status_of(&[b"GET /q/x HTTP/1.1\r\nHost: a\r\n", b"\r\n"]).await;
+        assert_eq!(whole, "HTTP/1.1 200 OK");
         let mut huge = b"GET / HTTP/1.1\r\nX: ".to_vec();
         huge.resize(HEAD_LIMIT + 10, b'a');
-        assert_eq!(parse_head(&huge).unwrap_err().status, 431);
-        assert_eq!(
-            parse_head(b"\x00\x01 nonsense\r\n\r\n").unwrap_err().status,
-            400
+        assert!(status_of(&[&huge]).await.contains(" 431 "));
+        let mut many = b"GET / HTTP/1.1\r\n".to_vec();
+        for i in 0..=MAX_HEADERS {
+            many.extend_from_slice(format!("X-{i}: a\r\n").as_bytes());
+        }
+        many.extend_from_slice(b"\r\n");
+        assert!(status_of(&[&many]).await.contains(" 431 "));
+        assert!(
+            status_of(&[b"\x00\x01 nonsense\r\n\r\n"])
+                .await
+                .contains(" 400 ")
         );
     }
 

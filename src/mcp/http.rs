@@ -53,8 +53,9 @@ use crate::BoxError;
 use crate::cli::ServeArgs;
 use crate::config::{Config, MAX_WAIT};
 use crate::mcp::HimServer;
+use crate::web::{self, HostRule};
 
-use origin::{AllowedOrigins, HostRule, OriginVerdict};
+use origin::{AllowedOrigins, OriginVerdict};
 use sessions::{Ending, Reservation, Sessions};
 use token::{Token, TokenSource};
 
@@ -249,7 +250,7 @@ async fn run(listener: TcpListener, gate: Arc<Gate>, shutdown: impl Future<Outpu
             let _permit = permit;
             let service = service_fn(move |request| {
                 let gate = gate.clone();
-                async move { Ok::<_, Infallible>(gate.handle(request).await) }
+                async move { Ok::<_, Infallible>(web::secure(gate.handle(request).await)) }
             });
             let served = http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -317,6 +318,12 @@ impl Gate {
     }
 
     async fn handle(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
+        if web::repeated_host(request.headers()) {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "him: a request may carry only one Host header\n".into(),
+            );
+        }
         if let Some(hosts) = &self.hosts {
             let host = request.headers().get(header::HOST);
             if !hosts.admits(host.map(HeaderValue::as_bytes)) {

@@ -5,10 +5,10 @@
 //! (DNS rebinding: a web page the person visits must not be able to reach a loopback
 //! server). Browsers always send `Origin` on cross-origin requests, so a request without
 //! one comes from a program (an MCP client), and those pass; a request with one passes only
-//! when that exact origin was allowed with `--allow-origin`. `Host` is checked too, so a
-//! page on a rebound DNS name is refused even if a browser someday omits `Origin`.
+//! when that exact origin was allowed with `--allow-origin`. `Host` is checked too (`crate::web::HostRule`),
+//! so a page on a rebound DNS name is refused even if a browser someday omits `Origin`.
 
-use std::net::SocketAddr;
+use crate::web::split_host_port;
 
 /// Request headers a page may send (CORS preflight answer). `Mcp-Method` and `Mcp-Name`
 /// are the standard headers newer MCP protocol versions add to every request.
@@ -98,29 +98,6 @@ fn default_port(scheme: &str) -> Option<u16> {
     }
 }
 
-/// `host`, `host:port`, `[v6]` or `[v6]:port`; `None` when the port is not a number.
-fn split_host_port(authority: &str) -> Option<(&str, Option<u16>)> {
-    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
-        let end = rest.find(']')?;
-        let host = &authority[..end + 2];
-        match &rest[end + 1..] {
-            "" => (host, None),
-            tail => (host, Some(tail.strip_prefix(':')?)),
-        }
-    } else {
-        match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        }
-    };
-    let port = match port {
-        None => None,
-        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => Some(p.parse().ok()?),
-        Some(_) => return None,
-    };
-    Some((host, port))
-}
-
 /// The origins given with `--allow-origin`, normalized.
 #[derive(Debug, Clone, Default)]
 pub struct AllowedOrigins {
@@ -167,39 +144,6 @@ impl AllowedOrigins {
             Ok(Ok(origin)) if self.origins.contains(&origin) => OriginVerdict::Allowed(shown),
             _ => OriginVerdict::Refused(shown),
         }
-    }
-}
-
-/// The `Host` values a loopback server answers to: its own address and port, and
-/// `localhost` with that port. `None` (with `--allow-remote`) accepts any.
-#[derive(Debug, Clone)]
-pub struct HostRule {
-    allowed: Vec<String>,
-}
-
-impl HostRule {
-    pub fn loopback(bound: SocketAddr) -> HostRule {
-        HostRule {
-            allowed: vec![bound.to_string(), format!("localhost:{}", bound.port())],
-        }
-    }
-
-    pub fn allowed(&self) -> &[String] {
-        &self.allowed
-    }
-
-    pub fn admits(&self, host: Option<&[u8]>) -> bool {
-        let Some(host) = host.and_then(|h| std::str::from_utf8(h).ok()) else {
-            return false;
-        };
-        let host = host.trim().to_ascii_lowercase();
-        let with_port = match split_host_port(&host) {
-            Some((name, Some(port))) => format!("{name}:{port}"),
-            // HTTP leaves out port 80.
-            Some((name, None)) => format!("{name}:80"),
-            None => return false,
-        };
-        self.allowed.contains(&with_port)
     }
 }
 
@@ -280,21 +224,5 @@ mod tests {
             judge(&["http://localhost:3000", "http://localhost:3000"]),
             OriginVerdict::Refused(_)
         ));
-    }
-
-    #[test]
-    fn host_must_be_the_bound_address_or_localhost_with_its_port() {
-        let rule = HostRule::loopback("127.0.0.1:7676".parse().unwrap());
-        let admits = |h: &str| rule.admits(Some(h.as_bytes()));
-        assert!(admits("127.0.0.1:7676"));
-        assert!(admits("LOCALHOST:7676"));
-        assert!(!admits("127.0.0.1:7677"));
-        assert!(!admits("127.0.0.1"));
-        assert!(!admits("evil.example:7676"));
-        assert!(!admits("localhost"));
-        assert!(!rule.admits(None));
-        let v6 = HostRule::loopback("[::1]:80".parse().unwrap());
-        assert!(v6.admits(Some(b"[::1]")));
-        assert!(v6.admits(Some(b"localhost")));
     }
 }
