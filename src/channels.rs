@@ -272,8 +272,9 @@ pub async fn ask(
     };
     let url = loopback.url();
     match crate::fallback::opener::open(&url) {
-        Ok(program) => tracing::info!(%url, %program, "loopback form opened"),
-        Err(err) => tracing::warn!(%url, "loopback form not opened: {err}"),
+        // The port only: the URL's token is the question's one secret.
+        Ok(program) => tracing::info!(port = loopback.port(), %program, "loopback form opened"),
+        Err(err) => tracing::warn!(port = loopback.port(), "loopback form not opened: {err}"),
     }
     (channels.notice)(format!("{reason} Answer in the browser: {url}"));
     let race = beside_browser(

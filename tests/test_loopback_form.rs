@@ -245,6 +245,26 @@ async fn the_page_is_served_with_a_strict_policy_and_the_answer_is_taken_once() 
         stderr.contains(&format!("http://{host}{path}")),
         "the URL is told: {stderr}"
     );
+    // Told to the person, never logged: a log line names the port, not the token.
+    let token = path.rsplit('/').next().expect("token");
+    let logged: Vec<&str> = stderr
+        .lines()
+        .filter(|l| {
+            [" INFO ", " DEBUG ", " WARN ", " ERROR "]
+                .iter()
+                .any(|lvl| l.contains(lvl))
+        })
+        .collect();
+    assert!(
+        logged
+            .iter()
+            .any(|l| l.contains("loopback form opened") && l.contains(&port.to_string())),
+        "{stderr}"
+    );
+    assert!(
+        logged.iter().all(|l| !l.contains(token)),
+        "the token was logged: {stderr}"
+    );
     // Closed with the answer.
     let gone = TcpStream::connect(("127.0.0.1", port)).await;
     assert!(gone.is_err(), "the form still listens after the answer");

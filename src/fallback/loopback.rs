@@ -107,6 +107,11 @@ impl Loopback {
         })
     }
 
+    /// The port alone: what logs may say (the URL carries the token).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/q/{}", self.port, self.token)
     }
