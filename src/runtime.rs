@@ -39,7 +39,7 @@ impl std::fmt::Display for RuntimeError {
             ),
             RuntimeError::TooOpen { path, mode } => write!(
                 f,
-                "runtime directory {} has mode {mode:o}: others can write to it; run `chmod 700 {}`",
+                "runtime directory {} has mode {mode:o}: group or others can get in; run `chmod 700 {}`",
                 path.display(),
                 path.display()
             ),
@@ -307,9 +307,9 @@ pub fn check_private_dir(dir: &Path, uid: u32) -> Result<(), RuntimeError> {
     check_owner_and_mode(dir, meta.uid(), meta.mode(), uid)
 }
 
-/// Pure form of the rule: owned by `uid`, not writable by group or others (who could
-/// otherwise plant or replace sockets). New directories are made 0700; `him doctor` warns
-/// about one that others can merely read.
+/// Pure form of the rule (DESIGN.md §1): owned by `uid`, and no access at all for group or
+/// others — who could otherwise plant or replace sockets, or see which hosts run. New
+/// directories are made 0700.
 pub fn check_owner_and_mode(
     dir: &Path,
     owner: u32,
@@ -322,7 +322,7 @@ pub fn check_owner_and_mode(
             owner,
         });
     }
-    if mode & 0o022 != 0 {
+    if mode & 0o077 != 0 {
         return Err(RuntimeError::TooOpen {
             path: dir.to_owned(),
             mode: mode & 0o7777,
@@ -548,8 +548,9 @@ mod tests {
         assert!(check_owner_and_mode(Path::new("/x"), 1000, 0o40700, 1000).is_ok());
         assert!(check_owner_and_mode(Path::new("/x"), 1000, 0o40720, 1000).is_err());
         assert!(check_owner_and_mode(Path::new("/x"), 1000, 0o40702, 1000).is_err());
-        // Readable is not a reason to refuse (the sockets themselves are 0600).
-        assert!(check_owner_and_mode(Path::new("/x"), 1000, 0o40755, 1000).is_ok());
+        // Readable or enterable is enough to refuse.
+        assert!(check_owner_and_mode(Path::new("/x"), 1000, 0o40755, 1000).is_err());
+        assert!(check_owner_and_mode(Path::new("/x"), 1000, 0o40701, 1000).is_err());
     }
 
     #[test]

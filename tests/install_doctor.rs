@@ -244,7 +244,7 @@ fn a_runtime_dir_others_can_write_is_refused_with_its_fix() {
     assert_has(
         &run,
         &[
-            "has mode 0777: others can write to it, so him refuses it",
+            "has mode 0777: group or others can get in, so him refuses it",
             &format!("fix: chmod 700 {}", env.runtime.display()),
             "runtime directory would be refused",
         ],

@@ -399,7 +399,9 @@ pub fn check_runtime_dir(dir: &Path, source: &str, uid: u32) -> (Vec<Finding>, b
         );
         let (text, fix) = match err {
             RuntimeError::TooOpen { mode, .. } => (
-                format!("{shown} has mode {mode:04o}: others can write to it, so him refuses it"),
+                format!(
+                    "{shown} has mode {mode:04o}: group or others can get in, so him refuses it"
+                ),
                 chmod,
             ),
             RuntimeError::NotOurs { owner, .. } => (
@@ -417,7 +419,9 @@ pub fn check_runtime_dir(dir: &Path, source: &str, uid: u32) -> (Vec<Finding>, b
     if mode != 0o700 {
         let f = Finding::new(
             Status::Warn,
-            format!("{shown} has mode {mode:04o}; others can see which hosts run"),
+            format!(
+                "{shown} has mode {mode:04o}, not 0700; hosts may fail to publish their sockets"
+            ),
         )
         .fix(format!(
             "chmod 700 {}",
@@ -744,7 +748,13 @@ mod tests {
         assert!(!ok);
         assert_eq!(f[0].status, Status::Fail);
         assert!(f[0].fix.as_deref().unwrap().starts_with("chmod 700 "));
+        // Others may not even enter it (DESIGN.md §1).
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (f, ok) = check_runtime_dir(&dir, "test", uid);
+        assert!(!ok);
+        assert_eq!(f[0].status, Status::Fail);
+        // Owner-only but unusual: works, with a warning.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o500)).unwrap();
         let (f, ok) = check_runtime_dir(&dir, "test", uid);
         assert!(ok);
         assert_eq!(f[0].status, Status::Warn);
