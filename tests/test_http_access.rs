@@ -347,7 +347,8 @@ async fn sessions_are_capped_and_a_deleted_one_frees_its_place() {
         .send()
         .await
         .unwrap();
-    assert!(deleted.status().is_success(), "{}", deleted.status());
+    // 204, as the specification's clients expect (the Python SDK logs a failure on 202).
+    assert_eq!(deleted.status(), 204);
     assert_eq!(server.post(&http, INIT).send().await.unwrap().status(), 200);
 }
 

@@ -9,6 +9,7 @@
 //!                                      │     ─ body size ─ session cap
 //!                                      ▼
 //!                rmcp StreamableHttpService ──► HimServer, one per session ──► Pool ──► hosts
+//!                                      │         or per sessionless request
 //!                                      ▲
 //!                 sessions.rs: deleted / idle / abandoned ──► HimServer::shutdown (withdraw)
 //! ```
@@ -17,7 +18,10 @@
 //! not allowed or a client without the token. Each session gets its own `HimServer`, whose
 //! `hello` carries that session's `clientInfo`; the gate learns which server a new session
 //! got (the factory leaves it in a task-local slot of the `initialize` request) so that
-//! ending a session withdraws its questions at once.
+//! ending a session withdraws its questions at once. A 2026-07-28 request carries no
+//! session: rmcp makes a server for it alone, which the gate shuts down when the response
+//! ends or is dropped, so its links to the hosts end with it. All servers share one
+//! `SharedParts` (the `requestState` key), so a retry may reach any of them.
 
 mod origin;
 mod sessions;
@@ -52,7 +56,7 @@ use tokio_util::sync::CancellationToken;
 use crate::BoxError;
 use crate::cli::ServeArgs;
 use crate::config::{Config, MAX_WAIT};
-use crate::mcp::HimServer;
+use crate::mcp::{HimServer, SharedParts};
 use crate::web::{self, HostRule};
 
 use origin::{AllowedOrigins, OriginVerdict};
@@ -93,8 +97,16 @@ const PNA_ALLOW: &str = "access-control-allow-private-network";
 type Body = BoxBody<Bytes, Infallible>;
 
 tokio::task_local! {
-    /// Where the service factory leaves the `HimServer` it made for this request.
-    static NEW_SERVER: Arc<Mutex<Option<HimServer>>>;
+    /// Where the service factory leaves the `HimServer`s it made for this request (rmcp
+    /// also makes one to look up a tool's schema).
+    static NEW_SERVERS: Servers;
+}
+
+/// The servers rmcp made while handling one request; the last is the one that serves it.
+type Servers = Arc<Mutex<Vec<HimServer>>>;
+
+fn take_servers(servers: &Servers) -> Vec<HimServer> {
+    std::mem::take(&mut *servers.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// The options of one HTTP server, checked.
@@ -297,11 +309,15 @@ impl Gate {
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(RMCP_IDLE_BACKSTOP);
         let manager = Arc::new(manager);
-        let config = Arc::new(config);
+        // One requestState key (and one set of redeemed states) for every server: a
+        // 2026-07-28 retry is a new sessionless request, served by a new server.
+        let shared = SharedParts::new(config);
         let factory = move || {
-            let server = HimServer::new((*config).clone());
-            let _ = NEW_SERVER.try_with(|slot| {
-                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(server.clone());
+            let server = HimServer::with_shared(shared.clone());
+            let _ = NEW_SERVERS.try_with(|slot| {
+                slot.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(server.clone());
             });
             Ok(server)
         };
@@ -413,46 +429,63 @@ impl Gate {
             Ok(body) => body,
             Err(refusal) => return refusal,
         };
-        self.forward(Request::from_parts(parts, Full::new(body)))
-            .await
+        self.forward(parts, body).await
     }
 
     /// Hands an admitted request to rmcp, keeping the session table in step.
-    async fn forward(self: &Arc<Self>, request: Request<Full<Bytes>>) -> Response<Body> {
-        let method = request.method().clone();
-        let session = request
-            .headers()
+    async fn forward(self: &Arc<Self>, parts: http::request::Parts, body: Bytes) -> Response<Body> {
+        let method = parts.method.clone();
+        let session = parts
+            .headers
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let reservation = match (&method, &session) {
-            // Without a session id, a POST is an `initialize` (or a sessionless request).
-            (&Method::POST, None) => match self.sessions.reserve() {
+        let opens_session = method == Method::POST && session.is_none() && is_initialize(&body);
+        let reservation = if opens_session {
+            match self.sessions.reserve() {
                 Some(reservation) => Some(reservation),
                 None => return too_many_sessions(self.sessions.cap()),
-            },
-            _ => None,
+            }
+        } else {
+            None
         };
         if let Some(id) = &session {
             self.sessions.touch(id, Instant::now());
         }
-        // In a task of its own, so that a client going away in the middle cannot leave a
-        // session rmcp made out of the table (uncounted, never expired).
-        let exchange = tokio::spawn(self.clone().exchange(
-            request,
-            reservation,
-            session.clone(),
-            method.clone(),
-        ));
-        let (response, created) = match exchange.await {
-            Ok(done) => done,
-            Err(err) => {
-                tracing::error!("an MCP request failed: {err}");
-                return text(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "him: the request failed; see the server's log\n".into(),
-                );
+        let request = Request::from_parts(parts, Full::new(body));
+        let servers = Servers::default();
+        // A request outside any session (2026-07-28) is served by a server of its own,
+        // whose links to the hosts must end with the request, however it ends: answered,
+        // or dropped here when the client goes away before the first byte.
+        let sessionless =
+            (session.is_none() && !opens_session).then(|| EndsServers(servers.clone()));
+        let (response, created) = if opens_session {
+            // In a task of its own, so that a client going away in the middle cannot leave
+            // a session rmcp made out of the table (uncounted, never expired).
+            let exchange = tokio::spawn(self.clone().exchange(
+                request,
+                servers,
+                reservation,
+                None,
+                method.clone(),
+            ));
+            match exchange.await {
+                Ok(done) => done,
+                Err(err) => {
+                    tracing::error!("an MCP request failed: {err}");
+                    return text(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "him: the request failed; see the server's log\n".into(),
+                    );
+                }
             }
+        } else {
+            // Not detached: a client that goes away drops rmcp's handling with this
+            // future, and rmcp then cancels the call (a sessionless call sends nothing
+            // until its result, unless it reports progress).
+            self.clone()
+                .exchange(request, servers, None, session.clone(), method.clone())
+                .await
         };
 
         let streaming = response
@@ -460,6 +493,9 @@ impl Gate {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
+        if let Some(ends) = sessionless {
+            return response.map(|inner| BoxBody::new(Holding { inner, _ends: ends }));
+        }
         match session.or(created) {
             Some(id) if streaming => {
                 self.sessions.stream_opened(&id);
@@ -485,22 +521,27 @@ impl Gate {
     async fn exchange(
         self: Arc<Self>,
         request: Request<Full<Bytes>>,
+        servers: Servers,
         reservation: Option<Reservation<HimServer>>,
         session: Option<String>,
         method: Method,
     ) -> (Response<Body>, Option<String>) {
-        let slot = Arc::new(Mutex::new(None));
-        let response = NEW_SERVER
-            .scope(slot.clone(), self.mcp.handle(request))
+        let mut response = NEW_SERVERS
+            .scope(servers.clone(), self.mcp.handle(request))
             .await;
+        if method == Method::DELETE && response.status() == StatusCode::ACCEPTED {
+            // rmcp answers a DELETE with 202 (and no body); the specification's clients
+            // expect 200 or 204, and the Python SDK logs "Session termination failed: 202"
+            // on every close otherwise.
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
         let created = response
             .headers()
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         if let (Some(reservation), Some(id)) = (reservation, &created) {
-            let server = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
-            match server {
+            match take_servers(&servers).pop() {
                 Some(server) => {
                     reservation.fulfil(id.clone(), server, Instant::now());
                     tracing::info!(session = %id, open = self.sessions.len(), "HTTP session opened");
@@ -707,6 +748,53 @@ fn preflight(request: &Request<Incoming>, from_page: bool) -> Response<Body> {
         headers.insert(PNA_ALLOW, HeaderValue::from_static("true"));
     }
     response
+}
+
+/// Whether a request body is an `initialize`, the one request that opens a session.
+fn is_initialize(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Request {
+        method: Option<String>,
+    }
+    serde_json::from_slice::<Request>(body).is_ok_and(|r| r.method.as_deref() == Some("initialize"))
+}
+
+/// Shuts down, when dropped, the servers rmcp made for one sessionless request: their
+/// questions are withdrawn and their links to the hosts close.
+struct EndsServers(Servers);
+
+impl Drop for EndsServers {
+    fn drop(&mut self) {
+        for server in take_servers(&self.0) {
+            server.shutdown();
+        }
+    }
+}
+
+/// A sessionless response, which ends its servers when it is finished or dropped.
+struct Holding {
+    inner: Body,
+    _ends: EndsServers,
+}
+
+impl http_body::Body for Holding {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// A response stream of one session, counted while open. The stream of a call dropped

@@ -18,7 +18,7 @@ use crate::BoxError;
 use crate::cli::ServeArgs;
 use crate::config::Config;
 
-pub use server::HimServer;
+pub use server::{HimServer, SharedParts};
 
 pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
     crate::logging::init();
