@@ -113,9 +113,49 @@ async fn a_page_from_an_origin_that_was_not_allowed_is_403_even_with_the_token()
         assert!(response.headers().get("mcp-session-id").is_none());
         let text = response.text().await.unwrap();
         assert!(text.contains("--allow-origin"), "{text}");
+        // Never advise what the server would refuse: `null` and wildcards cannot be allowed.
+        assert!(!text.contains("--allow-origin null"), "{text}");
+        assert!(!text.contains("--allow-origin *"), "{text}");
+        if origin == "null" {
+            assert!(text.contains("cannot be allowed"), "{text}");
+        } else {
+            assert!(
+                text.contains(&format!("--allow-origin {origin}`")),
+                "{text}"
+            );
+        }
     }
     // No Origin at all: a program, not a page; the token decides.
     assert_eq!(server.post(&http, INIT).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn the_servers_own_loopback_origins_are_served_without_allow_origin() {
+    let runtime = runtime_dir();
+    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    let http = reqwest::Client::new();
+    let port = server.addr.port();
+    for origin in [
+        format!("http://127.0.0.1:{port}"),
+        format!("http://localhost:{port}"),
+    ] {
+        let response = server
+            .post(&http, INIT)
+            .header("Origin", &origin)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{origin}");
+        assert_eq!(header(&response, "access-control-allow-origin"), origin);
+    }
+    // The same names on another port are someone else's pages.
+    let other = server
+        .post(&http, INIT)
+        .header("Origin", format!("http://localhost:{}", port + 1))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 403);
 }
 
 #[tokio::test]

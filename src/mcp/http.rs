@@ -326,7 +326,11 @@ impl Gate {
             manager,
             sessions: Sessions::new(MAX_SESSIONS),
             token,
-            origins: options.origins.clone(),
+            origins: if bound.ip().is_loopback() {
+                options.origins.clone().with_own_loopback(bound)
+            } else {
+                options.origins.clone()
+            },
             hosts,
             idle: options.idle,
             stopping,
@@ -362,20 +366,11 @@ impl Gate {
             .judge(origins.iter().map(HeaderValue::as_bytes))
         {
             OriginVerdict::Absent => None,
-            OriginVerdict::Allowed(origin) => Some(origin),
+            OriginVerdict::Allowed(origin) | OriginVerdict::Own(origin) => Some(origin),
             OriginVerdict::Refused(origin) => {
-                tracing::warn!(
-                    %origin,
-                    "refused a request from a page of an origin that was not allowed; \
-                     start `him serve --http --allow-origin {origin}` to allow it"
-                );
-                return text(
-                    StatusCode::FORBIDDEN,
-                    format!(
-                        "him: pages from {origin} may not call this server; its owner can allow \
-                         them with `him serve --http --allow-origin {origin}`\n"
-                    ),
-                );
+                let advice = origin::advice_for_refused(&origin);
+                tracing::warn!("refused a request from a page: {advice}");
+                return text(StatusCode::FORBIDDEN, format!("him: {advice}\n"));
             }
         };
         let mut response = self.route(request, page.is_some()).await;
