@@ -367,8 +367,22 @@ async fn an_oversize_body_is_413() {
     assert_eq!(response.status(), 413);
 }
 
+async fn tools_list_status(server: &HttpServer, http: &reqwest::Client, session: &str) -> u16 {
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let response = server
+        .post(http, list)
+        .header("Mcp-Session-Id", session)
+        .header("Mcp-Protocol-Version", "2025-06-18")
+        .send()
+        .await
+        .expect("tools/list");
+    let status = response.status().as_u16();
+    response.bytes().await.expect("tools/list body");
+    status
+}
+
 #[tokio::test]
-async fn sessions_are_capped_and_a_deleted_one_frees_its_place() {
+async fn a_deleted_session_frees_its_place_and_at_the_cap_only_the_one_idle_longest_makes_room() {
     let runtime = runtime_dir();
     let server = HttpServer::start(runtime.path(), &[], &[]).await;
     let http = reqwest::Client::new();
@@ -376,10 +390,6 @@ async fn sessions_are_capped_and_a_deleted_one_frees_its_place() {
     for i in 0..64 {
         sessions.push(server.initialize(&http, &format!("client-{i}")).await);
     }
-    let refused = server.post(&http, INIT).send().await.unwrap();
-    assert_eq!(refused.status(), 503);
-    let text = refused.text().await.unwrap();
-    assert!(text.contains("64"), "{text}");
     let deleted = http
         .delete(&server.url)
         .header("Authorization", server.bearer())
@@ -389,7 +399,23 @@ async fn sessions_are_capped_and_a_deleted_one_frees_its_place() {
         .unwrap();
     // 204, as the specification's clients expect (the Python SDK logs a failure on 202).
     assert_eq!(deleted.status(), 204);
-    assert_eq!(server.post(&http, INIT).send().await.unwrap().status(), 200);
+    assert_eq!(tools_list_status(&server, &http, &sessions[0]).await, 404);
+    sessions[0] = server.initialize(&http, "client-64").await;
+    // Below the cap (the place was free), nobody lost a session.
+    for session in &sessions {
+        assert_eq!(tools_list_status(&server, &http, session).await, 200);
+    }
+    // At the cap, a new session takes the place of the one idle longest: the first one
+    // just listed.
+    server.initialize(&http, "client-65").await;
+    assert_eq!(tools_list_status(&server, &http, &sessions[0]).await, 404);
+    for session in &sessions[1..] {
+        assert_eq!(tools_list_status(&server, &http, session).await, 200);
+    }
+    assert!(
+        server.stderr_text().contains("to make room for a new one"),
+        "the eviction was not logged"
+    );
 }
 
 #[tokio::test]

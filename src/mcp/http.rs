@@ -438,15 +438,28 @@ impl Gate {
         let opens_session = method == Method::POST && session.is_none() && is_initialize(&body);
         let reservation = if opens_session {
             match self.sessions.reserve() {
-                Some(reservation) => Some(reservation),
+                Some((reservation, evicted)) => {
+                    if let Some((id, server)) = evicted {
+                        tracing::info!(
+                            session = %id,
+                            "HTTP session ended to make room for a new one: {} are open, the \
+                             most this server keeps, and it was idle longest",
+                            self.sessions.cap()
+                        );
+                        server.shutdown();
+                        self.close_in_rmcp(&id).await;
+                    }
+                    Some(reservation)
+                }
                 None => return too_many_sessions(self.sessions.cap()),
             }
         } else {
             None
         };
-        if let Some(id) = &session {
-            self.sessions.touch(id, Instant::now());
-        }
+        // Busy until rmcp has answered; a call's open stream keeps it busy after that.
+        let _in_flight = session
+            .as_deref()
+            .and_then(|id| self.sessions.request(id, Instant::now()));
         let request = Request::from_parts(parts, Full::new(body));
         let servers = Servers::default();
         // A request outside any session (2026-07-28) is served by a server of its own,
@@ -700,8 +713,9 @@ fn too_many_sessions(cap: usize) -> Response<Body> {
     let mut response = text(
         StatusCode::SERVICE_UNAVAILABLE,
         format!(
-            "him: {cap} MCP sessions are open, the most this server keeps; end one (HTTP DELETE \
-             with its Mcp-Session-Id) or wait until an idle one expires\n"
+            "him: {cap} MCP sessions are open, the most this server keeps, and every one is \
+             busy with a call or an open stream; end one (HTTP DELETE with its Mcp-Session-Id) \
+             or try again when a call has finished\n"
         ),
     );
     response
