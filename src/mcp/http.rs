@@ -63,7 +63,7 @@ use origin::{AllowedOrigins, OriginVerdict};
 use sessions::{Ending, Reservation, Sessions};
 use token::{Token, TokenSource};
 
-pub use token::{MIN_TOKEN_LEN, TOKEN_ENV, TOKEN_FILE};
+pub use token::{MIN_TOKEN_LEN, PATH_TOKEN_FILE, TOKEN_ENV, TOKEN_FILE};
 
 pub const DEFAULT_ADDR: &str = "127.0.0.1:7676";
 pub const ENDPOINT: &str = "/mcp";
@@ -163,12 +163,52 @@ fn idle_from(value: Option<String>) -> Result<Duration, String> {
     }
 }
 
+/// The bearer token in force, from `HIM_HTTP_TOKEN` or the state directory.
+fn bearer_token(config: &Config) -> Result<(Token, TokenSource), BoxError> {
+    let state = crate::state::state_dir()?;
+    Ok(token::load_or_create(
+        &state,
+        std::env::var(TOKEN_ENV).ok(),
+        Some(&config.runtime.dir),
+    )?)
+}
+
+/// The path token (for `/mcp/<path token>`), made on first use.
+pub fn path_token() -> Result<Token, BoxError> {
+    let state = crate::state::state_dir()?;
+    Ok(token::load_or_create_file(&state, PATH_TOKEN_FILE)?.0)
+}
+
+/// The URL a client that cannot send headers calls: the endpoint with the path token.
+pub fn path_token_url(addr: &str, token: &Token) -> String {
+    format!("http://{addr}{ENDPOINT}/{}", token.secret())
+}
+
+fn tell_where(source: &TokenSource) {
+    match source {
+        TokenSource::Env => eprintln!("him: bearer token from {TOKEN_ENV}"),
+        TokenSource::File(path) => eprintln!(
+            "him: bearer token kept in {} (print it with `him serve --http --print-token`)",
+            path.display()
+        ),
+        TokenSource::Created(path) => eprintln!(
+            "him: made a new bearer token, kept in {} (print it with `him serve --http \
+             --print-token`)",
+            path.display()
+        ),
+        TokenSource::Moved { from, to } => eprintln!(
+            "him: moved the bearer token from {} to {}, which a reboot does not empty",
+            from.display(),
+            to.display()
+        ),
+    }
+}
+
 /// `him serve --http --print-token`: the token the server uses, creating it if needed.
 pub fn print_token(config: &Config) -> Result<ExitCode, BoxError> {
-    let (token, source) =
-        token::load_or_create(&config.runtime.dir, std::env::var(TOKEN_ENV).ok())?;
-    if let TokenSource::Created(path) = &source {
-        eprintln!("him: made a new HTTP token in {}", path.display());
+    let (token, source) = bearer_token(config)?;
+    if !matches!(source, TokenSource::File(_) | TokenSource::Env) {
+        tell_where(&source);
     }
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{}", token.secret())?;
@@ -176,11 +216,29 @@ pub fn print_token(config: &Config) -> Result<ExitCode, BoxError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `him serve --http [ADDR] --new-path-token`: replaces the path token alone and prints the
+/// new URL.
+pub fn new_path_token(args: &ServeArgs) -> Result<ExitCode, BoxError> {
+    let addr = args.http.as_deref().unwrap_or(DEFAULT_ADDR);
+    parse_addr(addr)?;
+    let state = crate::state::state_dir()?;
+    let token = token::replace_file(&state, PATH_TOKEN_FILE)?;
+    eprintln!(
+        "him: made a new path token, kept in {}; the old URL no longer works once `him serve \
+         --http` restarts. The bearer token of other clients is unchanged.",
+        state.join(PATH_TOKEN_FILE).display()
+    );
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", path_token_url(addr, &token))?;
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `him serve --http [ADDR]`: serves until SIGINT or SIGTERM.
 pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
     let options = Options::from_args(args)?;
-    let (token, source) =
-        token::load_or_create(&config.runtime.dir, std::env::var(TOKEN_ENV).ok())?;
+    let (token, source) = bearer_token(&config)?;
+    let path_token = path_token()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -199,17 +257,17 @@ pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
             );
         }
         eprintln!("him: serving MCP (Streamable HTTP) at http://{bound}{ENDPOINT}");
-        match &source {
-            TokenSource::Env => eprintln!("him: bearer token from {TOKEN_ENV}"),
-            TokenSource::File(path) | TokenSource::Created(path) => eprintln!(
-                "him: bearer token kept in {} (print it with `him serve --http --print-token`)",
-                path.display()
-            ),
-        }
+        tell_where(&source);
         for origin in options.origins.list() {
             eprintln!("him: pages from {origin} may call it");
         }
-        let gate = Gate::new(config, bound, &options, token);
+        if !options.origins.list().is_empty() {
+            eprintln!(
+                "him: those pages may also put a token in the path instead of a header (MCP \
+                 SuperAssistant); `him config superassistant` prints that URL"
+            );
+        }
+        let gate = Gate::new(config, bound, &options, token, path_token);
         run(listener, gate, shutdown_signal()).await;
         Ok::<_, BoxError>(())
     })?;
@@ -283,6 +341,8 @@ struct Gate {
     manager: Arc<LocalSessionManager>,
     sessions: Arc<Sessions<HimServer>>,
     token: Token,
+    /// Taken in the path (`/mcp/<path token>`) from pages of listed origins only.
+    path_token: Token,
     origins: AllowedOrigins,
     /// `None` on a non-loopback address (`--allow-remote`): any `Host`.
     hosts: Option<HostRule>,
@@ -291,7 +351,13 @@ struct Gate {
 }
 
 impl Gate {
-    fn new(config: Config, bound: SocketAddr, options: &Options, token: Token) -> Arc<Gate> {
+    fn new(
+        config: Config,
+        bound: SocketAddr,
+        options: &Options,
+        token: Token,
+        path_token: Token,
+    ) -> Arc<Gate> {
         // Behind a loopback address only local names can be right; on a reachable address
         // (which needs --allow-remote) the names it is reached by cannot be known.
         let hosts = bound.ip().is_loopback().then(|| HostRule::loopback(bound));
@@ -326,6 +392,7 @@ impl Gate {
             manager,
             sessions: Sessions::new(MAX_SESSIONS),
             token,
+            path_token,
             origins: if bound.ip().is_loopback() {
                 options.origins.clone().with_own_loopback(bound)
             } else {
@@ -361,10 +428,11 @@ impl Gate {
             }
         }
         let origins = request.headers().get_all(header::ORIGIN);
-        let page = match self
+        let verdict = self
             .origins
-            .judge(origins.iter().map(HeaderValue::as_bytes))
-        {
+            .judge(origins.iter().map(HeaderValue::as_bytes));
+        let listed = matches!(verdict, OriginVerdict::Allowed(_));
+        let page = match verdict {
             OriginVerdict::Absent => None,
             OriginVerdict::Allowed(origin) | OriginVerdict::Own(origin) => Some(origin),
             OriginVerdict::Refused(origin) => {
@@ -373,7 +441,7 @@ impl Gate {
                 return text(StatusCode::FORBIDDEN, format!("him: {advice}\n"));
             }
         };
-        let mut response = self.route(request, page.is_some()).await;
+        let mut response = self.route(request, page.is_some(), listed).await;
         let headers = response.headers_mut();
         if let Some(origin) = page
             && let Ok(origin) = HeaderValue::from_str(&origin)
@@ -390,23 +458,34 @@ impl Gate {
 
     async fn route(
         self: &Arc<Self>,
-        request: Request<Incoming>,
+        mut request: Request<Incoming>,
         from_page: bool,
+        listed_origin: bool,
     ) -> Response<Body> {
-        if request.uri().path() != ENDPOINT {
-            return text(
-                StatusCode::NOT_FOUND,
-                format!("him: the MCP endpoint is {ENDPOINT}\n"),
-            );
-        }
+        let by_path_token = match request.uri().path().strip_prefix(ENDPOINT) {
+            Some("") => false,
+            Some(rest) if rest.starts_with('/') => {
+                if let Err(refusal) = self.take_path_token(&mut request, listed_origin) {
+                    return refusal;
+                }
+                true
+            }
+            _ => {
+                return text(
+                    StatusCode::NOT_FOUND,
+                    format!("him: the MCP endpoint is {ENDPOINT}\n"),
+                );
+            }
+        };
         if request.method() == Method::OPTIONS {
             return preflight(&request, from_page);
         }
         // Exactly one `Authorization`: with two, a proxy and this server might read different ones.
         let mut authorizations = request.headers().get_all(header::AUTHORIZATION).iter();
         let authorization = authorizations.next();
-        let admitted = authorizations.next().is_none()
-            && self.token.admits(authorization.map(HeaderValue::as_bytes));
+        let admitted = by_path_token
+            || authorizations.next().is_none()
+                && self.token.admits(authorization.map(HeaderValue::as_bytes));
         if !admitted {
             tracing::warn!(
                 presented = authorization.is_some(),
@@ -425,6 +504,59 @@ impl Gate {
             Err(refusal) => return refusal,
         };
         self.forward(parts, body).await
+    }
+
+    /// Checks the token in a `/mcp/<path token>` request and takes it out: the request goes
+    /// on as one for `/mcp`, so neither rmcp nor any log sees it. Only pages of an origin
+    /// listed with `--allow-origin` may use one: a client that can send headers has no need
+    /// of a secret in its URL, where it ends up in more places.
+    #[allow(clippy::result_large_err)]
+    fn take_path_token(
+        &self,
+        request: &mut Request<Incoming>,
+        listed_origin: bool,
+    ) -> Result<(), Response<Body>> {
+        if !listed_origin {
+            tracing::warn!("refused a token in the path from a request without a listed Origin");
+            return Err(text(
+                StatusCode::FORBIDDEN,
+                "him: a token in the path is accepted only from pages of an origin allowed with \
+                 `him serve --http --allow-origin <origin>`; other clients send \
+                 `Authorization: Bearer <token>` to /mcp\n"
+                    .into(),
+            ));
+        }
+        let presented = request
+            .uri()
+            .path()
+            .strip_prefix(ENDPOINT)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .unwrap_or_default();
+        if !self.path_token.matches(presented.as_bytes()) {
+            tracing::warn!("refused a request with a wrong token in the path");
+            return Err(text(
+                StatusCode::UNAUTHORIZED,
+                "him: wrong token in the path; `him config superassistant` prints the URL to \
+                 use\n"
+                    .into(),
+            ));
+        }
+        let endpoint = match request.uri().query() {
+            Some(query) => format!("{ENDPOINT}?{query}"),
+            None => ENDPOINT.to_owned(),
+        };
+        let mut parts = request.uri().clone().into_parts();
+        parts.path_and_query = endpoint.parse().ok();
+        match http::Uri::from_parts(parts) {
+            Ok(uri) => {
+                *request.uri_mut() = uri;
+                Ok(())
+            }
+            Err(_) => Err(text(
+                StatusCode::BAD_REQUEST,
+                "him: the request's URL cannot be read\n".into(),
+            )),
+        }
     }
 
     /// Hands an admitted request to rmcp, keeping the session table in step.

@@ -27,6 +27,9 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         if args.print_token {
             return http::print_token(&config);
         }
+        if args.new_path_token {
+            return http::new_path_token(&args);
+        }
         return http::serve(&args, config);
     }
     // One thread: a session's work is a few messages a second.
