@@ -323,8 +323,9 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
             notes: vec![
                 format!(
                     "Run the server with: HIM_TIMEOUT_MS={him_wait} {exe_sh} serve --http \
-                     --allow-origin chrome-extension://<SuperAssistant's extension id> (the id is \
-                     on chrome://extensions with developer mode on)."
+                     --allow-origin chrome-extension://kngiafgkdnlkgmefdafaibkibegkcaef (the \
+                     Chrome Web Store build's id; another build's is on chrome://extensions with \
+                     developer mode on)."
                 ),
                 format!(
                     "HIM_TIMEOUT_MS={him_wait}: SuperAssistant gives up on a call after 30-60 s, \
