@@ -455,6 +455,8 @@ async fn print_token_prints_the_token_the_server_uses_from_a_private_file_in_the
     let http = reqwest::Client::new();
     assert_eq!(server.post(&http, INIT).send().await.unwrap().status(), 200);
     assert_eq!(print_token(runtime.path(), state_home.path()), token);
+    // With no --allow-origin nothing may use a path token, so none is made.
+    assert!(!dir.join("http-path-token").exists());
 }
 
 #[tokio::test]

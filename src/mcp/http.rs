@@ -238,7 +238,12 @@ pub fn new_path_token(args: &ServeArgs) -> Result<ExitCode, BoxError> {
 pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
     let options = Options::from_args(args)?;
     let (token, source) = bearer_token(&config)?;
-    let path_token = path_token()?;
+    // Only pages of listed origins may use one, so without any there is none to make.
+    let path_token = if options.origins.list().is_empty() {
+        None
+    } else {
+        Some(path_token()?)
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -342,7 +347,7 @@ struct Gate {
     sessions: Arc<Sessions<HimServer>>,
     token: Token,
     /// Taken in the path (`/mcp/<path token>`) from pages of listed origins only.
-    path_token: Token,
+    path_token: Option<Token>,
     origins: AllowedOrigins,
     /// `None` on a non-loopback address (`--allow-remote`): any `Host`.
     hosts: Option<HostRule>,
@@ -356,7 +361,7 @@ impl Gate {
         bound: SocketAddr,
         options: &Options,
         token: Token,
-        path_token: Token,
+        path_token: Option<Token>,
     ) -> Arc<Gate> {
         // Behind a loopback address only local names can be right; on a reachable address
         // (which needs --allow-remote) the names it is reached by cannot be known.
@@ -532,7 +537,11 @@ impl Gate {
             .strip_prefix(ENDPOINT)
             .and_then(|rest| rest.strip_prefix('/'))
             .unwrap_or_default();
-        if !self.path_token.matches(presented.as_bytes()) {
+        if !self
+            .path_token
+            .as_ref()
+            .is_some_and(|token| token.matches(presented.as_bytes()))
+        {
             tracing::warn!("refused a request with a wrong token in the path");
             return Err(text(
                 StatusCode::UNAUTHORIZED,
