@@ -46,6 +46,10 @@ pub struct ServeArgs {
     /// Print the HTTP bearer token (creating it if needed) and exit.
     #[arg(long, requires = "http")]
     pub print_token: bool,
+    /// Replace the path token (the secret in the URL that `him config superassistant`
+    /// prints), print the new URL and exit; the bearer token stays as it is.
+    #[arg(long, requires = "http", conflicts_with = "print_token")]
+    pub new_path_token: bool,
     /// Allow browser pages from this origin to call the HTTP endpoint (repeatable).
     #[arg(long = "allow-origin", value_name = "URL", requires = "http")]
     pub allow_origin: Vec<String>,
@@ -160,6 +164,8 @@ pub enum Client {
     Gemini,
     Windsurf,
     Http,
+    /// MCP SuperAssistant (web chats), which cannot send headers: a URL with a path token.
+    Superassistant,
 }
 
 #[derive(Debug, Args)]

@@ -32,6 +32,7 @@ pub mod random;
 pub mod relay;
 pub mod role;
 pub mod runtime;
+pub mod state;
 pub mod tools;
 pub mod wait;
 pub mod web;

@@ -184,3 +184,47 @@ fn an_unknown_client_is_refused_by_the_command_line() {
     assert!(!o.status.success());
     assert!(o.stdout.is_empty());
 }
+
+#[test]
+fn superassistant_gets_the_url_with_the_path_token_and_a_wait_below_its_timeout() {
+    let state = tempfile::tempdir().unwrap();
+    let run = || {
+        let o = Command::new(env!("CARGO_BIN_EXE_him"))
+            .args(["config", "superassistant"])
+            .env("XDG_STATE_HOME", state.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (
+            String::from_utf8(o.stdout).unwrap(),
+            String::from_utf8(o.stderr).unwrap(),
+        )
+    };
+    let (stdout, stderr) = run();
+    // stdout is the URL alone, ready to paste, with the real path token in it.
+    let token = std::fs::read_to_string(state.path().join("him/http-path-token")).unwrap();
+    assert_eq!(
+        stdout,
+        format!("http://127.0.0.1:7676/mcp/{}\n", token.trim())
+    );
+    // The explanation is on stderr, every line a comment.
+    for line in stderr.lines().filter(|l| !l.is_empty()) {
+        assert!(line.starts_with('#'), "{line}");
+    }
+    assert!(
+        stderr.contains("--allow-origin chrome-extension://"),
+        "{stderr}"
+    );
+    let wait: u64 = stderr
+        .split("HIM_TIMEOUT_MS=")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .expect("HIM_TIMEOUT_MS in the explanation");
+    assert!(
+        wait < 30_000,
+        "him must stop waiting before SuperAssistant does: {wait}"
+    );
+    // The same URL every time, until it is replaced on purpose.
+    assert_eq!(run().0, stdout);
+}

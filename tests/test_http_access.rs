@@ -113,9 +113,49 @@ async fn a_page_from_an_origin_that_was_not_allowed_is_403_even_with_the_token()
         assert!(response.headers().get("mcp-session-id").is_none());
         let text = response.text().await.unwrap();
         assert!(text.contains("--allow-origin"), "{text}");
+        // Never advise what the server would refuse: `null` and wildcards cannot be allowed.
+        assert!(!text.contains("--allow-origin null"), "{text}");
+        assert!(!text.contains("--allow-origin *"), "{text}");
+        if origin == "null" {
+            assert!(text.contains("cannot be allowed"), "{text}");
+        } else {
+            assert!(
+                text.contains(&format!("--allow-origin {origin}`")),
+                "{text}"
+            );
+        }
     }
     // No Origin at all: a program, not a page; the token decides.
     assert_eq!(server.post(&http, INIT).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn the_servers_own_loopback_origins_are_served_without_allow_origin() {
+    let runtime = runtime_dir();
+    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    let http = reqwest::Client::new();
+    let port = server.addr.port();
+    for origin in [
+        format!("http://127.0.0.1:{port}"),
+        format!("http://localhost:{port}"),
+    ] {
+        let response = server
+            .post(&http, INIT)
+            .header("Origin", &origin)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{origin}");
+        assert_eq!(header(&response, "access-control-allow-origin"), origin);
+    }
+    // The same names on another port are someone else's pages.
+    let other = server
+        .post(&http, INIT)
+        .header("Origin", format!("http://localhost:{}", port + 1))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 403);
 }
 
 #[tokio::test]
@@ -327,8 +367,22 @@ async fn an_oversize_body_is_413() {
     assert_eq!(response.status(), 413);
 }
 
+async fn tools_list_status(server: &HttpServer, http: &reqwest::Client, session: &str) -> u16 {
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let response = server
+        .post(http, list)
+        .header("Mcp-Session-Id", session)
+        .header("Mcp-Protocol-Version", "2025-06-18")
+        .send()
+        .await
+        .expect("tools/list");
+    let status = response.status().as_u16();
+    response.bytes().await.expect("tools/list body");
+    status
+}
+
 #[tokio::test]
-async fn sessions_are_capped_and_a_deleted_one_frees_its_place() {
+async fn a_deleted_session_frees_its_place_and_at_the_cap_only_the_one_idle_longest_makes_room() {
     let runtime = runtime_dir();
     let server = HttpServer::start(runtime.path(), &[], &[]).await;
     let http = reqwest::Client::new();
@@ -336,10 +390,6 @@ async fn sessions_are_capped_and_a_deleted_one_frees_its_place() {
     for i in 0..64 {
         sessions.push(server.initialize(&http, &format!("client-{i}")).await);
     }
-    let refused = server.post(&http, INIT).send().await.unwrap();
-    assert_eq!(refused.status(), 503);
-    let text = refused.text().await.unwrap();
-    assert!(text.contains("64"), "{text}");
     let deleted = http
         .delete(&server.url)
         .header("Authorization", server.bearer())
@@ -347,39 +397,100 @@ async fn sessions_are_capped_and_a_deleted_one_frees_its_place() {
         .send()
         .await
         .unwrap();
-    assert!(deleted.status().is_success(), "{}", deleted.status());
-    assert_eq!(server.post(&http, INIT).send().await.unwrap().status(), 200);
+    // 204, as the specification's clients expect (the Python SDK logs a failure on 202).
+    assert_eq!(deleted.status(), 204);
+    assert_eq!(tools_list_status(&server, &http, &sessions[0]).await, 404);
+    sessions[0] = server.initialize(&http, "client-64").await;
+    // Below the cap (the place was free), nobody lost a session.
+    for session in &sessions {
+        assert_eq!(tools_list_status(&server, &http, session).await, 200);
+    }
+    // At the cap, a new session takes the place of the one idle longest: the first one
+    // just listed.
+    server.initialize(&http, "client-65").await;
+    assert_eq!(tools_list_status(&server, &http, &sessions[0]).await, 404);
+    for session in &sessions[1..] {
+        assert_eq!(tools_list_status(&server, &http, session).await, 200);
+    }
+    assert!(
+        server.stderr_text().contains("to make room for a new one"),
+        "the eviction was not logged"
+    );
+}
+
+fn print_token(runtime: &std::path::Path, state_home: &std::path::Path) -> String {
+    let printed = std::process::Command::new(him_bin())
+        .args(["serve", "--http", "--print-token"])
+        .env("HIM_RUNTIME_DIR", runtime)
+        .env("XDG_STATE_HOME", state_home)
+        .env_remove("HIM_HTTP_TOKEN")
+        .output()
+        .expect("him serve --http --print-token");
+    assert!(printed.status.success());
+    String::from_utf8(printed.stdout)
+        .expect("utf-8")
+        .trim_end_matches('\n')
+        .to_owned()
 }
 
 #[tokio::test]
-async fn print_token_prints_the_token_the_server_uses_from_a_private_file() {
+async fn print_token_prints_the_token_the_server_uses_from_a_private_file_in_the_state_dir() {
     let runtime = runtime_dir();
-    let printed = std::process::Command::new(him_bin())
-        .args(["serve", "--http", "--print-token"])
-        .env("HIM_RUNTIME_DIR", runtime.path())
-        .env_remove("HIM_HTTP_TOKEN")
-        .output()
-        .unwrap();
-    assert!(printed.status.success());
-    let token = String::from_utf8(printed.stdout).unwrap();
-    let token = token.trim_end_matches('\n');
+    let state_home = runtime_dir();
+    let token = print_token(runtime.path(), state_home.path());
     assert_eq!(token.len(), 64);
-    let file = runtime.path().join("http-token");
-    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o600);
+    let dir = state_home.path().join("him");
+    let file = dir.join("http-token");
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&file), 0o600);
+    assert_eq!(mode(&dir), 0o700);
+    // Never in the runtime directory, which a reboot empties.
+    assert!(!runtime.path().join("http-token").exists());
 
     // The server uses that same token; a second print gives it again.
-    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    let state_env = state_home.path().to_str().unwrap();
+    let server = HttpServer::start(runtime.path(), &[], &[("XDG_STATE_HOME", state_env)]).await;
     assert_eq!(server.token, token);
     let http = reqwest::Client::new();
     assert_eq!(server.post(&http, INIT).send().await.unwrap().status(), 200);
-    let again = std::process::Command::new(him_bin())
-        .args(["serve", "--http", "--print-token"])
-        .env("HIM_RUNTIME_DIR", runtime.path())
-        .env_remove("HIM_HTTP_TOKEN")
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8(again.stdout).unwrap().trim_end(), token);
+    assert_eq!(print_token(runtime.path(), state_home.path()), token);
+    // With no --allow-origin nothing may use a path token, so none is made.
+    assert!(!dir.join("http-path-token").exists());
+}
+
+#[tokio::test]
+async fn the_token_survives_a_restart_with_a_fresh_runtime_directory() {
+    let state_home = runtime_dir();
+    let state_env = state_home.path().to_str().unwrap();
+    let before_reboot = runtime_dir();
+    let first =
+        HttpServer::start(before_reboot.path(), &[], &[("XDG_STATE_HOME", state_env)]).await;
+    let token = first.token.clone();
+    drop(first);
+    drop(before_reboot);
+    // After a reboot the runtime directory is new and empty; the token is still the same.
+    let after_reboot = runtime_dir();
+    let second =
+        HttpServer::start(after_reboot.path(), &[], &[("XDG_STATE_HOME", state_env)]).await;
+    assert_eq!(second.token, token);
+    let http = reqwest::Client::new();
+    assert_eq!(second.post(&http, INIT).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn a_token_an_older_version_left_in_the_runtime_directory_is_moved_and_kept() {
+    let runtime = runtime_dir();
+    let state_home = runtime_dir();
+    let old = runtime.path().join("http-token");
+    std::fs::write(&old, "0123456789abcdef0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(
+        print_token(runtime.path(), state_home.path()),
+        "0123456789abcdef0123456789abcdef"
+    );
+    assert!(!old.exists());
+    assert!(state_home.path().join("him/http-token").exists());
 }
 
 #[tokio::test]
@@ -389,6 +500,7 @@ async fn him_http_token_overrides_the_file() {
     let printed = std::process::Command::new(him_bin())
         .args(["serve", "--http", "--print-token"])
         .env("HIM_RUNTIME_DIR", runtime.path())
+        .env("XDG_STATE_HOME", runtime.path().join("state"))
         .env("HIM_HTTP_TOKEN", chosen)
         .output()
         .unwrap();
@@ -399,7 +511,7 @@ async fn him_http_token_overrides_the_file() {
     let server = HttpServer::start(runtime.path(), &[], &[("HIM_HTTP_TOKEN", chosen)]).await;
     let http = reqwest::Client::new();
     assert_eq!(server.post(&http, INIT).send().await.unwrap().status(), 200);
-    assert!(!runtime.path().join("http-token").exists());
+    assert!(!server.state.join("http-token").exists());
 }
 
 #[tokio::test]
@@ -408,6 +520,7 @@ async fn a_non_loopback_address_needs_allow_remote() {
     let refused = std::process::Command::new(him_bin())
         .args(["serve", "--http", "0.0.0.0:0"])
         .env("HIM_RUNTIME_DIR", runtime.path())
+        .env("XDG_STATE_HOME", runtime.path().join("state"))
         .output()
         .unwrap();
     assert!(!refused.status.success());
@@ -417,6 +530,7 @@ async fn a_non_loopback_address_needs_allow_remote() {
     let mut child = tokio::process::Command::new(him_bin())
         .args(["serve", "--http", "0.0.0.0:0", "--allow-remote"])
         .env("HIM_RUNTIME_DIR", runtime.path())
+        .env("XDG_STATE_HOME", runtime.path().join("state"))
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -468,4 +582,139 @@ async fn a_stalled_client_does_not_hold_up_another() {
         .unwrap();
     assert_eq!(response.status(), 200);
     drop((half_headers, half_body));
+}
+
+#[tokio::test]
+async fn a_path_token_admits_pages_of_a_listed_origin_only_and_is_never_logged() {
+    let runtime = runtime_dir();
+    let server = HttpServer::start(
+        runtime.path(),
+        &["--allow-origin", EXTENSION],
+        &[("HIM_LOG", "trace")],
+    )
+    .await;
+    let path_token = server.path_token();
+    assert_ne!(
+        path_token, server.token,
+        "the path token must be a secret of its own"
+    );
+    let url = format!("{}/{path_token}", server.url);
+    let http = reqwest::Client::new();
+    let post = |url: &str, origin: Option<&str>, body: &str| {
+        let mut request = http
+            .post(url)
+            .header("Content-Type", "application/json")
+            .header("Accept", ACCEPT)
+            .body(body.to_owned());
+        if let Some(origin) = origin {
+            request = request.header("Origin", origin);
+        }
+        request
+    };
+
+    // SuperAssistant's way: no Authorization header, the token in the path, its origin.
+    let preflight = http
+        .request(reqwest::Method::OPTIONS, &url)
+        .header("Origin", EXTENSION)
+        .header("Access-Control-Request-Method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert!(preflight.status().is_success(), "{}", preflight.status());
+    let response = post(&url, Some(EXTENSION), INIT).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(&response, "access-control-allow-origin"), EXTENSION);
+    let session = header(&response, "mcp-session-id").to_owned();
+    response.bytes().await.unwrap();
+    let list = post(
+        &url,
+        Some(EXTENSION),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    )
+    .header("Mcp-Session-Id", &session)
+    .header("Mcp-Protocol-Version", "2025-06-18")
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(list.status(), 200);
+    assert!(list.text().await.unwrap().contains("ask_text"));
+
+    // Without a listed origin the path token is worth nothing: no Origin (a program, which
+    // can send the header), or the server's own loopback origin.
+    let own = format!("http://127.0.0.1:{}", server.addr.port());
+    for origin in [None, Some(own.as_str())] {
+        let response = post(&url, origin, INIT).send().await.unwrap();
+        assert_eq!(response.status(), 403, "{origin:?}");
+        let text = response.text().await.unwrap();
+        assert!(text.contains("--allow-origin"), "{text}");
+        assert!(!text.contains(&path_token), "the path token leaked: {text}");
+    }
+    // A wrong one, or the bearer token in its place, is 401.
+    for wrong in [
+        format!("{}x", path_token),
+        server.token.clone(),
+        String::new(),
+    ] {
+        let response = post(&format!("{}/{wrong}", server.url), Some(EXTENSION), INIT)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 401, "{wrong}");
+    }
+    // Other paths are not the endpoint.
+    let elsewhere = post(
+        &format!("{}x/{path_token}", server.url),
+        Some(EXTENSION),
+        INIT,
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(elsewhere.status(), 404);
+
+    let log = server.stderr_text();
+    assert!(!log.contains(&path_token), "the path token was logged");
+    assert!(!log.contains(&server.token), "the bearer token was logged");
+}
+
+#[tokio::test]
+async fn new_path_token_replaces_the_path_token_alone() {
+    let runtime = runtime_dir();
+    let state_home = runtime.path().join("state");
+    let config = std::process::Command::new(him_bin())
+        .args(["config", "superassistant"])
+        .env("XDG_STATE_HOME", &state_home)
+        .output()
+        .unwrap();
+    assert!(config.status.success());
+    let first_url = String::from_utf8(config.stdout).unwrap();
+    let bearer = print_token(runtime.path(), &state_home);
+    let replaced = std::process::Command::new(him_bin())
+        .args(["serve", "--http", "--new-path-token"])
+        .env("XDG_STATE_HOME", &state_home)
+        .output()
+        .unwrap();
+    assert!(replaced.status.success());
+    let new_url = String::from_utf8(replaced.stdout).unwrap();
+    assert!(
+        new_url.starts_with("http://127.0.0.1:7676/mcp/"),
+        "{new_url}"
+    );
+    assert_ne!(new_url, first_url);
+    assert_eq!(print_token(runtime.path(), &state_home), bearer);
+
+    let server = HttpServer::start(runtime.path(), &["--allow-origin", EXTENSION], &[]).await;
+    let http = reqwest::Client::new();
+    let call = |token: String| {
+        http.post(format!("{}/{token}", server.url))
+            .header("Content-Type", "application/json")
+            .header("Accept", ACCEPT)
+            .header("Origin", EXTENSION)
+            .body(INIT)
+            .send()
+    };
+    let old_token = first_url.trim().rsplit('/').next().unwrap().to_owned();
+    let new_token = new_url.trim().rsplit('/').next().unwrap().to_owned();
+    assert_eq!(call(old_token).await.unwrap().status(), 401);
+    assert_eq!(call(new_token).await.unwrap().status(), 200);
 }

@@ -216,3 +216,36 @@ async fn stopping_the_server_withdraws_its_questions_and_exits_cleanly() {
         .expect("wait");
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test]
+async fn after_five_hundred_health_checks_a_real_client_is_served_and_a_waiting_call_kept() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let server = HttpServer::start(runtime.path(), &[], &[("HIM_LOG", "warn")]).await;
+    // A client that connected first and waits for the person all along.
+    let (early, _) = server.connect("early-bird").await;
+    let waiting = tokio::spawn(async move {
+        let result = call(&early, "ask_text", json!({"question": "Still waiting?"})).await;
+        early.cancel().await.ok();
+        result
+    });
+    let early_ask = ext.take_ask().await;
+    // `claude mcp list` and `gemini mcp list` open a session and never end it.
+    let http = reqwest::Client::new();
+    for i in 0..500 {
+        server.initialize(&http, &format!("health-check-{i}")).await;
+    }
+    let (late, _) = server.connect("real-client").await;
+    let late_call = tokio::spawn(async move {
+        let result = call(&late, "ask_text", json!({"question": "Served?"})).await;
+        late.cancel().await.ok();
+        result
+    });
+    let late_ask = ext.take_ask().await;
+    assert_eq!(late_ask["agent"]["name"], "real-client");
+    ext.submit(&late_ask["id"], json!({"answer": "yes"})).await;
+    assert_eq!(late_call.await.unwrap()["answer"], "yes");
+    ext.submit(&early_ask["id"], json!({"answer": "still here"}))
+        .await;
+    assert_eq!(waiting.await.unwrap()["answer"], "still here");
+}

@@ -28,11 +28,15 @@ use crate::cli::Client;
 pub const HTTP_URL: &str = "http://127.0.0.1:7676/mcp";
 /// Stands for the bearer token in the HTTP snippet.
 pub const TOKEN_PLACEHOLDER: &str = "<TOKEN>";
+/// Stands for the path token in the SuperAssistant URL; `him config` puts the real one in.
+pub const PATH_TOKEN_PLACEHOLDER: &str = "<PATH_TOKEN>";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Json,
     Toml,
+    /// One URL to paste into a form.
+    Url,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +58,8 @@ fn him_timeout_ms(client: Client) -> u64 {
         Client::ClaudeDesktop => 50_000,
         // Copilot in VS Code has cancelled tool calls at 5 minutes (microsoft/vscode#261734).
         Client::Vscode => 240_000,
+        // MCP SuperAssistant gives up on a tool call after 30-60 s on its side (FACTS.md).
+        Client::Superassistant => 25_000,
         _ => 300_000,
     }
 }
@@ -308,6 +314,37 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
                 ],
             }
         }
+        Client::Superassistant => Snippet {
+            title: "MCP SuperAssistant (web chats in Chrome), over Streamable HTTP",
+            place: "SuperAssistant's sidebar: server settings, transport Streamable HTTP, this URL"
+                .into(),
+            format: Format::Url,
+            body: format!("{HTTP_URL}/{PATH_TOKEN_PLACEHOLDER}\n"),
+            notes: vec![
+                format!(
+                    "Run the server with: HIM_TIMEOUT_MS={him_wait} {exe_sh} serve --http \
+                     --allow-origin chrome-extension://kngiafgkdnlkgmefdafaibkibegkcaef (the \
+                     Chrome Web Store build's id; another build's is on chrome://extensions with \
+                     developer mode on)."
+                ),
+                format!(
+                    "HIM_TIMEOUT_MS={him_wait}: SuperAssistant gives up on a call after 30-60 s, \
+                     so him stops waiting first and the chat gets a `timeout` result that says what \
+                     to do next, instead of an error."
+                ),
+                "SuperAssistant cannot send an Authorization header, so the URL carries a token of \
+                 its own (the path token), accepted only from the origins given with \
+                 --allow-origin. Treat the URL as a password."
+                    .into(),
+                format!(
+                    "To replace it (the old URL stops working when the server restarts), run \
+                     `{exe_sh} serve --http --new-path-token`; other clients' bearer token stays."
+                ),
+                "Firefox: SuperAssistant's Firefox add-on has another origin; the proxy way in the \
+                 README (\"Pairing a web chat\") still works there."
+                    .into(),
+            ],
+        },
     }
 }
 
@@ -317,7 +354,7 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
-    const ALL: [Client; 8] = [
+    const ALL: [Client; 9] = [
         Client::ClaudeCode,
         Client::ClaudeDesktop,
         Client::Cursor,
@@ -326,6 +363,7 @@ mod tests {
         Client::Gemini,
         Client::Windsurf,
         Client::Http,
+        Client::Superassistant,
     ];
 
     #[test]
@@ -397,5 +435,19 @@ mod tests {
             "Bearer <TOKEN>"
         );
         assert!(s.notes.iter().any(|n| n.contains("--print-token")));
+    }
+
+    #[test]
+    fn the_superassistant_url_has_a_path_token_and_him_gives_up_before_it_does() {
+        let s = snippet(Client::Superassistant, Path::new("/h"), Os::Linux);
+        assert_eq!(s.body, format!("{HTTP_URL}/{PATH_TOKEN_PLACEHOLDER}\n"));
+        assert!(him_timeout_ms(Client::Superassistant) < 30_000);
+        assert!(s.notes.iter().any(|n| n.contains("HIM_TIMEOUT_MS=25000")));
+        assert!(
+            s.notes
+                .iter()
+                .any(|n| n.contains("--allow-origin chrome-extension://"))
+        );
+        assert!(s.notes.iter().any(|n| n.contains("--new-path-token")));
     }
 }

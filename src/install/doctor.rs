@@ -132,6 +132,8 @@ pub fn run() -> Result<ExitCode, BoxError> {
         Vec::new()
     };
 
+    let tokens = check_http_tokens(crate::state::state_dir().ok().as_deref(), uid);
+
     let mut sections = vec![
         Section {
             title: "Binary",
@@ -156,6 +158,10 @@ pub fn run() -> Result<ExitCode, BoxError> {
             findings: sandboxed,
         });
     }
+    sections.push(Section {
+        title: "HTTP tokens (him serve --http)",
+        findings: tokens,
+    });
     let works = (!valid.is_empty() || live) && runtime_ok;
     let verdict = if works {
         let names: Vec<&str> = valid.iter().map(|b| browsers::display_name(*b)).collect();
@@ -192,6 +198,53 @@ pub fn run() -> Result<ExitCode, BoxError> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Where `him serve --http` keeps its tokens, and whether it would accept that directory
+/// (`mcp/http/token.rs` refuses one that is not ours or that others can open). It is not
+/// needed for the side panel, so it never fails the summary.
+pub fn check_http_tokens(state_dir: Option<&Path>, uid: u32) -> Vec<Finding> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(dir) = state_dir else {
+        return vec![
+            Finding::new(
+                Status::Warn,
+                "no directory for HTTP tokens: no $XDG_STATE_HOME and no home directory",
+            )
+            .fix("set XDG_STATE_HOME, or give the token in HIM_HTTP_TOKEN"),
+        ];
+    };
+    match std::fs::symlink_metadata(dir) {
+        Err(_) => vec![Finding::new(
+            Status::Pass,
+            format!(
+                "HTTP tokens will be kept in {} (made, private, by the first `him serve --http`)",
+                dir.display()
+            ),
+        )],
+        Ok(meta) if meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0 => {
+            vec![Finding::new(
+                Status::Pass,
+                format!("HTTP tokens are kept in {}", dir.display()),
+            )]
+        }
+        Ok(meta) => vec![
+            Finding::new(
+                Status::Warn,
+                format!(
+                    "him serve --http would refuse its token directory {}",
+                    dir.display()
+                ),
+            )
+            .detail(format!(
+                "owner uid {}, mode {:o}; it must be a directory of yours (uid {uid}) that only \
+                 you can open",
+                meta.uid(),
+                meta.mode() & 0o7777
+            ))
+            .fix(format!("chmod 700 {}", dir.display())),
+        ],
+    }
 }
 
 fn check_binary(exe: &Path) -> Vec<Finding> {
@@ -715,6 +768,29 @@ mod tests {
             err.contains("without answering") || err.contains("read"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_http_token_directory_is_named_and_an_open_one_is_warned_about() {
+        use std::os::unix::fs::PermissionsExt;
+        let uid = crate::runtime::current_uid();
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("him");
+        let missing = check_http_tokens(Some(&dir), uid);
+        assert_eq!(missing[0].status, Status::Pass);
+        assert!(missing[0].text.contains(&dir.display().to_string()));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(check_http_tokens(Some(&dir), uid)[0].status, Status::Pass);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let open = &check_http_tokens(Some(&dir), uid)[0];
+        assert_eq!(open.status, Status::Warn);
+        assert!(open.fix.as_deref().is_some_and(|f| f.contains("chmod 700")));
+        assert_eq!(
+            check_http_tokens(Some(&dir), uid + 1)[0].status,
+            Status::Warn
+        );
+        assert_eq!(check_http_tokens(None, uid)[0].status, Status::Warn);
     }
 
     #[test]

@@ -306,7 +306,14 @@ pub fn manifest(args: &ManifestArgs) -> Result<ExitCode, BoxError> {
 
 pub fn config(args: &ConfigArgs) -> Result<ExitCode, BoxError> {
     let exe = current_exe()?;
-    let snippet = clients::snippet(args.client, &exe, Os::current());
+    let mut snippet = clients::snippet(args.client, &exe, Os::current());
+    if snippet.body.contains(clients::PATH_TOKEN_PLACEHOLDER) {
+        // The URL is only useful with the real secret in it; made now if there is none yet.
+        let token = crate::mcp::http::path_token()?;
+        snippet.body = snippet
+            .body
+            .replace(clients::PATH_TOKEN_PLACEHOLDER, token.secret());
+    }
     out().write_all(snippet.body.as_bytes())?;
     let mut err = io::stderr().lock();
     writeln!(err, "\n# {} — {}", snippet.title, snippet.place)?;

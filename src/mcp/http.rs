@@ -9,6 +9,7 @@
 //!                                      │     ─ body size ─ session cap
 //!                                      ▼
 //!                rmcp StreamableHttpService ──► HimServer, one per session ──► Pool ──► hosts
+//!                                      │         or per sessionless request
 //!                                      ▲
 //!                 sessions.rs: deleted / idle / abandoned ──► HimServer::shutdown (withdraw)
 //! ```
@@ -17,7 +18,10 @@
 //! not allowed or a client without the token. Each session gets its own `HimServer`, whose
 //! `hello` carries that session's `clientInfo`; the gate learns which server a new session
 //! got (the factory leaves it in a task-local slot of the `initialize` request) so that
-//! ending a session withdraws its questions at once.
+//! ending a session withdraws its questions at once. A 2026-07-28 request carries no
+//! session: rmcp makes a server for it alone, which the gate shuts down when the response
+//! ends or is dropped, so its links to the hosts end with it. All servers share one
+//! `SharedParts` (the `requestState` key), so a retry may reach any of them.
 
 mod origin;
 mod sessions;
@@ -52,14 +56,14 @@ use tokio_util::sync::CancellationToken;
 use crate::BoxError;
 use crate::cli::ServeArgs;
 use crate::config::{Config, MAX_WAIT};
-use crate::mcp::HimServer;
+use crate::mcp::{HimServer, SharedParts};
 use crate::web::{self, HostRule};
 
 use origin::{AllowedOrigins, OriginVerdict};
 use sessions::{Ending, Reservation, Sessions};
 use token::{Token, TokenSource};
 
-pub use token::{MIN_TOKEN_LEN, TOKEN_ENV, TOKEN_FILE};
+pub use token::{MIN_TOKEN_LEN, PATH_TOKEN_FILE, TOKEN_ENV, TOKEN_FILE};
 
 pub const DEFAULT_ADDR: &str = "127.0.0.1:7676";
 pub const ENDPOINT: &str = "/mcp";
@@ -93,8 +97,16 @@ const PNA_ALLOW: &str = "access-control-allow-private-network";
 type Body = BoxBody<Bytes, Infallible>;
 
 tokio::task_local! {
-    /// Where the service factory leaves the `HimServer` it made for this request.
-    static NEW_SERVER: Arc<Mutex<Option<HimServer>>>;
+    /// Where the service factory leaves the `HimServer`s it made for this request (rmcp
+    /// also makes one to look up a tool's schema).
+    static NEW_SERVERS: Servers;
+}
+
+/// The servers rmcp made while handling one request; the last is the one that serves it.
+type Servers = Arc<Mutex<Vec<HimServer>>>;
+
+fn take_servers(servers: &Servers) -> Vec<HimServer> {
+    std::mem::take(&mut *servers.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// The options of one HTTP server, checked.
@@ -151,12 +163,52 @@ fn idle_from(value: Option<String>) -> Result<Duration, String> {
     }
 }
 
+/// The bearer token in force, from `HIM_HTTP_TOKEN` or the state directory.
+fn bearer_token(config: &Config) -> Result<(Token, TokenSource), BoxError> {
+    let state = crate::state::state_dir()?;
+    Ok(token::load_or_create(
+        &state,
+        std::env::var(TOKEN_ENV).ok(),
+        Some(&config.runtime.dir),
+    )?)
+}
+
+/// The path token (for `/mcp/<path token>`), made on first use.
+pub fn path_token() -> Result<Token, BoxError> {
+    let state = crate::state::state_dir()?;
+    Ok(token::load_or_create_file(&state, PATH_TOKEN_FILE)?.0)
+}
+
+/// The URL a client that cannot send headers calls: the endpoint with the path token.
+pub fn path_token_url(addr: &str, token: &Token) -> String {
+    format!("http://{addr}{ENDPOINT}/{}", token.secret())
+}
+
+fn tell_where(source: &TokenSource) {
+    match source {
+        TokenSource::Env => eprintln!("him: bearer token from {TOKEN_ENV}"),
+        TokenSource::File(path) => eprintln!(
+            "him: bearer token kept in {} (print it with `him serve --http --print-token`)",
+            path.display()
+        ),
+        TokenSource::Created(path) => eprintln!(
+            "him: made a new bearer token, kept in {} (print it with `him serve --http \
+             --print-token`)",
+            path.display()
+        ),
+        TokenSource::Moved { from, to } => eprintln!(
+            "him: moved the bearer token from {} to {}, which a reboot does not empty",
+            from.display(),
+            to.display()
+        ),
+    }
+}
+
 /// `him serve --http --print-token`: the token the server uses, creating it if needed.
 pub fn print_token(config: &Config) -> Result<ExitCode, BoxError> {
-    let (token, source) =
-        token::load_or_create(&config.runtime.dir, std::env::var(TOKEN_ENV).ok())?;
-    if let TokenSource::Created(path) = &source {
-        eprintln!("him: made a new HTTP token in {}", path.display());
+    let (token, source) = bearer_token(config)?;
+    if !matches!(source, TokenSource::File(_) | TokenSource::Env) {
+        tell_where(&source);
     }
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{}", token.secret())?;
@@ -164,11 +216,34 @@ pub fn print_token(config: &Config) -> Result<ExitCode, BoxError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `him serve --http [ADDR] --new-path-token`: replaces the path token alone and prints the
+/// new URL.
+pub fn new_path_token(args: &ServeArgs) -> Result<ExitCode, BoxError> {
+    let addr = args.http.as_deref().unwrap_or(DEFAULT_ADDR);
+    parse_addr(addr)?;
+    let state = crate::state::state_dir()?;
+    let token = token::replace_file(&state, PATH_TOKEN_FILE)?;
+    eprintln!(
+        "him: made a new path token, kept in {}; the old URL no longer works once `him serve \
+         --http` restarts. The bearer token of other clients is unchanged.",
+        state.join(PATH_TOKEN_FILE).display()
+    );
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", path_token_url(addr, &token))?;
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `him serve --http [ADDR]`: serves until SIGINT or SIGTERM.
 pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
     let options = Options::from_args(args)?;
-    let (token, source) =
-        token::load_or_create(&config.runtime.dir, std::env::var(TOKEN_ENV).ok())?;
+    let (token, source) = bearer_token(&config)?;
+    // Only pages of listed origins may use one, so without any there is none to make.
+    let path_token = if options.origins.list().is_empty() {
+        None
+    } else {
+        Some(path_token()?)
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -187,17 +262,17 @@ pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
             );
         }
         eprintln!("him: serving MCP (Streamable HTTP) at http://{bound}{ENDPOINT}");
-        match &source {
-            TokenSource::Env => eprintln!("him: bearer token from {TOKEN_ENV}"),
-            TokenSource::File(path) | TokenSource::Created(path) => eprintln!(
-                "him: bearer token kept in {} (print it with `him serve --http --print-token`)",
-                path.display()
-            ),
-        }
+        tell_where(&source);
         for origin in options.origins.list() {
             eprintln!("him: pages from {origin} may call it");
         }
-        let gate = Gate::new(config, bound, &options, token);
+        if !options.origins.list().is_empty() {
+            eprintln!(
+                "him: those pages may also put a token in the path instead of a header (MCP \
+                 SuperAssistant); `him config superassistant` prints that URL"
+            );
+        }
+        let gate = Gate::new(config, bound, &options, token, path_token);
         run(listener, gate, shutdown_signal()).await;
         Ok::<_, BoxError>(())
     })?;
@@ -271,6 +346,8 @@ struct Gate {
     manager: Arc<LocalSessionManager>,
     sessions: Arc<Sessions<HimServer>>,
     token: Token,
+    /// Taken in the path (`/mcp/<path token>`) from pages of listed origins only.
+    path_token: Option<Token>,
     origins: AllowedOrigins,
     /// `None` on a non-loopback address (`--allow-remote`): any `Host`.
     hosts: Option<HostRule>,
@@ -279,7 +356,13 @@ struct Gate {
 }
 
 impl Gate {
-    fn new(config: Config, bound: SocketAddr, options: &Options, token: Token) -> Arc<Gate> {
+    fn new(
+        config: Config,
+        bound: SocketAddr,
+        options: &Options,
+        token: Token,
+        path_token: Option<Token>,
+    ) -> Arc<Gate> {
         // Behind a loopback address only local names can be right; on a reachable address
         // (which needs --allow-remote) the names it is reached by cannot be known.
         let hosts = bound.ip().is_loopback().then(|| HostRule::loopback(bound));
@@ -297,11 +380,15 @@ impl Gate {
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(RMCP_IDLE_BACKSTOP);
         let manager = Arc::new(manager);
-        let config = Arc::new(config);
+        // One requestState key (and one set of redeemed states) for every server: a
+        // 2026-07-28 retry is a new sessionless request, served by a new server.
+        let shared = SharedParts::new(config);
         let factory = move || {
-            let server = HimServer::new((*config).clone());
-            let _ = NEW_SERVER.try_with(|slot| {
-                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(server.clone());
+            let server = HimServer::with_shared(shared.clone());
+            let _ = NEW_SERVERS.try_with(|slot| {
+                slot.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(server.clone());
             });
             Ok(server)
         };
@@ -310,7 +397,12 @@ impl Gate {
             manager,
             sessions: Sessions::new(MAX_SESSIONS),
             token,
-            origins: options.origins.clone(),
+            path_token,
+            origins: if bound.ip().is_loopback() {
+                options.origins.clone().with_own_loopback(bound)
+            } else {
+                options.origins.clone()
+            },
             hosts,
             idle: options.idle,
             stopping,
@@ -341,28 +433,20 @@ impl Gate {
             }
         }
         let origins = request.headers().get_all(header::ORIGIN);
-        let page = match self
+        let verdict = self
             .origins
-            .judge(origins.iter().map(HeaderValue::as_bytes))
-        {
+            .judge(origins.iter().map(HeaderValue::as_bytes));
+        let listed = matches!(verdict, OriginVerdict::Allowed(_));
+        let page = match verdict {
             OriginVerdict::Absent => None,
-            OriginVerdict::Allowed(origin) => Some(origin),
+            OriginVerdict::Allowed(origin) | OriginVerdict::Own(origin) => Some(origin),
             OriginVerdict::Refused(origin) => {
-                tracing::warn!(
-                    %origin,
-                    "refused a request from a page of an origin that was not allowed; \
-                     start `him serve --http --allow-origin {origin}` to allow it"
-                );
-                return text(
-                    StatusCode::FORBIDDEN,
-                    format!(
-                        "him: pages from {origin} may not call this server; its owner can allow \
-                         them with `him serve --http --allow-origin {origin}`\n"
-                    ),
-                );
+                let advice = origin::advice_for_refused(&origin);
+                tracing::warn!("refused a request from a page: {advice}");
+                return text(StatusCode::FORBIDDEN, format!("him: {advice}\n"));
             }
         };
-        let mut response = self.route(request, page.is_some()).await;
+        let mut response = self.route(request, page.is_some(), listed).await;
         let headers = response.headers_mut();
         if let Some(origin) = page
             && let Ok(origin) = HeaderValue::from_str(&origin)
@@ -379,23 +463,34 @@ impl Gate {
 
     async fn route(
         self: &Arc<Self>,
-        request: Request<Incoming>,
+        mut request: Request<Incoming>,
         from_page: bool,
+        listed_origin: bool,
     ) -> Response<Body> {
-        if request.uri().path() != ENDPOINT {
-            return text(
-                StatusCode::NOT_FOUND,
-                format!("him: the MCP endpoint is {ENDPOINT}\n"),
-            );
-        }
+        let by_path_token = match request.uri().path().strip_prefix(ENDPOINT) {
+            Some("") => false,
+            Some(rest) if rest.starts_with('/') => {
+                if let Err(refusal) = self.take_path_token(&mut request, listed_origin) {
+                    return refusal;
+                }
+                true
+            }
+            _ => {
+                return text(
+                    StatusCode::NOT_FOUND,
+                    format!("him: the MCP endpoint is {ENDPOINT}\n"),
+                );
+            }
+        };
         if request.method() == Method::OPTIONS {
             return preflight(&request, from_page);
         }
         // Exactly one `Authorization`: with two, a proxy and this server might read different ones.
         let mut authorizations = request.headers().get_all(header::AUTHORIZATION).iter();
         let authorization = authorizations.next();
-        let admitted = authorizations.next().is_none()
-            && self.token.admits(authorization.map(HeaderValue::as_bytes));
+        let admitted = by_path_token
+            || authorizations.next().is_none()
+                && self.token.admits(authorization.map(HeaderValue::as_bytes));
         if !admitted {
             tracing::warn!(
                 presented = authorization.is_some(),
@@ -413,46 +508,133 @@ impl Gate {
             Ok(body) => body,
             Err(refusal) => return refusal,
         };
-        self.forward(Request::from_parts(parts, Full::new(body)))
-            .await
+        self.forward(parts, body).await
+    }
+
+    /// Checks the token in a `/mcp/<path token>` request and takes it out: the request goes
+    /// on as one for `/mcp`, so neither rmcp nor any log sees it. Only pages of an origin
+    /// listed with `--allow-origin` may use one: a client that can send headers has no need
+    /// of a secret in its URL, where it ends up in more places.
+    #[allow(clippy::result_large_err)]
+    fn take_path_token(
+        &self,
+        request: &mut Request<Incoming>,
+        listed_origin: bool,
+    ) -> Result<(), Response<Body>> {
+        if !listed_origin {
+            tracing::warn!("refused a token in the path from a request without a listed Origin");
+            return Err(text(
+                StatusCode::FORBIDDEN,
+                "him: a token in the path is accepted only from pages of an origin allowed with \
+                 `him serve --http --allow-origin <origin>`; other clients send \
+                 `Authorization: Bearer <token>` to /mcp\n"
+                    .into(),
+            ));
+        }
+        let presented = request
+            .uri()
+            .path()
+            .strip_prefix(ENDPOINT)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .unwrap_or_default();
+        if !self
+            .path_token
+            .as_ref()
+            .is_some_and(|token| token.matches(presented.as_bytes()))
+        {
+            tracing::warn!("refused a request with a wrong token in the path");
+            return Err(text(
+                StatusCode::UNAUTHORIZED,
+                "him: wrong token in the path; `him config superassistant` prints the URL to \
+                 use\n"
+                    .into(),
+            ));
+        }
+        let endpoint = match request.uri().query() {
+            Some(query) => format!("{ENDPOINT}?{query}"),
+            None => ENDPOINT.to_owned(),
+        };
+        let mut parts = request.uri().clone().into_parts();
+        parts.path_and_query = endpoint.parse().ok();
+        match http::Uri::from_parts(parts) {
+            Ok(uri) => {
+                *request.uri_mut() = uri;
+                Ok(())
+            }
+            Err(_) => Err(text(
+                StatusCode::BAD_REQUEST,
+                "him: the request's URL cannot be read\n".into(),
+            )),
+        }
     }
 
     /// Hands an admitted request to rmcp, keeping the session table in step.
-    async fn forward(self: &Arc<Self>, request: Request<Full<Bytes>>) -> Response<Body> {
-        let method = request.method().clone();
-        let session = request
-            .headers()
+    async fn forward(self: &Arc<Self>, parts: http::request::Parts, body: Bytes) -> Response<Body> {
+        let method = parts.method.clone();
+        let session = parts
+            .headers
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let reservation = match (&method, &session) {
-            // Without a session id, a POST is an `initialize` (or a sessionless request).
-            (&Method::POST, None) => match self.sessions.reserve() {
-                Some(reservation) => Some(reservation),
+        let opens_session = method == Method::POST && session.is_none() && is_initialize(&body);
+        let reservation = if opens_session {
+            match self.sessions.reserve() {
+                Some((reservation, evicted)) => {
+                    if let Some((id, server)) = evicted {
+                        tracing::info!(
+                            session = %id,
+                            "HTTP session ended to make room for a new one: {} are open, the \
+                             most this server keeps, and it was idle longest",
+                            self.sessions.cap()
+                        );
+                        server.shutdown();
+                        self.close_in_rmcp(&id).await;
+                    }
+                    Some(reservation)
+                }
                 None => return too_many_sessions(self.sessions.cap()),
-            },
-            _ => None,
-        };
-        if let Some(id) = &session {
-            self.sessions.touch(id, Instant::now());
-        }
-        // In a task of its own, so that a client going away in the middle cannot leave a
-        // session rmcp made out of the table (uncounted, never expired).
-        let exchange = tokio::spawn(self.clone().exchange(
-            request,
-            reservation,
-            session.clone(),
-            method.clone(),
-        ));
-        let (response, created) = match exchange.await {
-            Ok(done) => done,
-            Err(err) => {
-                tracing::error!("an MCP request failed: {err}");
-                return text(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "him: the request failed; see the server's log\n".into(),
-                );
             }
+        } else {
+            None
+        };
+        // Busy until rmcp has answered; a call's open stream keeps it busy after that.
+        let _in_flight = session
+            .as_deref()
+            .and_then(|id| self.sessions.request(id, Instant::now()));
+        let request = Request::from_parts(parts, Full::new(body));
+        let servers = Servers::default();
+        // A request outside any session (2026-07-28) is served by a server of its own,
+        // whose links to the hosts must end with the request, however it ends: answered,
+        // or dropped here when the client goes away before the first byte.
+        let sessionless =
+            (session.is_none() && !opens_session).then(|| EndsServers(servers.clone()));
+        let (response, created) = if opens_session {
+            // In a task of its own, so that a client going away in the middle cannot leave
+            // a session rmcp made out of the table (uncounted, never expired).
+            let exchange = tokio::spawn(self.clone().exchange(
+                request,
+                servers,
+                reservation,
+                None,
+                method.clone(),
+            ));
+            match exchange.await {
+                Ok(done) => done,
+                Err(err) => {
+                    tracing::error!("an MCP request failed: {err}");
+                    return text(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "him: the request failed; see the server's log\n".into(),
+                    );
+                }
+            }
+        } else {
+            // Not detached: a client that goes away drops rmcp's handling with this
+            // future, and rmcp then cancels the call (a sessionless call sends nothing
+            // until its result, unless it reports progress).
+            self.clone()
+                .exchange(request, servers, None, session.clone(), method.clone())
+                .await
         };
 
         let streaming = response
@@ -460,6 +642,9 @@ impl Gate {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
+        if let Some(ends) = sessionless {
+            return response.map(|inner| BoxBody::new(Holding { inner, _ends: ends }));
+        }
         match session.or(created) {
             Some(id) if streaming => {
                 self.sessions.stream_opened(&id);
@@ -485,22 +670,27 @@ impl Gate {
     async fn exchange(
         self: Arc<Self>,
         request: Request<Full<Bytes>>,
+        servers: Servers,
         reservation: Option<Reservation<HimServer>>,
         session: Option<String>,
         method: Method,
     ) -> (Response<Body>, Option<String>) {
-        let slot = Arc::new(Mutex::new(None));
-        let response = NEW_SERVER
-            .scope(slot.clone(), self.mcp.handle(request))
+        let mut response = NEW_SERVERS
+            .scope(servers.clone(), self.mcp.handle(request))
             .await;
+        if method == Method::DELETE && response.status() == StatusCode::ACCEPTED {
+            // rmcp answers a DELETE with 202 (and no body); the specification's clients
+            // expect 200 or 204, and the Python SDK logs "Session termination failed: 202"
+            // on every close otherwise.
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
         let created = response
             .headers()
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         if let (Some(reservation), Some(id)) = (reservation, &created) {
-            let server = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
-            match server {
+            match take_servers(&servers).pop() {
                 Some(server) => {
                     reservation.fulfil(id.clone(), server, Instant::now());
                     tracing::info!(session = %id, open = self.sessions.len(), "HTTP session opened");
@@ -664,8 +854,9 @@ fn too_many_sessions(cap: usize) -> Response<Body> {
     let mut response = text(
         StatusCode::SERVICE_UNAVAILABLE,
         format!(
-            "him: {cap} MCP sessions are open, the most this server keeps; end one (HTTP DELETE \
-             with its Mcp-Session-Id) or wait until an idle one expires\n"
+            "him: {cap} MCP sessions are open, the most this server keeps, and every one is \
+             busy with a call or an open stream; end one (HTTP DELETE with its Mcp-Session-Id) \
+             or try again when a call has finished\n"
         ),
     );
     response
@@ -707,6 +898,53 @@ fn preflight(request: &Request<Incoming>, from_page: bool) -> Response<Body> {
         headers.insert(PNA_ALLOW, HeaderValue::from_static("true"));
     }
     response
+}
+
+/// Whether a request body is an `initialize`, the one request that opens a session.
+fn is_initialize(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Request {
+        method: Option<String>,
+    }
+    serde_json::from_slice::<Request>(body).is_ok_and(|r| r.method.as_deref() == Some("initialize"))
+}
+
+/// Shuts down, when dropped, the servers rmcp made for one sessionless request: their
+/// questions are withdrawn and their links to the hosts close.
+struct EndsServers(Servers);
+
+impl Drop for EndsServers {
+    fn drop(&mut self) {
+        for server in take_servers(&self.0) {
+            server.shutdown();
+        }
+    }
+}
+
+/// A sessionless response, which ends its servers when it is finished or dropped.
+struct Holding {
+    inner: Body,
+    _ends: EndsServers,
+}
+
+impl http_body::Body for Holding {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// A response stream of one session, counted while open. The stream of a call dropped

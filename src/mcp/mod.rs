@@ -18,7 +18,7 @@ use crate::BoxError;
 use crate::cli::ServeArgs;
 use crate::config::Config;
 
-pub use server::HimServer;
+pub use server::{HimServer, SharedParts};
 
 pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
     crate::logging::init();
@@ -26,6 +26,9 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
     if args.http.is_some() {
         if args.print_token {
             return http::print_token(&config);
+        }
+        if args.new_path_token {
+            return http::new_path_token(&args);
         }
         return http::serve(&args, config);
     }

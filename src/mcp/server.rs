@@ -37,15 +37,38 @@ use crate::wait::Outcome;
 
 #[derive(Clone)]
 pub struct HimServer {
-    config: Arc<Config>,
+    shared: Arc<SharedParts>,
     /// Made on the first question, when the client's name is known for the `hello`.
     pool: Arc<OnceLock<Pool>>,
     /// The session's heartbeat clock, started by the first question.
     ticks: Arc<OnceLock<watch::Receiver<()>>>,
+    tool_router: ToolRouter<HimServer>,
+}
+
+/// What every `HimServer` of one process shares. Over HTTP a 2026-07-28 client's retry
+/// is a new sessionless request, served by a new `HimServer`: it must open the
+/// `requestState` the first request sealed, and must not redeem it a second time, so the
+/// key and the redeemed ids belong to the process, not to one server.
+pub struct SharedParts {
+    config: Config,
     /// Seals the 2026-07-28 `requestState`; `None` if no key could be made (then such
     /// sessions skip elicitation).
-    states: Arc<Option<StateCodec>>,
-    tool_router: ToolRouter<HimServer>,
+    states: Option<StateCodec>,
+}
+
+impl SharedParts {
+    pub fn new(config: Config) -> Arc<SharedParts> {
+        let states = match StateCodec::generate() {
+            Ok(codec) => Some(codec),
+            Err(err) => {
+                tracing::warn!(
+                    "no requestState key ({err}); 2026-07-28 clients get no elicitation"
+                );
+                None
+            }
+        };
+        Arc::new(SharedParts { config, states })
+    }
 }
 
 /// The 2026-07-28 round trip's inputs to a tool call.
@@ -152,20 +175,17 @@ impl ElicitationMode {
 
 #[tool_router]
 impl HimServer {
+    /// A server with parts of its own (stdio: one server per process anyway).
     pub fn new(config: Config) -> HimServer {
+        HimServer::with_shared(SharedParts::new(config))
+    }
+
+    /// A server on the process's shared parts (HTTP: one server per session or request).
+    pub fn with_shared(shared: Arc<SharedParts>) -> HimServer {
         HimServer {
-            config: Arc::new(config),
+            shared,
             pool: Arc::new(OnceLock::new()),
             ticks: Arc::new(OnceLock::new()),
-            states: Arc::new(match StateCodec::generate() {
-                Ok(codec) => Some(codec),
-                Err(err) => {
-                    tracing::warn!(
-                        "no requestState key ({err}); 2026-07-28 clients get no elicitation"
-                    );
-                    None
-                }
-            }),
             tool_router: Self::tool_router(),
         }
     }
@@ -192,7 +212,7 @@ impl HimServer {
                 },
             };
             Pool::new(
-                self.config.runtime.search(),
+                self.shared.config.runtime.search(),
                 Identity::with_cwd_project(agent),
             )
         })
@@ -204,7 +224,7 @@ impl HimServer {
             .ticks
             .get_or_init(|| {
                 let (ticks, receiver) = watch::channel(());
-                tokio::spawn(tick(ticks, self.config.heartbeat));
+                tokio::spawn(tick(ticks, self.shared.config.heartbeat));
                 receiver
             })
             .clone();
@@ -229,7 +249,7 @@ impl HimServer {
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
         match (Self::client_elicitation(ctx), input_required_era) {
             (false, _) => ElicitationMode::None,
-            (true, true) if self.states.is_some() => ElicitationMode::InputRequired,
+            (true, true) if self.shared.states.is_some() => ElicitationMode::InputRequired,
             (true, true) => ElicitationMode::None,
             (true, false) => ElicitationMode::Create,
         }
@@ -252,12 +272,11 @@ impl HimServer {
             let finished = self.finish_retry(tool, form, &state, retry.responses, &ctx)?;
             return Ok(Box::pin(std::future::ready(Ok(finished))));
         }
-        let prepared = channels::prepare(tool, form, self.config.wait_for(timeout_ms)).map_err(
-            |err| match err {
+        let prepared = channels::prepare(tool, form, self.shared.config.wait_for(timeout_ms))
+            .map_err(|err| match err {
                 PrepareError::TooLarge(arg) => invalid_params(arg),
                 other => ErrorData::internal_error(other.to_string(), None),
-            },
-        )?;
+            })?;
         tracing::info!(tool = tool.tool_name(), id = %prepared.ask.id, "asking");
         let (notices, notice_rx) = futures::channel::mpsc::unbounded();
         let heartbeat = Box::pin(heartbeat(
@@ -290,7 +309,7 @@ impl HimServer {
         // of everything it moves into the futures it awaits.
         let asking = Box::pin(channels::ask(
             self.pool(&ctx),
-            &self.config,
+            &self.shared.config,
             Box::new(prepared),
             channels,
             ctx.ct.cancelled_owned(),
@@ -329,7 +348,7 @@ impl HimServer {
         form: &Form,
         state: &RetryState,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(codec) = self.states.as_ref() else {
+        let Some(codec) = self.shared.states.as_ref() else {
             return Err(ErrorData::internal_error("no requestState key", None));
         };
         let params = elicitation::request(form)
@@ -355,7 +374,7 @@ impl HimServer {
         let refuse = |message: String| {
             ErrorData::invalid_params(message, Some(json!({ "argument": "requestState" })))
         };
-        let Some(codec) = self.states.as_ref() else {
+        let Some(codec) = self.shared.states.as_ref() else {
             return Err(refuse("this server issued no requestState".into()));
         };
         let state = codec
@@ -382,7 +401,7 @@ impl HimServer {
             match serde_json::from_value::<ElicitResult>(reply) {
                 Ok(reply) => channels::elicitation_result(
                     &cx,
-                    self.config.auto_reject,
+                    self.shared.config.auto_reject,
                     elicitation::answer_of(&form, &state.id, &reply),
                     Duration::from_millis(now.saturating_sub(state.elicited_ms)),
                 ),
@@ -547,9 +566,9 @@ impl HimServer {
         let browsers: Vec<BrowserStatus> =
             pool.hosts().into_iter().map(BrowserStatus::from).collect();
         let client_elicitation = Self::client_elicitation(&ctx);
-        let fallback = self.config.fallback.name().to_owned();
+        let fallback = self.shared.config.fallback.name().to_owned();
         let elicitation = self.elicitation_mode(&ctx).name();
-        let (otherwise, otherwise_why) = match self.config.fallback {
+        let (otherwise, otherwise_why) = match self.shared.config.fallback {
             FallbackMode::Http => (
                 "http",
                 "HIM_FALLBACK=http opens a one-time form on 127.0.0.1 in the person's browser \
@@ -569,7 +588,7 @@ impl HimServer {
                      takes the question"
                 ),
             )
-        } else if let Some(lost_at) = pool.hosts_lost_within(self.config.reconnect_grace) {
+        } else if let Some(lost_at) = pool.hosts_lost_within(self.shared.config.reconnect_grace) {
             (
                 "extension",
                 format!(
@@ -615,12 +634,13 @@ impl HimServer {
                 .map(|v| v.to_string())
                 .unwrap_or_default(),
             fallback,
-            timeout_ms: self.config.timeout.as_millis() as u64,
-            heartbeat_ms: self.config.heartbeat.as_millis() as u64,
-            reconnect_grace_ms: self.config.reconnect_grace.as_millis() as u64,
-            runtime_dir: self.config.runtime.dir.display().to_string(),
-            runtime_dir_rule: self.config.runtime.rule.name().to_owned(),
+            timeout_ms: self.shared.config.timeout.as_millis() as u64,
+            heartbeat_ms: self.shared.config.heartbeat.as_millis() as u64,
+            reconnect_grace_ms: self.shared.config.reconnect_grace.as_millis() as u64,
+            runtime_dir: self.shared.config.runtime.dir.display().to_string(),
+            runtime_dir_rule: self.shared.config.runtime.rule.name().to_owned(),
             runtime_dirs_searched: self
+                .shared
                 .config
                 .runtime
                 .search()

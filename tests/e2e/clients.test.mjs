@@ -60,6 +60,8 @@ function startHttp() {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: process.env.HOME ?? tmp,
       HIM_RUNTIME_DIR: privateDir('http-runtime'),
+      // Where the server keeps its tokens: never the home of whoever runs the tests.
+      XDG_STATE_HOME: privateDir('http-state'),
       HIM_HTTP_TOKEN: TOKEN,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -265,21 +267,8 @@ for (const c of CASES) {
       assertValidResult(tools, 'human_input_status', status);
     });
 
-    // 2026-07-28 over HTTP: each sessionless request builds a new server with a new
-    // requestState key, so him refuses the client's retry ("requestState was not issued by
-    // this server"). That is issue 12 item 2, fixed on the http-fixes branch; until then
-    // that one refusal, and nothing else, marks this test TODO instead of failing the run.
-    // depends on http-fixes item 2
-    const waitsForItem2 = c.over === 'http' && c.era === '2026-07-28';
-    test(`answers ask_confirm through the client's elicitation handler (${c.elicitation})`, async (t) => {
-      try {
-        await elicitedConfirm(c);
-      } catch (err) {
-        if (waitsForItem2 && /requestState was not issued by this server/.test(err.message)) {
-          t.todo('depends on http-fixes item 2 (one requestState key per process)');
-        }
-        throw err;
-      }
+    test(`answers ask_confirm through the client's elicitation handler (${c.elicitation})`, async () => {
+      await elicitedConfirm(c);
     });
     test('hands ask_text back as needs_user_input to a client without elicitation', async () => {
       const { client } = await connect({ ...c, elicit: undefined });

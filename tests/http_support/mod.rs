@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each test file uses a different part of this module
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 
@@ -20,6 +20,8 @@ pub const ACCEPT: &str = "application/json, text/event-stream";
 
 pub struct HttpServer {
     pub child: Child,
+    /// Where the server keeps its tokens (`$XDG_STATE_HOME/him`).
+    pub state: PathBuf,
     pub url: String,
     pub addr: SocketAddr,
     pub token: String,
@@ -28,13 +30,21 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Starts `him serve --http 127.0.0.1:0 <args>` and waits until it listens.
+    /// Starts `him serve --http 127.0.0.1:0 <args>` and waits until it listens. Its tokens
+    /// go to `<runtime>/state` unless `env` names another `XDG_STATE_HOME`: never to the
+    /// home directory of whoever runs the tests.
     pub async fn start(runtime: &Path, args: &[&str], env: &[(&str, &str)]) -> HttpServer {
+        let state_home = env
+            .iter()
+            .find(|(k, _)| *k == "XDG_STATE_HOME")
+            .map(|(_, v)| PathBuf::from(v))
+            .unwrap_or_else(|| runtime.join("state"));
         let mut command = Command::new(him_bin());
         command
             .args(["serve", "--http", "127.0.0.1:0"])
             .args(args)
             .env("HIM_RUNTIME_DIR", runtime)
+            .env("XDG_STATE_HOME", &state_home)
             .env("HIM_LOG", "debug")
             .env_remove("HIM_HTTP_TOKEN")
             .stdin(Stdio::null())
@@ -76,19 +86,20 @@ impl HttpServer {
             .iter()
             .find(|(k, _)| *k == "HIM_HTTP_TOKEN")
             .map(|(_, v)| v.to_string())
-            .unwrap_or_else(|| {
-                std::fs::read_to_string(runtime.join("http-token"))
-                    .expect("token file")
-                    .trim()
-                    .to_owned()
-            });
+            .unwrap_or_else(|| read_token(&state_home.join("him").join("http-token")));
         HttpServer {
             child,
+            state: state_home.join("him"),
             url,
             addr,
             token,
             stderr,
         }
+    }
+
+    /// The token a client that cannot send headers puts in the path.
+    pub fn path_token(&self) -> String {
+        read_token(&self.state.join("http-path-token"))
     }
 
     pub fn bearer(&self) -> String {
@@ -158,4 +169,11 @@ impl HttpServer {
     pub fn stderr_text(&self) -> String {
         self.stderr.lock().expect("stderr lines").join("\n")
     }
+}
+
+pub fn read_token(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("token file {}: {e}", path.display()))
+        .trim()
+        .to_owned()
 }

@@ -5,8 +5,12 @@
 //! (DNS rebinding: a web page the person visits must not be able to reach a loopback
 //! server). Browsers always send `Origin` on cross-origin requests, so a request without
 //! one comes from a program (an MCP client), and those pass; a request with one passes only
-//! when that exact origin was allowed with `--allow-origin`. `Host` is checked too (`crate::web::HostRule`),
-//! so a page on a rebound DNS name is refused even if a browser someday omits `Origin`.
+//! when that exact origin was allowed with `--allow-origin`, or is the server's own loopback
+//! origin (`http://127.0.0.1:<port>`, `http://localhost:<port>`), which no other page can
+//! have. `Host` is checked too (`crate::web::HostRule`), so a page on a rebound DNS name is
+//! refused even if a browser someday omits `Origin`.
+
+use std::net::SocketAddr;
 
 use crate::web::split_host_port;
 
@@ -98,10 +102,11 @@ fn default_port(scheme: &str) -> Option<u16> {
     }
 }
 
-/// The origins given with `--allow-origin`, normalized.
+/// The origins given with `--allow-origin`, normalized, and the server's own.
 #[derive(Debug, Clone, Default)]
 pub struct AllowedOrigins {
     origins: Vec<String>,
+    own: Vec<String>,
 }
 
 /// What the `Origin` header says about a request.
@@ -109,8 +114,10 @@ pub struct AllowedOrigins {
 pub enum OriginVerdict {
     /// No `Origin`: not a browser page (or a same-origin GET, which cannot happen here).
     Absent,
-    /// A page from an allowed origin; CORS answers echo this value.
+    /// A page from an origin allowed with `--allow-origin`; CORS answers echo this value.
     Allowed(String),
+    /// A page of the server's own loopback origin; answered as `Allowed`.
+    Own(String),
     /// A page from anywhere else, or a header that is not an origin.
     Refused(String),
 }
@@ -124,7 +131,23 @@ impl AllowedOrigins {
                 origins.push(origin);
             }
         }
-        Ok(AllowedOrigins { origins })
+        Ok(AllowedOrigins {
+            origins,
+            own: Vec::new(),
+        })
+    }
+
+    /// Also accepts the origins of the server itself on loopback address `bound`: a page
+    /// there is served by this server, so it cannot be someone else's (the MCP conformance
+    /// suite's DNS-rebinding check calls with one).
+    pub fn with_own_loopback(mut self, bound: SocketAddr) -> AllowedOrigins {
+        let port = bound.port();
+        let names = [bound.to_string(), format!("localhost:{port}")];
+        self.own = names
+            .iter()
+            .filter_map(|name| normalize_origin(&format!("http://{name}")).ok())
+            .collect();
+        self
     }
 
     pub fn list(&self) -> &[String] {
@@ -142,8 +165,28 @@ impl AllowedOrigins {
         }
         match std::str::from_utf8(first).map(normalize_origin) {
             Ok(Ok(origin)) if self.origins.contains(&origin) => OriginVerdict::Allowed(shown),
+            Ok(Ok(origin)) if self.own.contains(&origin) => OriginVerdict::Own(shown),
             _ => OriginVerdict::Refused(shown),
         }
+    }
+}
+
+/// What a refused page's owner can do, for the 403 and the log: allow that exact origin,
+/// or, when it cannot be allowed (`null`, a wildcard, not an origin at all), what works
+/// instead.
+pub fn advice_for_refused(origin: &str) -> String {
+    match normalize_origin(origin) {
+        Ok(origin) => format!(
+            "pages from {origin} may not call this server; its owner can allow them with \
+             `him serve --http --allow-origin {origin}`"
+        ),
+        Err(err) => format!(
+            "pages with Origin {origin:?} may not call this server, and cannot be allowed: {}. \
+             Serve the page from an origin of its own (e.g. http://localhost:3000) and allow \
+             that with `him serve --http --allow-origin <origin>`, or call from a program, \
+             which sends no Origin",
+            err.reason
+        ),
     }
 }
 
@@ -224,5 +267,55 @@ mod tests {
             judge(&["http://localhost:3000", "http://localhost:3000"]),
             OriginVerdict::Refused(_)
         ));
+    }
+    #[test]
+    fn the_servers_own_loopback_origins_pass_without_being_listed() {
+        let allowed = AllowedOrigins::parse::<&str>(&[])
+            .unwrap()
+            .with_own_loopback("127.0.0.1:7676".parse().unwrap());
+        let judge = |value: &str| allowed.judge(std::iter::once(value.as_bytes()));
+        assert!(matches!(
+            judge("http://127.0.0.1:7676"),
+            OriginVerdict::Own(_)
+        ));
+        assert!(matches!(
+            judge("http://LOCALHOST:7676"),
+            OriginVerdict::Own(_)
+        ));
+        for refused in [
+            "http://127.0.0.1:7677",
+            "https://127.0.0.1:7676",
+            "http://localhost",
+            "http://127.0.0.2:7676",
+            "null",
+        ] {
+            assert!(
+                matches!(judge(refused), OriginVerdict::Refused(_)),
+                "{refused}"
+            );
+        }
+        let on_80 = AllowedOrigins::default().with_own_loopback("[::1]:80".parse().unwrap());
+        assert!(matches!(
+            on_80.judge(std::iter::once(&b"http://[::1]"[..])),
+            OriginVerdict::Own(_)
+        ));
+    }
+
+    #[test]
+    fn the_advice_for_a_refused_origin_never_names_a_value_that_is_refused_too() {
+        let advice = advice_for_refused("HTTPS://Chat.Example");
+        assert!(
+            advice.contains("--allow-origin https://chat.example`"),
+            "{advice}"
+        );
+        for unallowable in ["null", "*", "not an origin"] {
+            let advice = advice_for_refused(unallowable);
+            assert!(
+                !advice.contains(&format!("--allow-origin {unallowable}")),
+                "{advice}"
+            );
+            assert!(advice.contains("cannot be allowed"), "{advice}");
+            assert!(advice.contains("--allow-origin <origin>"), "{advice}");
+        }
     }
 }

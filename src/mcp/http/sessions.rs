@@ -7,7 +7,10 @@
 //! A session ends when the client deletes it, when it has been idle (no request and no open
 //! stream) for the idle time, or soon after it abandoned a call: the response stream of an
 //! unfinished call was dropped (the client went away) and nothing came back within the
-//! grace. Time is passed in, so the rules are tested without a clock.
+//! grace. At the cap, a new session takes the place of the one idle longest, if any has no
+//! request in flight and no open stream: health checks (`claude mcp list`, `gemini mcp
+//! list`) open sessions and never end them, and must not lock real clients out. Below the
+//! cap nothing is evicted. Time is passed in, so the rules are tested without a clock.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -27,6 +30,9 @@ pub enum Ending {
 struct Entry<S> {
     server: S,
     streams: usize,
+    /// Requests handed to rmcp and not yet answered (a call's stream counts in `streams`
+    /// once its answer begins).
+    requests: usize,
     last_seen: Instant,
     abandoned_at: Option<Instant>,
 }
@@ -68,10 +74,28 @@ impl<S: Clone> Reservation<S> {
             Entry {
                 server,
                 streams: 0,
+                requests: 0,
                 last_seen: now,
                 abandoned_at: None,
             },
         );
+    }
+}
+
+/// A session removed to make room: its id and server, to be ended.
+pub type Evicted<S> = (String, S);
+
+/// One request of a session in rmcp's hands; see [`Sessions::request`].
+pub struct InFlight<S> {
+    sessions: Arc<Sessions<S>>,
+    id: String,
+}
+
+impl<S> Drop for InFlight<S> {
+    fn drop(&mut self) {
+        if let Some(entry) = self.sessions.lock().entries.get_mut(&self.id) {
+            entry.requests = entry.requests.saturating_sub(1);
+        }
     }
 }
 
@@ -101,29 +125,42 @@ impl<S: Clone> Sessions<S> {
         self.lock().entries.len()
     }
 
-    /// A place for a new session, or `None` when the cap is reached.
-    pub fn reserve(self: &Arc<Self>) -> Option<Reservation<S>> {
+    /// A place for a new session, or `None` when the cap is reached and every session is
+    /// busy. At the cap, the session idle longest is removed to make room and returned, to
+    /// be ended.
+    pub fn reserve(self: &Arc<Self>) -> Option<(Reservation<S>, Option<Evicted<S>>)> {
         let mut state = self.lock();
+        let mut evicted = None;
         if state.entries.len() + state.reserved >= self.cap {
-            return None;
+            let id = state
+                .entries
+                .iter()
+                .filter(|(_, e)| e.streams == 0 && e.requests == 0)
+                .min_by_key(|(_, e)| e.last_seen)
+                .map(|(id, _)| id.clone())?;
+            let entry = state.entries.remove(&id)?;
+            evicted = Some((id, entry.server));
         }
         state.reserved += 1;
-        Some(Reservation {
+        let reservation = Reservation {
             sessions: self.clone(),
             used: false,
-        })
+        };
+        Some((reservation, evicted))
     }
 
-    /// The client sent a request in session `id`; `false` if the session is not known.
-    pub fn touch(&self, id: &str, now: Instant) -> bool {
-        match self.lock().entries.get_mut(id) {
-            Some(entry) => {
-                entry.last_seen = now;
-                entry.abandoned_at = None;
-                true
-            }
-            None => false,
-        }
+    /// A request of session `id` is handed to rmcp; the session is busy until the returned
+    /// guard is dropped. `None` if the session is not known.
+    pub fn request(self: &Arc<Self>, id: &str, now: Instant) -> Option<InFlight<S>> {
+        let mut state = self.lock();
+        let entry = state.entries.get_mut(id)?;
+        entry.last_seen = now;
+        entry.abandoned_at = None;
+        entry.requests += 1;
+        Some(InFlight {
+            sessions: self.clone(),
+            id: id.to_owned(),
+        })
     }
 
     pub fn stream_opened(&self, id: &str) {
@@ -153,7 +190,7 @@ impl<S: Clone> Sessions<S> {
         let grace = ABANDON_GRACE.min(idle);
         let mut ended = Vec::new();
         self.lock().entries.retain(|id, entry| {
-            if entry.streams > 0 {
+            if entry.streams > 0 || entry.requests > 0 {
                 return true;
             }
             let ending = if entry
@@ -201,24 +238,83 @@ mod tests {
         sessions
             .reserve()
             .unwrap()
+            .0
             .fulfil("s1".into(), "server", now);
         sessions
+    }
+
+    fn open(sessions: &Arc<Sessions<&'static str>>, id: &'static str, at: Instant) {
+        let (reservation, evicted) = sessions.reserve().expect("a place");
+        assert!(evicted.is_none(), "{evicted:?} evicted below the cap");
+        reservation.fulfil(id.into(), id, at);
     }
 
     #[test]
     fn the_cap_counts_sessions_being_made() {
         let t0 = Instant::now();
         let sessions = Sessions::<()>::new(2);
-        let a = sessions.reserve().unwrap();
-        let b = sessions.reserve().unwrap();
+        let (a, _) = sessions.reserve().unwrap();
+        let (b, _) = sessions.reserve().unwrap();
         assert!(sessions.reserve().is_none());
         drop(b);
         a.fulfil("a".into(), (), t0);
         assert_eq!(sessions.len(), 1);
-        let c = sessions.reserve().unwrap();
+        let (c, _) = sessions.reserve().unwrap();
+        // "a" is idle, so it would make room; a session still being made never does.
+        let (d, evicted) = sessions.reserve().unwrap();
+        assert_eq!(evicted, Some(("a".to_owned(), ())));
         assert!(sessions.reserve().is_none());
-        drop(c);
+        drop((c, d));
         assert!(sessions.reserve().is_some());
+    }
+
+    #[test]
+    fn at_the_cap_the_session_idle_longest_makes_room_and_below_it_none_does() {
+        let t0 = Instant::now();
+        let sessions = Sessions::new(3);
+        open(&sessions, "early", t0);
+        open(&sessions, "middle", t0 + ms(10));
+        // Below the cap, however long idle, nothing is evicted.
+        open(&sessions, "late", t0 + IDLE * 10);
+        assert_eq!(sessions.len(), 3);
+        // "early" calls again much later: now "middle" is the one idle longest.
+        drop(sessions.request("early", t0 + IDLE * 20));
+        let (reservation, evicted) = sessions.reserve().unwrap();
+        assert_eq!(evicted, Some(("middle".to_owned(), "middle")));
+        reservation.fulfil("new".into(), "new", t0 + IDLE * 21);
+        let (_, evicted) = sessions.reserve().unwrap();
+        assert_eq!(evicted.unwrap().0, "late");
+    }
+
+    #[test]
+    fn a_session_with_a_request_in_flight_or_an_open_stream_is_never_evicted() {
+        let t0 = Instant::now();
+        let sessions = Sessions::new(3);
+        open(&sessions, "calling", t0);
+        open(&sessions, "streaming", t0 + ms(1));
+        open(&sessions, "idle", t0 + ms(2));
+        let call = sessions.request("calling", t0).unwrap();
+        sessions.stream_opened("streaming");
+        let (reservation, evicted) = sessions.reserve().unwrap();
+        assert_eq!(evicted.unwrap().0, "idle");
+        reservation.fulfil("fresh".into(), "fresh", t0 + ms(3));
+        sessions.stream_opened("fresh");
+        // Every session busy: no place, as before.
+        assert!(sessions.reserve().is_none());
+        // The call's answer came back: that session may make room again.
+        drop(call);
+        assert_eq!(sessions.reserve().unwrap().1.unwrap().0, "calling");
+        assert!(sessions.request("gone", t0).is_none());
+    }
+
+    #[test]
+    fn a_request_in_flight_keeps_a_session_from_expiring() {
+        let t0 = Instant::now();
+        let sessions = with_one(t0);
+        let call = sessions.request("s1", t0).unwrap();
+        assert!(sessions.take_ended(t0 + IDLE * 2, IDLE).is_empty());
+        drop(call);
+        assert_eq!(sessions.take_ended(t0 + IDLE * 2, IDLE).len(), 1);
     }
 
     #[test]
@@ -226,12 +322,12 @@ mod tests {
         let t0 = Instant::now();
         let sessions = with_one(t0);
         assert!(sessions.take_ended(t0 + IDLE - ms(1), IDLE).is_empty());
-        assert!(sessions.touch("s1", t0 + ms(30_000)));
+        assert!(sessions.request("s1", t0 + ms(30_000)).is_some());
         assert!(sessions.take_ended(t0 + IDLE, IDLE).is_empty());
         let ended = sessions.take_ended(t0 + ms(30_000) + IDLE, IDLE);
         assert_eq!(ended, vec![("s1".to_owned(), "server", Ending::Idle)]);
         assert_eq!(sessions.len(), 0);
-        assert!(!sessions.touch("s1", t0));
+        assert!(sessions.request("s1", t0).is_none());
     }
 
     #[test]
@@ -268,7 +364,7 @@ mod tests {
         let sessions = with_one(t0);
         sessions.stream_opened("s1");
         sessions.stream_closed("s1", true, t0);
-        sessions.touch("s1", t0 + ms(3_000));
+        drop(sessions.request("s1", t0 + ms(3_000)));
         assert!(sessions.take_ended(t0 + ABANDON_GRACE, IDLE).is_empty());
 
         // A client still holding another stream is alive: it may cancel the call itself.

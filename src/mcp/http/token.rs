@@ -1,15 +1,23 @@
-//! The bearer token every HTTP request must carry: `HIM_HTTP_TOKEN` when set, else the one
-//! kept in `<runtime dir>/http-token` (mode 0600 in the 0700 runtime directory), made on
-//! first use. The token is never logged; `Debug` hides it.
+//! The secrets of `him serve --http`, each in a file of its own in the persistent state
+//! directory (`state.rs`; file 0600, directory 0700, both ours), made on first use:
+//! - the bearer token every request must carry (`http-token`), unless `HIM_HTTP_TOKEN`
+//!   gives it;
+//! - the path token (`http-path-token`) for clients that cannot send headers (MCP
+//!   SuperAssistant): `/mcp/<path token>`. It is a secret of its own because it sits in a
+//!   URL, which ends up in more places than a header does; replacing it
+//!   (`--new-path-token`) leaves every other client's configuration alone.
+//!
+//! Tokens are never logged; `Debug` hides them.
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::runtime::{self, RuntimeError};
+use crate::runtime;
 
 pub const TOKEN_FILE: &str = "http-token";
+pub const PATH_TOKEN_FILE: &str = "http-path-token";
 pub const TOKEN_ENV: &str = "HIM_HTTP_TOKEN";
 /// A shorter secret could be guessed by anyone who can reach the port.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -30,11 +38,21 @@ pub enum TokenSource {
     Env,
     File(PathBuf),
     Created(PathBuf),
+    /// Moved from the runtime directory, where earlier versions kept it.
+    Moved {
+        from: PathBuf,
+        to: PathBuf,
+    },
 }
 
 #[derive(Debug)]
 pub enum TokenError {
-    Runtime(RuntimeError),
+    NoStateDir(crate::state::NoStateDir),
+    /// The directory the tokens live in is not a private directory of ours.
+    UnsafeDir {
+        path: PathBuf,
+        why: String,
+    },
     Io {
         path: PathBuf,
         err: io::Error,
@@ -54,12 +72,20 @@ pub enum TokenError {
 impl std::fmt::Display for TokenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            TokenError::Runtime(err) => err.fmt(f),
+            TokenError::NoStateDir(err) => err.fmt(f),
+            TokenError::UnsafeDir { path, why } => write!(
+                f,
+                "the HTTP token directory {} {why}; it must be a directory of yours that only \
+                 you can read (`chmod 700 {}`), or set {} to another place",
+                path.display(),
+                path.display(),
+                crate::state::STATE_HOME_ENV
+            ),
             TokenError::Io { path, err } => write!(f, "{}: {err}", path.display()),
             TokenError::Unsafe { path, why } => write!(
                 f,
-                "the HTTP token file {} {why}; delete it (a new token is made on the next start) \
-                 or set {TOKEN_ENV}",
+                "the HTTP token file {} {why}; delete it (a new token is made on the next start; \
+                 clients that kept the old one must be given the new one)",
                 path.display()
             ),
             TokenError::Invalid { source, why } => write!(f, "the HTTP token in {source} {why}"),
@@ -112,22 +138,51 @@ impl Token {
         if !scheme.eq_ignore_ascii_case(b"bearer") {
             return false;
         }
-        let presented = rest.trim_ascii();
+        self.matches(rest.trim_ascii())
+    }
+
+    /// Whether `presented` is this token, compared in constant time.
+    pub fn matches(&self, presented: &[u8]) -> bool {
         crate::random::same_secret(presented, self.0.as_bytes())
     }
 }
 
-/// The token in force: from `env` (`HIM_HTTP_TOKEN`) when given, else read from or created
-/// in `runtime_dir`.
+/// The bearer token in force: from `env` (`HIM_HTTP_TOKEN`) when given, else read from or
+/// created in `state_dir`. A token file that an earlier version left in `old_runtime_dir`
+/// is moved to `state_dir` once, so the clients configured with it keep working.
 pub fn load_or_create(
-    runtime_dir: &Path,
+    state_dir: &Path,
     env: Option<String>,
+    old_runtime_dir: Option<&Path>,
 ) -> Result<(Token, TokenSource), TokenError> {
     if let Some(value) = env.filter(|v| !v.trim().is_empty()) {
         return Ok((Token::new(&value, TOKEN_ENV)?, TokenSource::Env));
     }
-    runtime::ensure_private_dir(runtime_dir).map_err(TokenError::Runtime)?;
-    let path = runtime_dir.join(TOKEN_FILE);
+    ensure_private_dir(state_dir)?;
+    let path = state_dir.join(TOKEN_FILE);
+    if let Some(old) = old_runtime_dir.map(|dir| dir.join(TOKEN_FILE))
+        && fs::symlink_metadata(&path).is_err()
+        && let Ok(token) = read_token_file(&old)
+    {
+        let moved = publish(state_dir, TOKEN_FILE, &token)?;
+        let _ = fs::remove_file(&old);
+        if moved {
+            return Ok((
+                token,
+                TokenSource::Moved {
+                    from: old,
+                    to: path,
+                },
+            ));
+        }
+    }
+    load_or_create_file(state_dir, TOKEN_FILE)
+}
+
+/// The token kept in `dir/file`, made if there is none.
+pub fn load_or_create_file(dir: &Path, file: &str) -> Result<(Token, TokenSource), TokenError> {
+    ensure_private_dir(dir)?;
+    let path = dir.join(file);
     // Two servers may start at once: the file appears whole (hard link of a finished
     // temporary file) or not at all, and the loser reads the winner's token.
     for _ in 0..3 {
@@ -136,15 +191,69 @@ pub fn load_or_create(
             Err(TokenError::Io { err, .. }) if err.kind() == io::ErrorKind::NotFound => {}
             Err(err) => return Err(err),
         }
-        let token = Token::new(
-            &crate::random::random_hex(32).map_err(TokenError::NoRandomness)?,
-            "a new token",
-        )?;
-        if publish(runtime_dir, &path, &token)? {
-            return Ok((token, TokenSource::Created(path)));
+        if publish(dir, file, &new_token()?)? {
+            return read_token_file(&path).map(|token| (token, TokenSource::Created(path)));
         }
     }
     read_token_file(&path).map(|token| (token, TokenSource::File(path)))
+}
+
+/// A new token in `dir/file`, in place of the one there (if any) in one step: a server
+/// reading it meanwhile gets the old one or the new one, never half of either.
+pub fn replace_file(dir: &Path, file: &str) -> Result<Token, TokenError> {
+    ensure_private_dir(dir)?;
+    let token = new_token()?;
+    let temp = write_temp(dir, file, &token)?;
+    let path = dir.join(file);
+    fs::rename(&temp, &path).map_err(|err| {
+        let _ = fs::remove_file(&temp);
+        TokenError::Io { path, err }
+    })?;
+    Ok(token)
+}
+
+fn new_token() -> Result<Token, TokenError> {
+    Token::new(
+        &crate::random::random_hex(32).map_err(TokenError::NoRandomness)?,
+        "a new token",
+    )
+}
+
+/// Creates `dir` (and its parents) with mode 0700 if missing; then it must be a directory
+/// of ours that nobody else can read. An existing directory is judged, never changed.
+fn ensure_private_dir(dir: &Path) -> Result<(), TokenError> {
+    let io_err = |err| TokenError::Io {
+        path: dir.to_owned(),
+        err,
+    };
+    if let Err(err) = fs::symlink_metadata(dir) {
+        if err.kind() != io::ErrorKind::NotFound {
+            return Err(io_err(err));
+        }
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io_err)?;
+    }
+    let meta = fs::symlink_metadata(dir).map_err(io_err)?;
+    let unsafe_dir = |why: String| TokenError::UnsafeDir {
+        path: dir.to_owned(),
+        why,
+    };
+    if !meta.is_dir() {
+        return Err(unsafe_dir("is not a directory".into()));
+    }
+    if meta.uid() != runtime::current_uid() {
+        return Err(unsafe_dir(format!("belongs to uid {}", meta.uid())));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(unsafe_dir(format!(
+            "has mode {:o}: others can look into it",
+            meta.mode() & 0o777
+        )));
+    }
+    Ok(())
 }
 
 fn read_token_file(path: &Path) -> Result<Token, TokenError> {
@@ -173,37 +282,39 @@ fn read_token_file(path: &Path) -> Result<Token, TokenError> {
     Token::new(&text, &path.display().to_string())
 }
 
-/// Writes `token` to `path` unless a token file already exists; `false` if one did.
-fn publish(dir: &Path, path: &Path, token: &Token) -> Result<bool, TokenError> {
+/// A finished temporary file in `dir` holding `token`, mode 0600.
+fn write_temp(dir: &Path, file: &str, token: &Token) -> Result<PathBuf, TokenError> {
     let suffix = crate::random::random_hex(8).map_err(TokenError::NoRandomness)?;
-    let temp = dir.join(format!(".{TOKEN_FILE}.{suffix}"));
-    let io_err = |err| TokenError::Io {
-        path: temp.clone(),
-        err,
-    };
+    let temp = dir.join(format!(".{file}.{suffix}"));
     let written = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(&temp)
-        .and_then(|mut file| {
-            file.write_all(token.secret().as_bytes())?;
-            file.write_all(b"\n")?;
-            file.sync_all()
+        .and_then(|mut out| {
+            out.write_all(token.secret().as_bytes())?;
+            out.write_all(b"\n")?;
+            out.sync_all()
         });
-    if let Err(err) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(io_err(err));
+    match written {
+        Ok(()) => Ok(temp),
+        Err(err) => {
+            let _ = fs::remove_file(&temp);
+            Err(TokenError::Io { path: temp, err })
+        }
     }
-    let linked = fs::hard_link(&temp, path);
+}
+
+/// Writes `token` to `dir/file` unless that file already exists; `false` if it did.
+fn publish(dir: &Path, file: &str, token: &Token) -> Result<bool, TokenError> {
+    let temp = write_temp(dir, file, token)?;
+    let path = dir.join(file);
+    let linked = fs::hard_link(&temp, &path);
     let _ = fs::remove_file(&temp);
     match linked {
         Ok(()) => Ok(true),
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-        Err(err) => Err(TokenError::Io {
-            path: path.to_owned(),
-            err,
-        }),
+        Err(err) => Err(TokenError::Io { path, err }),
     }
 }
 
@@ -221,12 +332,12 @@ mod tests {
     #[test]
     fn a_token_is_made_once_kept_private_and_read_back() {
         let dir = private_dir();
-        let (made, source) = load_or_create(dir.path(), None).unwrap();
+        let (made, source) = load_or_create(dir.path(), None, None).unwrap();
         let path = dir.path().join(TOKEN_FILE);
         assert_eq!(source, TokenSource::Created(path.clone()));
         assert_eq!(made.secret().len(), 64);
         assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
-        let (again, source) = load_or_create(dir.path(), None).unwrap();
+        let (again, source) = load_or_create(dir.path(), None, None).unwrap();
         assert_eq!(source, TokenSource::File(path));
         assert_eq!(again.secret(), made.secret());
         let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
@@ -237,13 +348,15 @@ mod tests {
     fn the_environment_wins_and_must_look_like_a_secret() {
         let dir = private_dir();
         let (token, source) =
-            load_or_create(dir.path(), Some("0123456789abcdef-XYZ".into())).unwrap();
+            load_or_create(dir.path(), Some("0123456789abcdef-XYZ".into()), None).unwrap();
         assert_eq!(source, TokenSource::Env);
         assert_eq!(token.secret(), "0123456789abcdef-XYZ");
         assert!(!dir.path().join(TOKEN_FILE).exists());
-        let short = load_or_create(dir.path(), Some("hunter2".into())).unwrap_err();
+        let short = load_or_create(dir.path(), Some("hunter2".into()), None).unwrap_err();
         assert!(short.to_string().contains("HIM_HTTP_TOKEN"), "{short}");
-        assert!(load_or_create(dir.path(), Some("a token with spaces in it".into())).is_err());
+        assert!(
+            load_or_create(dir.path(), Some("a token with spaces in it".into()), None).is_err()
+        );
     }
 
     #[test]
@@ -252,8 +365,66 @@ mod tests {
         let path = dir.path().join(TOKEN_FILE);
         fs::write(&path, "0123456789abcdef0123").unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
-        let err = load_or_create(dir.path(), None).unwrap_err();
+        let err = load_or_create(dir.path(), None, None).unwrap_err();
         assert!(err.to_string().contains("mode 644"), "{err}");
+    }
+
+    #[test]
+    fn the_token_directory_is_made_private_and_an_open_one_is_refused() {
+        let parent = private_dir();
+        let state = parent.path().join("state/him");
+        let (_, source) = load_or_create(&state, None, None).unwrap();
+        assert_eq!(source, TokenSource::Created(state.join(TOKEN_FILE)));
+        assert_eq!(fs::metadata(&state).unwrap().mode() & 0o777, 0o700);
+        fs::set_permissions(&state, fs::Permissions::from_mode(0o750)).unwrap();
+        let err = load_or_create(&state, None, None).unwrap_err();
+        assert!(err.to_string().contains("mode 750"), "{err}");
+        assert!(err.to_string().contains("chmod 700"), "{err}");
+    }
+
+    #[test]
+    fn a_token_left_in_the_runtime_directory_is_moved_once() {
+        let runtime = private_dir();
+        let state = private_dir();
+        let old = runtime.path().join(TOKEN_FILE);
+        fs::write(&old, "0123456789abcdef0123\n").unwrap();
+        fs::set_permissions(&old, fs::Permissions::from_mode(0o600)).unwrap();
+        let (token, source) = load_or_create(state.path(), None, Some(runtime.path())).unwrap();
+        assert_eq!(token.secret(), "0123456789abcdef0123");
+        assert_eq!(
+            source,
+            TokenSource::Moved {
+                from: old.clone(),
+                to: state.path().join(TOKEN_FILE)
+            }
+        );
+        assert!(!old.exists());
+        // A later one there (another version running) does not replace the kept one.
+        fs::write(&old, "ffffffffffffffffffff\n").unwrap();
+        fs::set_permissions(&old, fs::Permissions::from_mode(0o600)).unwrap();
+        let (again, source) = load_or_create(state.path(), None, Some(runtime.path())).unwrap();
+        assert_eq!(again.secret(), "0123456789abcdef0123");
+        assert_eq!(source, TokenSource::File(state.path().join(TOKEN_FILE)));
+    }
+
+    #[test]
+    fn the_path_token_is_its_own_and_is_replaced_alone() {
+        let state = private_dir();
+        let (bearer, _) = load_or_create(state.path(), None, None).unwrap();
+        let (path_token, _) = load_or_create_file(state.path(), PATH_TOKEN_FILE).unwrap();
+        assert_ne!(bearer.secret(), path_token.secret());
+        let replaced = replace_file(state.path(), PATH_TOKEN_FILE).unwrap();
+        assert_ne!(replaced.secret(), path_token.secret());
+        let (read, _) = load_or_create_file(state.path(), PATH_TOKEN_FILE).unwrap();
+        assert_eq!(read.secret(), replaced.secret());
+        let (bearer_again, _) = load_or_create(state.path(), None, None).unwrap();
+        assert_eq!(bearer_again.secret(), bearer.secret());
+        let path = state.path().join(PATH_TOKEN_FILE);
+        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        let names: Vec<_> = fs::read_dir(state.path()).unwrap().collect();
+        assert_eq!(names.len(), 2, "temporary files left: {names:?}");
+        assert!(read.matches(replaced.secret().as_bytes()));
+        assert!(!read.matches(bearer.secret().as_bytes()));
     }
 
     #[test]
