@@ -200,8 +200,7 @@ async fn a_stale_socket_is_removed_and_does_not_count_as_a_browser() {
     let hosts = runtime.path().join("hosts");
     // As the host makes it: only a private directory is trusted with clean-up.
     std::fs::create_dir_all(&hosts).unwrap();
-    std::fs::set_permissions(&hosts, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .unwrap();
+    std::fs::set_permissions(&hosts, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     let stale = hosts.join("999999.sock");
     leave_stale_socket(&stale);
     assert!(stale.exists());

@@ -1,12 +1,12 @@
 //! The tools of DESIGN.md §5 on an rmcp `ToolRouter`.
 
+use std::convert::Infallible;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use super::params::Parameters;
 use super::schema::output_schema;
-use futures::future::{BoxFuture, Either};
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::model::{
@@ -255,22 +255,19 @@ impl HimServer {
         }
     }
 
-    /// Decides at once whatever can be decided, and returns the wait: one boxed future that
-    /// holds only what the wait needs. A session's waiting calls are mostly their futures,
-    /// and an async fn keeps room for its arguments for as long as it lives, so the call's
-    /// context, arguments and retry state stay out of it (BENCHMARKS.md, memory).
-    fn ask(
+    /// One ask tool's call: the retry of a 2026-07-28 round trip is finished at once;
+    /// otherwise the question goes through the channel chain while heartbeats go out.
+    async fn ask(
         &self,
         tool: ToolKind,
         form: Result<Form, ArgError>,
         timeout_ms: Option<u64>,
         retry: Retry,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<BoxFuture<'_, Result<CallToolResponse, ErrorData>>, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let form = form.map_err(invalid_params)?;
         if let Some(state) = retry.state {
-            let finished = self.finish_retry(tool, form, &state, retry.responses, &ctx)?;
-            return Ok(Box::pin(std::future::ready(Ok(finished))));
+            return self.finish_retry(tool, form, &state, retry.responses, &ctx);
         }
         let prepared = channels::prepare(tool, form, self.shared.config.wait_for(timeout_ms))
             .map_err(|err| match err {
@@ -279,13 +276,6 @@ impl HimServer {
             })?;
         tracing::info!(tool = tool.tool_name(), id = %prepared.ask.id, "asking");
         let (notices, notice_rx) = futures::channel::mpsc::unbounded();
-        let heartbeat = Box::pin(heartbeat(
-            ctx.peer.clone(),
-            ctx.meta.get_progress_token(),
-            self.ticks(),
-            notice_rx,
-        ));
-        let client_elicitation = Self::client_elicitation(&ctx);
         let elicitation = match self.elicitation_mode(&ctx) {
             ElicitationMode::None => Elicitation::None,
             ElicitationMode::InputRequired => Elicitation::OnRetry,
@@ -299,26 +289,30 @@ impl HimServer {
             }
         };
         let channels = Channels {
-            client_elicitation,
+            client_elicitation: Self::client_elicitation(&ctx),
             elicitation,
             notice: Box::new(move |message: String| {
                 let _ = notices.unbounded_send(message);
             }),
         };
-        // Built from parts rather than one async block, which would keep a second copy
-        // of everything it moves into the futures it awaits.
-        let asking = Box::pin(channels::ask(
+        let asking = channels::ask(
             self.pool(&ctx),
             &self.shared.config,
             Box::new(prepared),
             channels,
             ctx.ct.cancelled_owned(),
-        ));
-        let asked = futures::future::select(asking, heartbeat).map(|either| match either {
-            Either::Left((asked, _)) => asked,
-            Either::Right((never, _)) => match never {},
-        });
-        Ok(Box::pin(asked.map(move |asked| self.asked(tool, asked))))
+        );
+        let heartbeat = heartbeat(
+            ctx.peer.clone(),
+            ctx.meta.get_progress_token(),
+            self.ticks(),
+            notice_rx,
+        );
+        let asked = tokio::select! {
+            asked = asking => asked,
+            never = heartbeat => match never {},
+        };
+        self.asked(tool, asked)
     }
 
     /// The tool result for how the question ended.
@@ -437,7 +431,7 @@ impl HimServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let retry = Retry { state, responses };
-        self.ask(ToolKind::Text, args.to_form(), args.timeout_ms, retry, ctx)?
+        self.ask(ToolKind::Text, args.to_form(), args.timeout_ms, retry, ctx)
             .await
     }
 
@@ -464,7 +458,7 @@ impl HimServer {
             args.timeout_ms,
             retry,
             ctx,
-        )?
+        )
         .await
     }
 
@@ -490,7 +484,7 @@ impl HimServer {
             args.timeout_ms,
             retry,
             ctx,
-        )?
+        )
         .await
     }
 
@@ -516,7 +510,7 @@ impl HimServer {
             args.timeout_ms,
             retry,
             ctx,
-        )?
+        )
         .await
     }
 
@@ -544,7 +538,7 @@ impl HimServer {
             args.timeout_ms(),
             retry,
             ctx,
-        )?
+        )
         .await
     }
 
@@ -720,8 +714,6 @@ async fn elicit(
     }
 }
 
-enum Never {}
-
 /// The session's heartbeat clock: one timer for every waiting call, which each call
 /// follows with a receiver instead of keeping a timer of its own. Ends when the session's
 /// server, and with it every receiver, is gone.
@@ -746,7 +738,7 @@ async fn heartbeat(
     token: Option<ProgressToken>,
     mut ticks: watch::Receiver<()>,
     mut notices: futures::channel::mpsc::UnboundedReceiver<String>,
-) -> Never {
+) -> Infallible {
     let started = tokio::time::Instant::now();
     let mut ticking = true;
     let mut last = 0.0f64;
@@ -775,8 +767,7 @@ async fn heartbeat(
         let progress = started.elapsed().as_secs_f64().max(last + 0.001);
         last = progress;
         let param = ProgressNotificationParam::new(token.clone(), progress).with_message(message);
-        // Boxed: the send is brief and rare, and would otherwise size every waiting call.
-        if let Err(err) = Box::pin(peer.notify_progress(param)).await {
+        if let Err(err) = peer.notify_progress(param).await {
             tracing::debug!("progress notification not sent: {err}");
         }
     }
