@@ -1,14 +1,14 @@
 //! The agent side's links to hosts: closed when the agent's session ends, and never made
 //! (nor anything deleted) in a runtime directory that others can write.
 
-mod common;
+mod support;
 
 use std::os::unix::fs::PermissionsExt;
 
-use common::*;
 use him::agent::{Identity, Pool};
 use him::protocol::{AgentInfo, Ask, AskFrame};
 use serde_json::json;
+use support::*;
 
 fn pool(runtime: &std::path::Path) -> Pool {
     let agent = AgentInfo {

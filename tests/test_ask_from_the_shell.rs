@@ -1,12 +1,12 @@
 //! `him ask` for shell scripts: the same path as the tools, the result as JSON on stdout,
 //! exit 0 when answered, 1 otherwise, 2 on bad arguments.
 
-mod common;
+mod support;
 
 use std::process::Stdio;
 
-use common::*;
 use serde_json::{Value, json};
+use support::*;
 use tokio::process::Command;
 
 fn him_ask(runtime: &std::path::Path, args: &[&str]) -> Command {

@@ -2,15 +2,15 @@
 //! skipped; a frame that cannot be framed closes only its own link; nothing crashes the host
 //! or disturbs another agent.
 
-mod common;
+mod support;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use common::*;
 use him::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
 use serde_json::{Value, json};
+use support::*;
 
 /// A raw agent link to the host, written by hand.
 fn raw_agent(ext: &FakeExtension) -> UnixStream {

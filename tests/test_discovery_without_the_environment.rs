@@ -5,17 +5,16 @@
 //! included. No test here sets `HIM_RUNTIME_DIR`: each runs as a fresh user of its own
 //! (DESIGN.md §1), so none can reach the developer's browser or another test's host.
 
-mod common;
-mod fresh_user;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use common::*;
-use fresh_user::{FreshUser, fresh_user};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
+use support::fresh_user::{FreshUser, fresh_user};
+use support::*;
 
 /// The browser starts the host for `user`, with a browser's environment.
 async fn browser_host(user: &FreshUser, runtime: &Path) -> FakeExtension {

@@ -2,13 +2,12 @@
 //! itself: `elicitation/create` on protocol ≤ 2025-11-25, an `input_required` round trip on
 //! 2026-07-28. rmcp's own client plays the MCP client, with a scripted person.
 
-mod common;
+mod support;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
 use rmcp::model::{
     CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, ErrorData, Implementation, ProtocolVersion,
@@ -17,6 +16,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, Runni
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
+use support::*;
 use tokio::process::Command;
 
 /// What the scripted person (or client) does with a form.

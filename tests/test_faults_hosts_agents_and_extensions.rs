@@ -6,8 +6,7 @@
 //! unaffected. Random choices come from a seeded generator: `HIM_TEST_SEED` repeats a run.
 //! Counts, not clocks: no duration is asserted.
 
-mod common;
-mod load_support;
+mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -15,9 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
-use load_support::*;
 use serde_json::{Value, json};
+use support::load::*;
+use support::*;
 
 const SURVIVORS: usize = 6;
 /// Questions each survivor asks, in two lanes at once.

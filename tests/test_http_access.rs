@@ -2,13 +2,12 @@
 //! origins (with the CORS and Private Network Access answers browsers need), only for the
 //! loopback Host, with bounded bodies and a bounded number of sessions.
 
-mod common;
-mod http_support;
+mod support;
 
 use std::os::unix::fs::PermissionsExt;
 
-use common::*;
-use http_support::*;
+use support::http::*;
+use support::*;
 
 const EXTENSION: &str = "chrome-extension://abcdefghijklmnopabcdefghijklmnop";
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;

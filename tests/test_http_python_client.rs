@@ -3,14 +3,13 @@
 //! elicitation round trip works, and a legacy session closes without "Session termination
 //! failed". Skipped with a message when `mcp` is not installed, except under `HIM_E2E=1`.
 
-mod common;
-mod http_support;
+mod support;
 
 use std::process::Stdio;
 
-use common::*;
-use http_support::*;
 use serde_json::Value;
+use support::http::*;
+use support::*;
 
 fn python_has_mcp() -> bool {
     std::process::Command::new("python3")

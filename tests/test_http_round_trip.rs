@@ -1,14 +1,13 @@
 //! `him serve --http`: rmcp's own Streamable HTTP client reaches the person through the real
 //! native host, sessions stay apart, and a client that leaves has its questions withdrawn.
 
-mod common;
-mod http_support;
+mod support;
 
 use std::time::Duration;
 
-use common::*;
-use http_support::*;
 use serde_json::json;
+use support::http::*;
+use support::*;
 
 const TOOLS: [&str; 6] = [
     "ask_text",

@@ -3,13 +3,10 @@
 //! such requests, a request's links to the browser's host end with it, and a call whose
 //! stream the client closes is withdrawn from the panel.
 
-mod common;
-mod http_support;
+mod support;
 
 use std::time::{Duration, Instant};
 
-use common::*;
-use http_support::*;
 use rmcp::model::{
     CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, ErrorData, Implementation, ProtocolVersion,
@@ -19,6 +16,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Value, json};
+use support::http::*;
+use support::*;
 
 /// A 2026-07-28 client that declares form elicitation and accepts every form with `content`.
 #[derive(Clone)]

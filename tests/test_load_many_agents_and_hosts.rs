@@ -4,15 +4,14 @@
 //! that did not answer has it withdrawn once. Counts, not clocks: how long this takes is
 //! measured by `cargo bench` (BENCHMARKS.md), never asserted here.
 
-mod common;
-mod load_support;
+mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use common::*;
-use load_support::*;
 use serde_json::{Value, json};
+use support::load::*;
+use support::*;
 
 const AGENTS: usize = 20;
 const PER_AGENT: usize = 50;

@@ -2,13 +2,13 @@
 //! as a web form on 127.0.0.1. These tests talk raw HTTP to it, as a browser (or an
 //! attacker on the same machine) would; `$BROWSER` is a script that records the URL.
 
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use common::*;
 use serde_json::{Value, json};
+use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};

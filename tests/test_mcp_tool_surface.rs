@@ -2,12 +2,12 @@
 //! refused as invalid params that name the argument, and lines on stdin that are no
 //! message ignored or answered, without ending the session.
 
-mod common;
+mod support;
 
-use common::*;
 use rmcp::model::ErrorCode;
 use rmcp::service::ServiceError;
 use serde_json::json;
+use support::*;
 
 #[tokio::test]
 async fn the_six_tools_are_listed_with_output_schemas_and_annotations() {

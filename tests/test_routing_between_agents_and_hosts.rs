@@ -2,10 +2,10 @@
 //! the others are withdrawn, and a browser that arrives (or comes back) mid-question gets
 //! it under the same id.
 
-mod common;
+mod support;
 
-use common::*;
 use serde_json::{Value, json};
+use support::*;
 
 fn ask_in_background(
     agent: Agent,

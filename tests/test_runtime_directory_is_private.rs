@@ -2,13 +2,12 @@
 //! itself, a 0600 socket, never a directory that group or others can get into, and never
 //! a name another user could create first.
 
-mod common;
-mod fresh_user;
+mod support;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::Stdio;
 
-use common::*;
+use support::*;
 
 #[tokio::test]
 async fn the_host_creates_a_private_directory_and_a_private_socket() {
@@ -88,10 +87,10 @@ async fn a_runtime_directory_others_may_only_enter_is_refused_too() {
 /// rule has no such name.
 #[tokio::test]
 async fn another_user_cannot_take_the_runtime_directory_first() {
-    let Some(person) = fresh_user::fresh_user() else {
+    let Some(person) = support::fresh_user::fresh_user() else {
         return;
     };
-    let Some(attacker) = fresh_user::fresh_user() else {
+    let Some(attacker) = support::fresh_user::fresh_user() else {
         return;
     };
     let squatted = std::env::temp_dir().join(format!("him-{}", person.uid));

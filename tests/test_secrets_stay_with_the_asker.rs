@@ -1,12 +1,12 @@
 //! A password typed into a form goes to the agent that asked and nowhere else: not into
 //! the server's log nor the host's, even at the most verbose log level.
 
-mod common;
+mod support;
 
 use std::process::Stdio;
 
-use common::*;
 use serde_json::json;
+use support::*;
 
 const SECRET: &str = "correct-horse-battery-staple-4711";
 

@@ -3,16 +3,16 @@
 //! unaffected. An agent that pauses for less than that while a long burst waits for it is
 //! not cut off, however many frames wait (the host once cut off at 1,024).
 
-mod common;
+mod support;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::*;
 use him::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
 use serde_json::{Value, json};
+use support::*;
 
 /// The stall time of the test that waits for a cut-off.
 const STALL: Duration = Duration::from_secs(2);

@@ -3,14 +3,14 @@
 //! not define, at the top or inside `ask_form`'s fields and options, is a JSON-RPC
 //! invalid-params error that names it (and what was probably meant), never dropped.
 
-mod common;
+mod support;
 
 use std::time::{Duration, Instant};
 
-use common::*;
 use rmcp::model::{ErrorCode, ErrorData};
 use rmcp::service::ServiceError;
 use serde_json::{Value, json};
+use support::*;
 
 async fn refused(agent: &Agent, tool: &str, args: Value) -> ErrorData {
     match agent.call_tool(params(tool, args.clone())).await {

@@ -7,10 +7,10 @@
 //! (tests/e2e/clients.test.mjs, tests/e2e/node22/inspector.test.mjs) check the same with
 //! the real validators; this one keeps `cargo test` guarding it without Node.
 
-mod common;
+mod support;
 
-use common::*;
 use serde_json::{Value, json};
+use support::*;
 
 /// JSON Schema 2020-12, Validation §7.3, written out here rather than taken from the code
 /// under test.

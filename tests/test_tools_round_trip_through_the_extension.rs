@@ -1,10 +1,10 @@
 //! Each ask tool, called by rmcp's client on `him serve`, reaches the extension through the
 //! real native host and comes back as a validated, structured result.
 
-mod common;
+mod support;
 
-use common::*;
 use serde_json::{Value, json};
+use support::*;
 
 /// Calls `tool` in the background, lets the fake extension answer with `reply`, and
 /// returns the result and the `ask` the extension saw.

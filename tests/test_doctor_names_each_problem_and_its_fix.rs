@@ -3,15 +3,15 @@
 #![cfg(all(unix, not(target_os = "macos")))]
 #![allow(clippy::unwrap_used)]
 
-mod install_env;
+mod support;
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::Path;
 
-use install_env::{Env, Run, linux_manifest, read_json, write_json};
 use serde_json::json;
+use support::install::{Env, Run, linux_manifest, read_json, write_json};
 
 /// Installs for one browser, lets `edit` change the manifest, and runs the doctor.
 fn doctor_after(browser: &str, edit: impl FnOnce(&Path)) -> Run {

@@ -3,6 +3,11 @@
 //! messaging on its stdio; `Agent` is rmcp's own client running `him serve`.
 #![allow(dead_code)] // each test file uses a different part of this module
 
+pub mod fresh_user;
+pub mod http;
+pub mod install;
+pub mod load;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;

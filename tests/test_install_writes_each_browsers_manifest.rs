@@ -3,10 +3,10 @@
 #![cfg(all(unix, not(target_os = "macos")))]
 #![allow(clippy::unwrap_used)]
 
-mod install_env;
+mod support;
 
-use install_env::{BROWSERS, Env, exe, linux_manifest, read_json, write_json};
 use serde_json::json;
+use support::install::{BROWSERS, Env, exe, linux_manifest, read_json, write_json};
 
 const PINNED_ORIGIN: &str = "chrome-extension://mephldgjjmdajmfkonfbblipccnbagig/";
 const OTHER_ID: &str = "abcdefghijklmnopabcdefghijklmnop";

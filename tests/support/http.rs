@@ -13,7 +13,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::common::{Agent, PATIENCE, TestClient, him_bin};
+use super::{Agent, PATIENCE, TestClient, him_bin};
 
 pub const SERVING: &str = "him: serving MCP (Streamable HTTP) at ";
 pub const ACCEPT: &str = "application/json, text/event-stream";

@@ -17,7 +17,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
-use crate::common::{Agent, PATIENCE, TestClient, eventually, him_bin, origin};
+use super::{Agent, PATIENCE, TestClient, eventually, him_bin, origin};
 
 /// The extension's end of one host's stdio: frames from the host arrive on `frames`
 /// (after the stand-in has answered `hello` with `ready`); `sender` writes to the host.
