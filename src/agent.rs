@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::StreamExt;
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, watch};
 
@@ -77,9 +76,7 @@ struct Link {
 
 struct Entry {
     ask_frame: Bytes,
-    /// A `futures` channel, which allocates per message: every pending question has one,
-    /// and tokio's allocates a cache-padded channel and a 32-slot block up front (~800 B).
-    events: futures::channel::mpsc::UnboundedSender<HostEvent>,
+    events: mpsc::UnboundedSender<HostEvent>,
 }
 
 #[derive(Default)]
@@ -87,8 +84,6 @@ struct State {
     links: HashMap<PathBuf, Link>,
     questions: HashMap<String, Entry>,
     scanner: bool,
-    /// When the runtime directory was last listed.
-    last_scan: Option<std::time::Instant>,
     /// Set by `shutdown`: no new links, so an ended session's pool frees its sockets.
     closed: bool,
     /// When the last link to a host ended, while no other was left.
@@ -166,20 +161,8 @@ impl Pool {
 
     /// Sends a question to every host (now and later) until the returned handle closes.
     pub async fn open(&self, ask: AskFrame) -> Question {
-        // With a browser linked and the directory listed moments ago, a host newer than
-        // that is found by the rescan that runs while the question waits; listing again
-        // here would only cost every question a handful of system calls.
-        let recently_scanned = {
-            let state = self.shared.state();
-            !state.links.is_empty()
-                && state
-                    .last_scan
-                    .is_some_and(|at| at.elapsed() < RESCAN_INTERVAL)
-        };
-        if !recently_scanned {
-            scan(&self.shared).await;
-        }
-        let (events_tx, events) = futures::channel::mpsc::unbounded();
+        scan(&self.shared).await;
+        let (events_tx, events) = mpsc::unbounded_channel();
         let AskFrame {
             id,
             bytes: ask_frame,
@@ -261,7 +244,7 @@ pub enum Signal {
 pub struct Question {
     id: String,
     sent_to: usize,
-    events: futures::channel::mpsc::UnboundedReceiver<HostEvent>,
+    events: mpsc::UnboundedReceiver<HostEvent>,
     link_count: watch::Receiver<usize>,
     shared: Arc<Shared>,
     closed: bool,
@@ -287,7 +270,7 @@ impl Question {
     /// number of linked hosts changed.
     pub async fn next_signal(&mut self) -> Signal {
         tokio::select! {
-            event = self.events.next() => Signal::Event(event),
+            event = self.events.recv() => Signal::Event(event),
             changed = self.link_count.changed(), if !self.pool_gone => {
                 if changed.is_err() {
                     self.pool_gone = true;
@@ -341,11 +324,10 @@ async fn rescan_while_waiting(shared: Arc<Shared>) {
 async fn scan(shared: &Arc<Shared>) {
     let _turn = shared.scanning.lock().await;
     let candidates: Vec<PathBuf> = {
-        let mut state = shared.state();
+        let state = shared.state();
         if state.closed {
             return;
         }
-        state.last_scan = Some(std::time::Instant::now());
         shared
             .runtime_dirs
             .iter()
@@ -474,7 +456,7 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
     let mut state = shared.state();
     let to_question = |state: &State, id: &str, event: HostEvent| {
         if let Some(entry) = state.questions.get(id) {
-            let _ = entry.events.unbounded_send(event);
+            let _ = entry.events.send(event);
         }
     };
     match message {
