@@ -326,20 +326,29 @@ pub fn fallback(cx: &CallContext<'_>, mode: FallbackMode, reason: &str) -> AskRe
     }
 }
 
-/// Whether a channel's end means the person answered there.
+/// What a channel's end means for the browsers that have the question too.
 trait ChannelEnd {
-    fn answered(&self) -> bool;
+    /// What the browsers are told when the channel ends this way; `None` when the chain
+    /// goes on (the channel failed), so the question stays open to them.
+    fn withdraw_reason(&self) -> Option<WithdrawReason>;
 }
 
 impl ChannelEnd for ElicitEnd {
-    fn answered(&self) -> bool {
-        matches!(self, ElicitEnd::Reply(_))
+    fn withdraw_reason(&self) -> Option<WithdrawReason> {
+        match self {
+            ElicitEnd::Reply(_) => Some(WithdrawReason::Answered),
+            ElicitEnd::Stopped => Some(WithdrawReason::Cancelled),
+            ElicitEnd::Failed(_) => None,
+        }
     }
 }
 
 impl ChannelEnd for LoopbackEnd {
-    fn answered(&self) -> bool {
-        matches!(self, LoopbackEnd::Answer(_))
+    fn withdraw_reason(&self) -> Option<WithdrawReason> {
+        match self {
+            LoopbackEnd::Answer(_) => Some(WithdrawReason::Answered),
+            LoopbackEnd::Stopped => Some(WithdrawReason::Cancelled),
+        }
     }
 }
 
@@ -367,12 +376,9 @@ async fn beside_browser<'a, T: ChannelEnd>(
     let mut channel = channel(stop.clone());
     let race = tokio::select! {
         end = &mut channel => {
-            let reason = if end.answered() {
-                WithdrawReason::Answered
-            } else {
-                WithdrawReason::Cancelled
-            };
-            question.close(reason, None);
+            if let Some(reason) = end.withdraw_reason() {
+                question.close(reason, None);
+            }
             return Race::Channel(end);
         }
         (outcome, host) = wait::beside(question, &prepared.form, deadline, cancelled) => {

@@ -161,7 +161,9 @@ impl std::fmt::Display for NoRuntimeDir {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "no runtime directory for uid {}: no private /run/user/{0}, and no home directory in              the password database or $HOME; set HIM_RUNTIME_DIR to a private directory (the              browser's host needs the same value)",
+            "no runtime directory for uid {}: no private /run/user/{0}, and no home directory in \
+             the password database or $HOME; set HIM_RUNTIME_DIR to a private directory (the \
+             browser's host needs the same value)",
             self.uid
         )
     }

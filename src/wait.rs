@@ -75,7 +75,8 @@ pub async fn wait(
     cancelled: impl Future<Output = ()>,
 ) -> (Outcome, Option<PathBuf>) {
     let mut orphaned_at = None;
-    if question.sent_to() == 0 {
+    // A host the rescan linked since the question opened has it too.
+    if question.sent_to() == 0 && question.hosts() == 0 {
         match pool.hosts_lost_within(options.reconnect_grace) {
             // A browser is coming back: wait for it as for a question asked a moment ago.
             Some(lost_at) => orphaned_at = Some(lost_at),

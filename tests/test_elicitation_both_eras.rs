@@ -29,6 +29,8 @@ enum Person {
     After(Duration, Box<Person>),
     /// Never answer; only the server's cancellation ends it.
     Hang,
+    /// The client cannot show the form: an error reply.
+    Fail,
 }
 
 #[derive(Clone)]
@@ -83,6 +85,7 @@ async fn act(
                 tokio::time::sleep(wait).await;
                 person = *then;
             }
+            Person::Fail => unreachable!("answered in create_elicitation"),
             Person::Hang => {
                 cx.ct.cancelled().await;
                 cancelled.store(true, Ordering::SeqCst);
@@ -109,6 +112,9 @@ impl ClientHandler for ElicitingClient {
     ) -> Result<ElicitResult, ErrorData> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.forms.lock().expect("lock").push(request);
+        if matches!(self.person, Person::Fail) {
+            return Err(ErrorData::internal_error("no form support here", None));
+        }
         Ok(act(&self.person, &cx, &self.cancelled).await)
     }
 }
@@ -551,4 +557,35 @@ async fn call_tool_status(client: &Client) -> Value {
         .await
         .expect("status");
     result.structured_content.expect("structured")
+}
+
+/// A client whose form fails hands the question to the loopback form; the question stays
+/// open to the browsers meanwhile, so one that appears can still answer it.
+#[tokio::test]
+async fn after_a_failed_elicitation_the_question_stays_open_beside_the_loopback_form() {
+    let (client, handler, runtime) = start(
+        Era::Request,
+        Person::Fail,
+        &[("HIM_FALLBACK", "http"), ("BROWSER", "/bin/true")],
+    )
+    .await;
+    let client = Arc::new(client);
+    let caller = client.clone();
+    let call = tokio::spawn(async move {
+        call_tool(&caller, "ask_text", json!({"question": "Branch name?"})).await
+    });
+    let calls = handler.calls.clone();
+    eventually("the elicitation", || calls.load(Ordering::SeqCst) == 1).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !call.is_finished(),
+        "the question ended with the failed elicitation"
+    );
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let ask = ext.take_ask().await;
+    ext.submit(&ask["id"], json!({"answer": "main"})).await;
+    let result = call.await.unwrap();
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "extension");
+    assert_eq!(result["answer"], "main");
 }

@@ -544,3 +544,55 @@ async fn a_password_sent_through_the_form_reaches_the_asker_and_no_log() {
         "the password was logged: {stderr}"
     );
 }
+
+/// `him serve` tells the client the URL in a progress message, and logs neither it nor its
+/// token, whatever the log level.
+#[tokio::test]
+async fn him_serve_never_logs_the_forms_token() {
+    let runtime = runtime_dir();
+    let browser = recording_browser(runtime.path());
+    let log_path = runtime.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let (agent, handler) = start_agent_with_stderr(
+        runtime.path(),
+        "logging",
+        &[
+            ("HIM_FALLBACK", "http"),
+            ("BROWSER", browser.to_str().expect("utf-8 path")),
+            ("HIM_LOG", "trace"),
+        ],
+        Stdio::from(log),
+    )
+    .await;
+    let asked = tokio::spawn(async move {
+        let result = call(&agent, "ask_text", json!({"question": "Which branch?"})).await;
+        (result, agent)
+    });
+    let url = recorded_url(runtime.path()).await;
+    let token = url.rsplit('/').next().expect("token").to_owned();
+    let port: u16 = url
+        .strip_prefix("http://127.0.0.1:")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|port| port.parse().ok())
+        .expect("port");
+    let body = json!({"action": "submit", "values": {"answer": "main"}}).to_string();
+    let mut stream = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let path = url
+        .strip_prefix(&format!("http://127.0.0.1:{port}"))
+        .expect("path");
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("post");
+    let (result, agent) = asked.await.expect("call");
+    assert_eq!(result["answer"], "main", "{result}");
+    drop(agent);
+    let logged = std::fs::read_to_string(&log_path).expect("log");
+    assert!(logged.contains("loopback form opened"), "{logged}");
+    assert!(!logged.contains(&token), "the token was logged:\n{logged}");
+    let _ = handler;
+}

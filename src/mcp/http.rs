@@ -165,6 +165,10 @@ fn idle_from(value: Option<String>) -> Result<Duration, String> {
 
 /// The bearer token in force, from `HIM_HTTP_TOKEN` or the state directory.
 fn bearer_token(config: &Config) -> Result<(Token, TokenSource), BoxError> {
+    // A token given in the environment needs no state directory at all.
+    if let Some(token) = token::from_env(std::env::var(TOKEN_ENV).ok())? {
+        return Ok((token, TokenSource::Env));
+    }
     let state = crate::state::state_dir()?;
     Ok(token::load_or_create(
         &state,

@@ -732,7 +732,8 @@ async fn tick(ticks: watch::Sender<()>, period: Duration) {
 /// heartbeat period), and each notice as it comes, for as long as it is polled; never ends.
 /// It runs inside the call's own future, so nothing is sent for a call once it has
 /// returned. Clients that reset their request timeout on progress keep waiting for the
-/// person. Notices also go to the log, for clients without a progress token.
+/// person. Notices are not logged: the loopback form's carries its URL, whose token is the
+/// question's one secret (the log says its port).
 async fn heartbeat(
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
@@ -754,10 +755,7 @@ async fn heartbeat(
                     started.elapsed().as_secs()
                 )
             }
-            Some(notice) = notices.next() => {
-                tracing::info!("{notice}");
-                notice
-            }
+            Some(notice) = notices.next() => notice,
             // Neither can end while the call runs (the call holds the notice sender and
             // the session the clock); should both, there is nothing left to send.
             else => std::future::pending().await,

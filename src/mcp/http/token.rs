@@ -150,13 +150,20 @@ impl Token {
 /// The bearer token in force: from `env` (`HIM_HTTP_TOKEN`) when given, else read from or
 /// created in `state_dir`. A token file that an earlier version left in `old_runtime_dir`
 /// is moved to `state_dir` once, so the clients configured with it keep working.
+/// The token `HIM_HTTP_TOKEN` gives (`env` is its value), if it gives one.
+pub fn from_env(env: Option<String>) -> Result<Option<Token>, TokenError> {
+    env.filter(|v| !v.trim().is_empty())
+        .map(|value| Token::new(&value, TOKEN_ENV))
+        .transpose()
+}
+
 pub fn load_or_create(
     state_dir: &Path,
     env: Option<String>,
     old_runtime_dir: Option<&Path>,
 ) -> Result<(Token, TokenSource), TokenError> {
-    if let Some(value) = env.filter(|v| !v.trim().is_empty()) {
-        return Ok((Token::new(&value, TOKEN_ENV)?, TokenSource::Env));
+    if let Some(token) = from_env(env)? {
+        return Ok((token, TokenSource::Env));
     }
     ensure_private_dir(state_dir)?;
     let path = state_dir.join(TOKEN_FILE);
