@@ -1,12 +1,16 @@
 //! him — human input for MCP.
 //!
 //! ```text
-//! MCP client ──stdio JSON-RPC──► him serve ──┐   (agent side: agent.rs, mcp/)
-//! shell script ────────────────► him ask   ──┤
-//!                                            │ <runtime>/hosts/<pid>.sock, frame.rs + protocol.rs
+//! MCP client ──stdio JSON-RPC──► him serve ──┐   (agent side: mcp/, channels.rs, wait.rs,
+//! shell script ────────────────► him ask   ──┤    agent.rs; him ask: ask_cli.rs)
+//!                                            │ <runtime>/hosts/<pid>.sock (runtime.rs),
+//!                                            │ link.rs over frame.rs + protocol.rs
 //!                                            ▼
-//!     browser ──spawns──► him (native host, host.rs) ◄──stdio native messaging──► extension/
+//!     browser ──spawns──► him (native host, host.rs + relay.rs) ◄──stdio native messaging──► extension/
 //! ```
+//!
+//! A question's channels, in order (channels.rs): the browsers, MCP elicitation, then the
+//! fallback (`fallback/`: the loopback form on hyper, sharing web.rs with `serve --http`).
 //!
 //! One binary, several roles. Stdout is a protocol channel in both the MCP server and the
 //! native host, so nothing in this crate prints to it except the command-line subcommands
