@@ -79,7 +79,7 @@ impl Rule {
             Rule::Override => "HIM_RUNTIME_DIR",
             Rule::LoginSession => "the login session's runtime directory /run/user/<uid>",
             Rule::DarwinTemp => "the per-user temporary folder of macOS",
-            Rule::Home => "a folder in your home directory (this machine has no /run/user/<uid>)",
+            Rule::Home => "the home-folder rule, as this machine has no private /run/user/<uid>",
         }
     }
 
