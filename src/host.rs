@@ -47,6 +47,9 @@ pub const AGENT_STALL: Duration = Duration::from_secs(10);
 /// about its own questions and the odd `welcome` add up to.
 const AGENT_QUEUE_BYTES: usize = 256 * 1024 * 1024;
 
+/// `sun_path` holds 104 bytes on macOS and 108 on Linux, the terminating NUL included.
+const SOCKET_PATH_MAX: usize = if cfg!(target_os = "macos") { 104 } else { 108 };
+
 #[derive(Debug)]
 pub enum HostError {
     Runtime(runtime::RuntimeError),
@@ -57,6 +60,14 @@ impl std::fmt::Display for HostError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             HostError::Runtime(err) => err.fmt(f),
+            HostError::Bind { path, err } if path.as_os_str().len() >= SOCKET_PATH_MAX => write!(
+                f,
+                "cannot listen on {}: {err}; a socket path may be at most {} bytes, so set \
+                 HIM_RUNTIME_DIR to a shorter private directory (for the browser and for \
+                 every him serve)",
+                path.display(),
+                SOCKET_PATH_MAX - 1
+            ),
             HostError::Bind { path, err } => {
                 write!(f, "cannot listen on {}: {err}", path.display())
             }

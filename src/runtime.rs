@@ -228,7 +228,8 @@ fn sanitized_hostname(hostname: Option<&str>) -> String {
         .unwrap_or_default()
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
-        .take(64)
+        // Short enough that the socket path stays within `sun_path` for ordinary homes.
+        .take(32)
         .collect();
     match name.trim_start_matches('.') {
         "" => "localhost".to_owned(),

@@ -142,3 +142,22 @@ async fn another_user_cannot_take_the_runtime_directory_first() {
     assert_eq!(result["via"], "extension", "{result}");
     let _ = std::fs::remove_dir_all(&squatted);
 }
+
+#[tokio::test]
+async fn a_runtime_directory_too_long_for_a_socket_path_says_what_to_do() {
+    let base = runtime_dir();
+    let long = base.path().join("d".repeat(100));
+    let output = tokio::process::Command::new(him_bin())
+        .arg(origin())
+        .env("HIM_RUNTIME_DIR", &long)
+        .stdin(Stdio::piped())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("at most 107 bytes") && stderr.contains("HIM_RUNTIME_DIR"),
+        "{stderr}"
+    );
+}
