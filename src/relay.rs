@@ -3,6 +3,7 @@
 //! feeds it events and carries out the effects it returns; nothing here waits or does I/O,
 //! so every routing rule is unit-tested without a runtime.
 
+use serde::Deserialize as _;
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
@@ -154,6 +155,14 @@ impl Relay {
                 ask.id,
                 "question id is already in use by another agent".into(),
             );
+        }
+        // The same rules as the agent side (DESIGN.md §4): a process that skips `him serve`
+        // and talks to the socket itself must not get a form the panel cannot render.
+        let checked = crate::form::Form::deserialize(&ask.form)
+            .map_err(|err| err.to_string())
+            .and_then(|form| form.validate().map_err(|err| err.to_string()));
+        if let Err(why) = checked {
+            return refuse(ask.id, format!("the question's form is not valid: {why}"));
         }
         let state = self.agents.entry(agent).or_default();
         let labelled = HostToExtension::Ask(LabelledAsk {
@@ -318,7 +327,7 @@ mod tests {
     fn ask(id: &str) -> Vec<u8> {
         encode(&AgentToHost::Ask(Ask {
             id: id.into(),
-            form: json!({"title": "t"}),
+            form: json!({"title": "t", "fields": [{"name": "a", "type": "text", "label": "A"}]}),
             timeout_ms: 1000,
             asked_at_ms: 0,
         }))

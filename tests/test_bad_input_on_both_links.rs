@@ -100,6 +100,9 @@ async fn bad_frames_from_an_agent_get_an_error_and_other_agents_are_undisturbed(
         (br#"{"type": "answer", "id": "x"}"#.to_vec(), "unknown message type"),
         (br#"{"type": "withdraw", "id": "0123456789abcdef0123456789abcdef", "reason": "timeout"}"#.to_vec(), "no pending question"),
         (br#"{"type": "ask", "id": "0123456789abcdef0123456789abcdef"}"#.to_vec(), "malformed \"ask\""),
+        // A form the panel could not render, sent past him serve's checks.
+        (br#"{"type": "ask", "id": "0123456789abcdef0123456789abcdef", "form": {"fields": [null]}, "timeout_ms": 1000, "asked_at_ms": 0}"#.to_vec(), "form is not valid"),
+        (br#"{"type": "ask", "id": "0123456789abcdef0123456789abcdef", "form": {"title": "t", "fields": [{"name": "c", "type": "radio", "label": "C", "options": []}]}, "timeout_ms": 1000, "asked_at_ms": 0}"#.to_vec(), "form is not valid"),
     ] {
         write_frame_sync(&mut raw, &bytes).unwrap();
         let error = read_json(&mut raw);
@@ -151,7 +154,8 @@ async fn a_truncated_frame_from_an_agent_withdraws_its_questions_and_nothing_els
     let mut ext = FakeExtension::start(runtime.path()).await;
     let mut raw = raw_agent(&ext);
     let ask = json!({"type": "ask", "id": "0123456789abcdef0123456789abcdef",
-                     "form": {"title": "raw", "fields": []}, "timeout_ms": 60000, "asked_at_ms": 0});
+                     "form": {"title": "raw", "fields": [{"name": "a", "type": "text", "label": "A"}]},
+                     "timeout_ms": 60000, "asked_at_ms": 0});
     write_frame_sync(&mut raw, &serde_json::to_vec(&ask).unwrap()).unwrap();
     let relayed = ext.recv_type("ask").await;
     assert_eq!(relayed["agent"]["name"], "unnamed agent");
