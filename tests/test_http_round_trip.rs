@@ -9,15 +9,6 @@ use serde_json::json;
 use support::http::*;
 use support::*;
 
-const TOOLS: [&str; 6] = [
-    "ask_text",
-    "ask_choice",
-    "ask_multi_select",
-    "ask_confirm",
-    "ask_form",
-    "human_input_status",
-];
-
 #[tokio::test]
 async fn an_http_client_lists_the_tools_and_gets_the_persons_answer_with_progress_meanwhile() {
     let runtime = runtime_dir();

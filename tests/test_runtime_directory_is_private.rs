@@ -29,18 +29,29 @@ async fn the_host_creates_a_private_directory_and_a_private_socket() {
     );
 }
 
+/// A host started as Chrome starts it, in `runtime`, which must refuse to run (exit 1).
+async fn refused_host(runtime: &std::path::Path) -> std::process::Output {
+    let output = tokio::process::Command::new(him_bin())
+        .arg(origin())
+        .env("HIM_RUNTIME_DIR", runtime)
+        .stdin(Stdio::piped())
+        .output()
+        .await
+        .expect("run the host");
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "the host did not refuse {}",
+        runtime.display()
+    );
+    output
+}
+
 #[tokio::test]
 async fn the_host_refuses_a_directory_others_can_write_and_says_how_to_fix_it() {
     let base = runtime_dir();
     std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let output = tokio::process::Command::new(him_bin())
-        .arg(origin())
-        .env("HIM_RUNTIME_DIR", base.path())
-        .stdin(Stdio::piped())
-        .output()
-        .await
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    let output = refused_host(base.path()).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("group or others can get in") && stderr.contains("chmod 700"),
@@ -69,14 +80,7 @@ async fn the_host_refuses_a_directory_others_can_write_and_says_how_to_fix_it() 
 async fn a_runtime_directory_others_may_only_enter_is_refused_too() {
     let base = runtime_dir();
     std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
-    let output = tokio::process::Command::new(him_bin())
-        .arg(origin())
-        .env("HIM_RUNTIME_DIR", base.path())
-        .stdin(Stdio::piped())
-        .output()
-        .await
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    let output = refused_host(base.path()).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("group or others can get in"), "{stderr}");
     assert!(!base.path().join("hosts").exists());
@@ -147,14 +151,7 @@ async fn another_user_cannot_take_the_runtime_directory_first() {
 async fn a_runtime_directory_too_long_for_a_socket_path_says_what_to_do() {
     let base = runtime_dir();
     let long = base.path().join("d".repeat(100));
-    let output = tokio::process::Command::new(him_bin())
-        .arg(origin())
-        .env("HIM_RUNTIME_DIR", &long)
-        .stdin(Stdio::piped())
-        .output()
-        .await
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    let output = refused_host(&long).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("at most 107 bytes") && stderr.contains("HIM_RUNTIME_DIR"),

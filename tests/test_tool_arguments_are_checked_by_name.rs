@@ -40,15 +40,6 @@ fn minimal(tool: &str) -> Value {
     }
 }
 
-const TOOLS: [&str; 6] = [
-    "ask_text",
-    "ask_choice",
-    "ask_multi_select",
-    "ask_confirm",
-    "ask_form",
-    "human_input_status",
-];
-
 #[tokio::test]
 async fn an_unknown_argument_of_any_tool_is_invalid_params_naming_it() {
     let runtime = runtime_dir();

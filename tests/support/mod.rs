@@ -28,6 +28,16 @@ use serde_json::{Value, json};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
+/// Every tool him serve lists.
+pub const TOOLS: [&str; 6] = [
+    "ask_text",
+    "ask_choice",
+    "ask_multi_select",
+    "ask_confirm",
+    "ask_form",
+    "human_input_status",
+];
+
 /// Long enough for a loaded CI machine; a test that needs it has already failed.
 pub const PATIENCE: Duration = Duration::from_secs(15);
 
