@@ -143,9 +143,11 @@ pub struct Located {
 }
 
 impl Located {
-    /// Every directory an agent searches, `dir` first.
+    /// Every directory an agent searches, `dir` first. An empty `dir` (no rule applied,
+    /// see `Config::from_env`) is no directory, not the current one.
     pub fn search(&self) -> Vec<PathBuf> {
         std::iter::once(self.dir.clone())
+            .filter(|dir| !dir.as_os_str().is_empty())
             .chain(self.also.iter().cloned())
             .collect()
     }
