@@ -140,7 +140,12 @@ pub struct UninstallArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DoctorArgs {}
+pub struct DoctorArgs {
+    /// The address `him serve --http` uses, to check who holds its port (default
+    /// 127.0.0.1:7676).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+}
 
 #[derive(Debug, Args)]
 pub struct ManifestArgs {

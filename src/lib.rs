@@ -16,6 +16,7 @@
 //! native host, so nothing in this crate prints to it except the command-line subcommands
 //! that exist to print (`manifest`, `config`, `ask`, ...), which write explicitly.
 
+pub mod admission;
 pub mod agent;
 pub mod ask_cli;
 pub mod ask_result;
@@ -30,6 +31,7 @@ pub mod install;
 pub mod link;
 pub mod logging;
 pub mod mcp;
+pub mod peer;
 pub mod platform;
 pub mod protocol;
 pub mod random;

@@ -35,7 +35,9 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::admission::{Admission, Proof, Ticket};
 use crate::form::Form;
+use crate::peer::{self, Peer};
 use crate::protocol::{Action, Answer};
 use crate::wait::{self, Outcome};
 use crate::web::{self, HostRule};
@@ -46,8 +48,12 @@ pub const BODY_LIMIT: usize = 256 * 1024;
 pub const HEAD_LIMIT: usize = 16 * 1024;
 /// Most header lines in a request; hyper answers 431 past it.
 const MAX_HEADERS: usize = 64;
-/// Connections served at once; more are closed unanswered (a browser needs two or three).
+/// Connections served at once (a browser needs two or three); past this a request is
+/// answered 503 and the page tries again.
 const MAX_CONNECTIONS: usize = 32;
+/// Connections that have not yet sent a request for this form; past this the oldest of them
+/// is closed, so that idle or half-sent connections cannot keep the person's POST out.
+const MAX_PENDING_CONNECTIONS: usize = 32;
 /// How long requests already under way when the answer came may take to be told 410 Gone.
 const LINGER: Duration = Duration::from_secs(1);
 /// A request's first byte, then its head, then its body must each arrive within this time.
@@ -130,6 +136,7 @@ impl Loopback {
             busy: TaskTracker::new(),
         });
         let mut connections = JoinSet::new();
+        let admission = Admission::new(MAX_PENDING_CONNECTIONS, MAX_CONNECTIONS);
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return LoopbackEnd::Stopped,
@@ -147,10 +154,17 @@ impl Loopback {
                     Err(_) => return LoopbackEnd::Stopped,
                 },
                 accepted = self.listener.accept() => match accepted {
-                    Ok((stream, _)) if connections.len() < MAX_CONNECTIONS => {
-                        connections.spawn(connection(stream, shared.clone()));
+                    Ok((stream, from)) => {
+                        // Before a byte is read: another user must not even see the question.
+                        if let Ok(local) = stream.local_addr()
+                            && let Peer::Refused(why) = peer::check(local, from)
+                        {
+                            tracing::warn!("loopback form: refused a connection from {from}: {why}");
+                            continue;
+                        }
+                        let ticket = admission.enter();
+                        connections.spawn(connection(stream, shared.clone(), ticket));
                     }
-                    Ok(_) => tracing::warn!("loopback form: too many connections; one refused"),
                     Err(err) => {
                         tracing::debug!("loopback form: accept failed: {err}");
                         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -388,7 +402,15 @@ fn http1() -> http1::Builder {
     builder
 }
 
-async fn connection(stream: TcpStream, shared: Arc<Shared>) {
+async fn connection(stream: TcpStream, shared: Arc<Shared>, ticket: Ticket) {
+    let ticket = Arc::new(ticket);
+    tokio::select! {
+        _ = serve_connection(stream, shared, ticket.clone()) => {}
+        _ = ticket.evicted() => tracing::debug!("loopback form: closed a connection that sent no request, to make room"),
+    }
+}
+
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, ticket: Arc<Ticket>) {
     // Idle until the first byte: a browser's speculative connection is not a request.
     let mut first = [0u8; 1];
     match tokio::time::timeout(REQUEST_TIMEOUT, stream.peek(&mut first)).await {
@@ -401,9 +423,9 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>) {
     let service = {
         let (shared, taken) = (shared.clone(), taken.clone());
         service_fn(move |request| {
-            let (shared, taken) = (shared.clone(), taken.clone());
+            let (shared, taken, ticket) = (shared.clone(), taken.clone(), ticket.clone());
             async move {
-                let (mut response, answer) = respond(request, &shared).await;
+                let (mut response, answer) = respond(request, &shared, &ticket).await;
                 *taken.lock().unwrap_or_else(|p| p.into_inner()) = answer;
                 // Said, so that the browser does not try to send another request on it.
                 response
@@ -429,9 +451,16 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>) {
 
 type Handled = (Response<Body>, Option<(oneshot::Sender<Answer>, Answer)>);
 
-async fn respond(request: Request<Incoming>, shared: &Shared) -> Handled {
+async fn respond(request: Request<Incoming>, shared: &Shared, ticket: &Ticket) -> Handled {
     let not_taken = |response| (response, None);
-    match route(&request, shared.port, &shared.token) {
+    let route = route(&request, shared.port, &shared.token);
+    if !matches!(route, Route::Refuse(_)) && ticket.prove() == Proof::Full {
+        return not_taken(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many connections; try again",
+        ));
+    }
+    match route {
         Route::Refuse(refusal) => not_taken(refusal.response()),
         Route::Page | Route::Asset(..) if shared.answered() => not_taken(gone()),
         Route::Page => not_taken(content(

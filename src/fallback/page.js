@@ -24,21 +24,40 @@ document.addEventListener('keydown', (event) => {
 
 let sent = false;
 
+// A post that never reached him (connection refused or reset) or found every connection
+// slot taken (503) is tried again before the page gives up: a burst of other connections
+// to the port must not cost the person their answer. Nothing is taken twice: once an
+// answer is taken every later post is told 410.
+const RETRY_DELAYS_MS = [200, 500, 1000, 2000];
+
+async function post(answer) {
+  for (let attempt = 0; ; attempt++) {
+    let response = null;
+    try {
+      response = await fetch(window.location.pathname, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(answer),
+        cache: 'no-store',
+        credentials: 'omit',
+      });
+    } catch {
+      // Unreachable: retried below, then reported as closed.
+    }
+    const retriable = response === null || response.status === 503;
+    if (!retriable || attempt >= RETRY_DELAYS_MS.length) return response;
+    view.setStatus('Sending… (trying again)');
+    await new Promise((resolve) => setTimeout(resolve, RETRY_DELAYS_MS[attempt]));
+  }
+}
+
 async function send(answer) {
   if (sent) return;
   sent = true;
   view.setDisabled(true);
   view.setStatus('Sending…');
-  let response;
-  try {
-    response = await fetch(window.location.pathname, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify(answer),
-      cache: 'no-store',
-      credentials: 'omit',
-    });
-  } catch {
+  const response = await post(answer);
+  if (response === null) {
     finish('This question is no longer open: it was answered elsewhere, timed out, or the agent stopped waiting. You can close this tab.');
     return;
   }

@@ -16,6 +16,7 @@
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -105,7 +106,7 @@ pub fn render(sections: &[Section]) -> String {
     out
 }
 
-pub fn run() -> Result<ExitCode, BoxError> {
+pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
     let ctx = Context::from_env()?;
     let uid = crate::runtime::current_uid();
     let located = crate::runtime::runtime_dir()?;
@@ -132,7 +133,8 @@ pub fn run() -> Result<ExitCode, BoxError> {
         Vec::new()
     };
 
-    let tokens = check_http_tokens(crate::state::state_dir().ok().as_deref(), uid);
+    let mut tokens = check_http_tokens(crate::state::state_dir().ok().as_deref(), uid);
+    tokens.push(check_http_port(http, crate::peer::listener_uid(http), uid));
 
     let mut sections = vec![
         Section {
@@ -244,6 +246,31 @@ pub fn check_http_tokens(state_dir: Option<&Path>, uid: u32) -> Vec<Finding> {
             ))
             .fix(format!("chmod 700 {}", dir.display())),
         ],
+    }
+}
+
+/// Who holds the `--http` port. Another user's listener there is how a client's token is
+/// stolen: the client sends it to whoever answers on the address it was given.
+pub fn check_http_port(addr: SocketAddr, holder: Result<Option<u32>, String>, uid: u32) -> Finding {
+    match holder {
+        Ok(None) => Finding::new(
+            Status::Pass,
+            format!("nothing listens on {addr} now; `him serve --http` may take it"),
+        ),
+        Ok(Some(owner)) if owner == uid => Finding::new(
+            Status::Pass,
+            format!("{addr} is held by a process of yours (`him serve --http`, presumably)"),
+        ),
+        Ok(Some(owner)) => Finding::new(
+            Status::Warn,
+            format!("{addr} is held by another user (uid {owner}), not by you"),
+        )
+        .detail("an MCP client configured for this address sends its bearer token to that process")
+        .fix(format!(
+            "do not start clients for {addr}; serve on a free port (`him serve --http \
+             127.0.0.1:PORT`, then `him config`) and ask who runs uid {owner}"
+        )),
+        Err(why) => Finding::new(Status::Skip, format!("cannot tell who holds {addr}: {why}")),
     }
 }
 
@@ -767,6 +794,24 @@ mod tests {
         assert!(
             err.contains("without answering") || err.contains("read"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn another_users_listener_on_the_http_port_is_warned_about() {
+        let addr: SocketAddr = "127.0.0.1:7676".parse().expect("address");
+        assert_eq!(check_http_port(addr, Ok(None), 1000).status, Status::Pass);
+        assert_eq!(
+            check_http_port(addr, Ok(Some(1000)), 1000).status,
+            Status::Pass
+        );
+        let theirs = check_http_port(addr, Ok(Some(1001)), 1000);
+        assert_eq!(theirs.status, Status::Warn);
+        assert!(theirs.text.contains("uid 1001"), "{theirs:?}");
+        assert!(theirs.details[0].contains("bearer token"), "{theirs:?}");
+        assert_eq!(
+            check_http_port(addr, Err("no /proc".into()), 1000).status,
+            Status::Skip
         );
     }
 

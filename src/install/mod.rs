@@ -287,8 +287,14 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode, BoxError> {
     })
 }
 
-pub fn doctor(_args: &DoctorArgs) -> Result<ExitCode, BoxError> {
-    doctor::run()
+pub fn doctor(args: &DoctorArgs) -> Result<ExitCode, BoxError> {
+    let http = crate::mcp::http::parse_addr(
+        args.http
+            .as_deref()
+            .unwrap_or(crate::mcp::http::DEFAULT_ADDR),
+    )
+    .map_err(|err| format!("--http: {err}"))?;
+    doctor::run(http)
 }
 
 pub fn manifest(args: &ManifestArgs) -> Result<ExitCode, BoxError> {

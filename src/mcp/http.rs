@@ -50,13 +50,14 @@ use rmcp::transport::streamable_http_server::{
     SessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::BoxError;
+use crate::admission::{Admission, Proof, Ticket};
 use crate::cli::ServeArgs;
 use crate::config::{Config, MAX_WAIT};
 use crate::mcp::{HimServer, SharedParts};
+use crate::peer::{self, Peer};
 use crate::web::{self, HostRule};
 
 use origin::{AllowedOrigins, OriginVerdict};
@@ -72,8 +73,10 @@ pub const MAX_BODY: usize = 4 * 1024 * 1024;
 pub const MAX_SESSIONS: usize = 64;
 pub const IDLE_ENV: &str = "HIM_HTTP_IDLE_MS";
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(30 * 60);
-/// Open connections at once; past this, new ones wait in the listen queue.
+/// Connections that have shown the token, at once; past this a request is answered 503.
 const MAX_CONNECTIONS: usize = 256;
+/// Connections that have not yet shown it; past this the oldest of them is closed.
+const MAX_PENDING_CONNECTIONS: usize = 64;
 /// A client that takes longer than this to send request headers is dropped (slowloris).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// ... and this long to send its body.
@@ -114,6 +117,9 @@ struct Options {
     addr: SocketAddr,
     origins: AllowedOrigins,
     idle: Duration,
+    /// Only processes of this user may connect; off with `--allow-remote`, whose peers
+    /// (a TLS proxy of another user, another machine) are others by design.
+    same_user_only: bool,
 }
 
 impl Options {
@@ -130,12 +136,13 @@ impl Options {
             addr,
             origins: AllowedOrigins::parse(&args.allow_origin)?,
             idle: idle_from(std::env::var(IDLE_ENV).ok())?,
+            same_user_only: !args.allow_remote,
         })
     }
 }
 
 /// `IP:PORT`, `[IPv6]:PORT` or `localhost:PORT`. Port 0 picks a free port (printed).
-fn parse_addr(value: &str) -> Result<SocketAddr, String> {
+pub fn parse_addr(value: &str) -> Result<SocketAddr, String> {
     let value = value.trim();
     if let Ok(addr) = value.parse::<SocketAddr>() {
         return Ok(addr);
@@ -299,23 +306,18 @@ async fn shutdown_signal() {
 }
 
 /// Accepts connections until `shutdown`, then ends every session (withdrawing its
-/// questions).
+/// questions). On a loopback address a connection of another user is closed before a byte
+/// of it is read (`peer.rs`); one that has not yet shown the token may be displaced by
+/// newer ones (`admission.rs`).
 async fn run(listener: TcpListener, gate: Arc<Gate>, shutdown: impl Future<Output = ()>) {
     tokio::spawn(gate.clone().sweep());
-    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let admission = Admission::new(MAX_PENDING_CONNECTIONS, MAX_CONNECTIONS);
     tokio::pin!(shutdown);
     loop {
-        let permit = tokio::select! {
-            _ = &mut shutdown => break,
-            permit = permits.clone().acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break,
-            },
-        };
-        let stream = tokio::select! {
+        let (stream, from) = tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(err) => {
                     // Out of descriptors, usually; do not spin on it.
                     tracing::warn!("cannot accept a connection: {err}");
@@ -324,20 +326,32 @@ async fn run(listener: TcpListener, gate: Arc<Gate>, shutdown: impl Future<Outpu
                 }
             },
         };
+        if gate.same_user_only
+            && let Ok(local) = stream.local_addr()
+            && let Peer::Refused(why) = peer::check(local, from)
+        {
+            tracing::warn!("refused a connection from {from}: {why}");
+            continue;
+        }
+        let ticket = Arc::new(admission.enter());
         let gate = gate.clone();
         tokio::spawn(async move {
-            let _permit = permit;
-            let service = service_fn(move |request| {
-                let gate = gate.clone();
-                async move { Ok::<_, Infallible>(web::secure(gate.handle(request).await)) }
-            });
-            let served = http1::Builder::new()
+            let service = {
+                let ticket = ticket.clone();
+                service_fn(move |request| {
+                    let (gate, ticket) = (gate.clone(), ticket.clone());
+                    async move { Ok::<_, Infallible>(web::secure(gate.handle(request, &ticket).await)) }
+                })
+            };
+            let connection = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(err) = served {
-                tracing::debug!("HTTP connection ended: {err}");
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::select! {
+                served = connection => if let Err(err) = served {
+                    tracing::debug!("HTTP connection ended: {err}");
+                },
+                _ = ticket.evicted() => tracing::debug!("closed a connection that sent no request with the token, to make room"),
             }
         });
     }
@@ -356,6 +370,7 @@ struct Gate {
     /// `None` on a non-loopback address (`--allow-remote`): any `Host`.
     hosts: Option<HostRule>,
     idle: Duration,
+    same_user_only: bool,
     stopping: CancellationToken,
 }
 
@@ -409,11 +424,16 @@ impl Gate {
             },
             hosts,
             idle: options.idle,
+            same_user_only: options.same_user_only,
             stopping,
         })
     }
 
-    async fn handle(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
+    async fn handle(
+        self: &Arc<Self>,
+        request: Request<Incoming>,
+        ticket: &Ticket,
+    ) -> Response<Body> {
         if web::repeated_host(request.headers()) {
             return text(
                 StatusCode::BAD_REQUEST,
@@ -450,7 +470,7 @@ impl Gate {
                 return text(StatusCode::FORBIDDEN, format!("him: {advice}\n"));
             }
         };
-        let mut response = self.route(request, page.is_some(), listed).await;
+        let mut response = self.route(request, page.is_some(), listed, ticket).await;
         let headers = response.headers_mut();
         if let Some(origin) = page
             && let Ok(origin) = HeaderValue::from_str(&origin)
@@ -470,6 +490,7 @@ impl Gate {
         mut request: Request<Incoming>,
         from_page: bool,
         listed_origin: bool,
+        ticket: &Ticket,
     ) -> Response<Body> {
         let by_path_token = match request.uri().path().strip_prefix(ENDPOINT) {
             Some("") => false,
@@ -501,6 +522,18 @@ impl Gate {
                 "refused a request without the right bearer token"
             );
             return unauthorized(authorization.is_some());
+        }
+        if ticket.prove() == Proof::Full {
+            tracing::warn!("refused a request: {MAX_CONNECTIONS} connections are open");
+            let mut busy = text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("him: {MAX_CONNECTIONS} connections are open; try again shortly\n"),
+            );
+            busy.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            busy.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return busy;
         }
         let (parts, body) = request.into_parts();
         let declared = parts
