@@ -391,3 +391,44 @@ fn a_flatpak_browser_is_named_plainly() {
         ],
     );
 }
+
+/// A client configured for the `--http` address sends its token to whoever listens there.
+#[tokio::test]
+async fn an_http_port_held_by_another_user_is_a_warning_naming_the_uid() {
+    let Some(other) = support::fresh_user::fresh_user() else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut theirs = other
+        .command(&other.client_env())
+        .args(["serve", "--http", &addr])
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    support::eventually("the other user's server to listen", || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    })
+    .await;
+    let env = Env::new();
+    let run = env.him(&["doctor", "--http", &addr]);
+    assert_has(
+        &run,
+        &[
+            &format!(
+                "{addr} is held by another user (uid {}), not by you",
+                other.uid
+            ),
+            "sends its bearer token to that process",
+        ],
+    );
+    theirs.kill().await.unwrap();
+    theirs.wait().await.unwrap();
+    let run = env.him(&["doctor", "--http", &addr]);
+    assert_has(&run, &[&format!("nothing listens on {addr} now")]);
+}

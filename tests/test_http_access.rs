@@ -717,3 +717,86 @@ async fn new_path_token_replaces_the_path_token_alone() {
     assert_eq!(call(old_token).await.unwrap().status(), 401);
     assert_eq!(call(new_token).await.unwrap().status(), 200);
 }
+
+/// DESIGN.md §1: a client's token can be stolen by whoever held the port while the server
+/// was down; with it, another user still gets nothing, since the kernel says whose
+/// process is connecting.
+#[tokio::test]
+async fn another_local_user_with_the_token_gets_nothing() {
+    let Some(attacker) = support::fresh_user::fresh_user() else {
+        return;
+    };
+    let runtime = runtime_dir();
+    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\nContent-Type: application/json\r\n\
+         Accept: {ACCEPT}\r\nContent-Length: {}\r\n\r\n{INIT}",
+        server.addr,
+        server.bearer(),
+        INIT.len()
+    );
+    let (connected, reply) = attacker.send_raw(server.addr.port(), &request).await;
+    assert!(connected, "the other user could not even connect");
+    assert_eq!(reply, "", "another user was served with the stolen token");
+
+    let (agent, _) = server.connect("the person's client").await;
+    let tools = agent.list_all_tools().await.expect("tools/list");
+    assert_eq!(tools.len(), TOOLS.len());
+    eventually("the refusal to be logged", || {
+        server
+            .stderr_text()
+            .contains(&format!("belongs to uid {}", attacker.uid))
+    })
+    .await;
+    agent.cancel().await.expect("close");
+}
+
+/// Idle and half-sent connections, reopened as fast as they are closed, may take every
+/// slot a connection without the token can have, never one a real client needs.
+#[tokio::test]
+async fn a_reconnecting_flood_without_the_token_does_not_keep_clients_out() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let runtime = runtime_dir();
+    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut flood = Vec::new();
+    for i in 0..300 {
+        let (addr, stop) = (server.addr, stop.clone());
+        flood.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await else {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                };
+                if i % 2 == 0 {
+                    let _ = stream.write_all(b"POST /mcp HTTP/1.1\r\n").await;
+                }
+                // Until the server closes it.
+                let _ = stream.read(&mut [0u8; 1]).await;
+            }
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // Well inside the 10 s a half-sent head may take: served at once, not when it times out.
+    let prompt = std::time::Duration::from_secs(5);
+    for n in 0..15 {
+        let served = tokio::time::timeout(prompt, async {
+            let (agent, _) = server.connect(&format!("client {n}")).await;
+            let tools = agent.list_all_tools().await.expect("tools/list");
+            agent.cancel().await.expect("close");
+            tools.len()
+        })
+        .await;
+        assert_eq!(
+            served,
+            Ok(TOOLS.len()),
+            "client {n} was kept out by the flood"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    for task in flood {
+        task.abort();
+    }
+}

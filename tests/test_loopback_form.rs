@@ -596,3 +596,63 @@ async fn him_serve_never_logs_the_forms_token() {
     assert!(!logged.contains(&token), "the token was logged:\n{logged}");
     let _ = handler;
 }
+
+/// DESIGN.md §6: the token travels in an opener's arguments, which every user can read, so
+/// the kernel's word on who is connecting is what keeps another user out.
+#[tokio::test]
+async fn another_local_user_gets_nothing_from_the_form_not_even_the_question() {
+    let Some(attacker) = support::fresh_user::fresh_user() else {
+        return;
+    };
+    let asked = Asked::start(&["text", "Deploy key passphrase?"]).await;
+    let (port, path, host) = (asked.port(), asked.path(), asked.host());
+    let as_text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("ASCII request");
+
+    let (connected, page) = attacker.send_raw(port, &as_text(get(&path, &host))).await;
+    assert!(connected, "the other user could not even connect");
+    assert_eq!(page, "", "another user was served the question");
+    let theirs = json!({"action": "submit", "values": {"answer": "attacker's"}});
+    let (connected, reply) = attacker
+        .send_raw(port, &as_text(post(&path, &host, &theirs)))
+        .await;
+    assert!(connected);
+    assert_eq!(reply, "", "another user's answer was read");
+
+    let mine = json!({"action": "submit", "values": {"answer": "the person's"}});
+    let reply = send(port, &post(&path, &host, &mine))
+        .await
+        .expect("answer");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let (result, stderr) = asked.finish().await;
+    assert_eq!(result["answer"], "the person's", "{result}");
+    assert!(
+        stderr.contains(&format!("belongs to uid {}", attacker.uid)),
+        "the refusal is logged with the uid: {stderr}"
+    );
+}
+
+/// Connections that send one byte, or nothing, and wait: more of them than the form has
+/// room for must not keep out the person's answer.
+#[tokio::test]
+async fn a_crowd_of_idle_and_half_sent_connections_does_not_keep_the_answer_out() {
+    let asked = Asked::start(&["text", "Release notes?"]).await;
+    let (port, path, host) = (asked.port(), asked.path(), asked.host());
+    let mut crowd = Vec::new();
+    for i in 0..120 {
+        let mut stream = TcpStream::connect(("127.0.0.1", port))
+            .await
+            .expect("connect");
+        if i % 2 == 0 {
+            stream.write_all(b"P").await.expect("one byte");
+        }
+        crowd.push(stream);
+    }
+    let answer = json!({"action": "submit", "values": {"answer": "ship it"}});
+    let reply = send(port, &post(&path, &host, &answer))
+        .await
+        .expect("the answer reached the form");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let (result, _) = asked.finish().await;
+    assert_eq!(result["answer"], "ship it", "{result}");
+    drop(crowd);
+}

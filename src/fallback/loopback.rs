@@ -16,6 +16,7 @@
 //! every open connection.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,6 +55,8 @@ const MAX_CONNECTIONS: usize = 32;
 /// Connections that have not yet sent a request for this form; past this the oldest of them
 /// is closed, so that idle or half-sent connections cannot keep the person's POST out.
 const MAX_PENDING_CONNECTIONS: usize = 32;
+/// How long the oldest of them may wait for its request before a newer one takes its place.
+const PENDING_GRACE: Duration = Duration::from_millis(200);
 /// How long requests already under way when the answer came may take to be told 410 Gone.
 const LINGER: Duration = Duration::from_secs(1);
 /// A request's first byte, then its head, then its body must each arrive within this time.
@@ -102,7 +105,7 @@ pub struct Loopback {
 impl Loopback {
     /// Binds 127.0.0.1 on a port the system picks and makes the question's token.
     pub async fn bind(form: &Form, question_id: &str) -> std::io::Result<Loopback> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let listener = crate::admission::listen(SocketAddr::from(([127, 0, 0, 1], 0)))?;
         let port = listener.local_addr()?.port();
         Ok(Loopback {
             listener,
@@ -136,7 +139,7 @@ impl Loopback {
             busy: TaskTracker::new(),
         });
         let mut connections = JoinSet::new();
-        let admission = Admission::new(MAX_PENDING_CONNECTIONS, MAX_CONNECTIONS);
+        let admission = Admission::new(MAX_PENDING_CONNECTIONS, PENDING_GRACE, MAX_CONNECTIONS);
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return LoopbackEnd::Stopped,
@@ -153,7 +156,10 @@ impl Loopback {
                     // `shared` holds the sender for as long as this loop runs.
                     Err(_) => return LoopbackEnd::Stopped,
                 },
-                accepted = self.listener.accept() => match accepted {
+                accepted = async {
+                    admission.room().await;
+                    self.listener.accept().await
+                } => match accepted {
                     Ok((stream, from)) => {
                         // Before a byte is read: another user must not even see the question.
                         if let Ok(local) = stream.local_addr()

@@ -75,8 +75,10 @@ pub const IDLE_ENV: &str = "HIM_HTTP_IDLE_MS";
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(30 * 60);
 /// Connections that have shown the token, at once; past this a request is answered 503.
 const MAX_CONNECTIONS: usize = 256;
-/// Connections that have not yet shown it; past this the oldest of them is closed.
-const MAX_PENDING_CONNECTIONS: usize = 64;
+/// Connections that have not yet shown it; past this the oldest of them is closed once it
+/// has had `PENDING_GRACE` (`admission.rs`).
+const MAX_PENDING_CONNECTIONS: usize = 128;
+const PENDING_GRACE: Duration = Duration::from_millis(200);
 /// A client that takes longer than this to send request headers is dropped (slowloris).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// ... and this long to send its body.
@@ -260,8 +262,7 @@ pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let listener = TcpListener::bind(options.addr)
-            .await
+        let listener = crate::admission::listen(options.addr)
             .map_err(|err| format!("cannot listen on {}: {err}", options.addr))?;
         let bound = listener.local_addr()?;
         if !bound.ip().is_loopback() {
@@ -311,9 +312,13 @@ async fn shutdown_signal() {
 /// newer ones (`admission.rs`).
 async fn run(listener: TcpListener, gate: Arc<Gate>, shutdown: impl Future<Output = ()>) {
     tokio::spawn(gate.clone().sweep());
-    let admission = Admission::new(MAX_PENDING_CONNECTIONS, MAX_CONNECTIONS);
+    let admission = Admission::new(MAX_PENDING_CONNECTIONS, PENDING_GRACE, MAX_CONNECTIONS);
     tokio::pin!(shutdown);
     loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = admission.room() => {}
+        }
         let (stream, from) = tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {

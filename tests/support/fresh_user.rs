@@ -127,6 +127,42 @@ impl FreshUser {
         command
     }
 
+    /// `bash -c <script>` as this user, as a local attacker would run it: only PATH and
+    /// HOME, in the home folder.
+    pub fn bash(&self, script: &str) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new("/bin/bash");
+        command
+            .arg("-c")
+            .arg(script)
+            .env_clear()
+            .env("PATH", self.login_value("PATH"))
+            .env("HOME", &self.home)
+            .current_dir(&self.home)
+            .uid(self.uid)
+            .gid(self.gid)
+            .kill_on_drop(true);
+        command
+    }
+
+    /// Sends `request` raw to 127.0.0.1:`port` as this user and reads until the server
+    /// closes: whether the connection was made, and every byte that came back.
+    pub async fn send_raw(&self, port: u16, request: &str) -> (bool, String) {
+        let output = self
+            .bash(&format!(
+                "exec 3<>/dev/tcp/127.0.0.1/{port} || exit 9; echo connected >&2; \
+                 printf '%s' \"$REQUEST\" >&3 2>/dev/null; timeout 20 cat <&3"
+            ))
+            .env("REQUEST", request)
+            .output()
+            .await
+            .expect("run bash as the other user");
+        let connected = String::from_utf8_lossy(&output.stderr).contains("connected");
+        (
+            connected,
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    }
+
     /// The value a login shell of this user would have for `variable`.
     pub fn login_value(&self, variable: &str) -> String {
         match variable {
