@@ -220,6 +220,7 @@ function createCard(question) {
 }
 
 function updateCard(card) {
+  if (card.question.undelivered) return showUndelivered(card);
   const left = timeLeft(card.question, Date.now());
   card.timeEl.textContent = left === null ? '' : `${formatTimeLeft(left)} left`;
   card.timeEl.setAttribute('aria-label', left === null ? 'No time limit' : `${formatTimeLeft(left)} left to answer`);
@@ -238,6 +239,29 @@ function updateCard(card) {
   if (waiting) card.view.setStatus('Reconnecting to the agent… your answer is kept.');
   else if (card.waiting) card.view.setStatus('');
   card.waiting = waiting;
+}
+
+/**
+ * The host could not deliver this card's answer: say so on the card, which keeps the answer
+ * as typed (to copy; nobody waits for it now), and offer to dismiss it.
+ */
+function showUndelivered(card) {
+  if (card.undelivered) return;
+  card.undelivered = true;
+  card.sending = false;
+  card.element.dataset.undelivered = '';
+  card.timeEl.textContent = '';
+  card.timeEl.removeAttribute('aria-label');
+  card.view.setDisabled(false);
+  const reason = card.question.undelivered.message.replace(/\.?$/, '.');
+  card.view.setStatus(`Your answer did not reach the agent: ${reason}`);
+  const dismiss = document.createElement('button');
+  dismiss.type = 'button';
+  dismiss.className = 'discard';
+  dismiss.textContent = 'Dismiss';
+  dismiss.setAttribute('aria-label', 'Dismiss this answer');
+  dismiss.addEventListener('click', () => send({ type: 'discard', id: card.question.id }));
+  card.timeEl.after(dismiss);
 }
 
 // Number keys pick options even when focus is outside any form (e.g. on the page itself).
