@@ -8,6 +8,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { rawAgent } from './rawagent.mjs';
 
 const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
 const HOST_NAME = 'dev.him.host';
@@ -520,6 +522,40 @@ test('the service worker is stopped mid-question: it restarts from storage and t
   const r = await q.result();
   assert.equal(r.status, 'answered');
   assert.equal(r.answer, 'release/2');
+});
+
+test('an answer the host cannot deliver comes back to its card, kept, with why', { timeout: 45_000 }, async () => {
+  const [pid] = hostPids();
+  const agent = rawAgent(path.join(runtimeDir, 'hosts', `${pid}.sock`));
+  await agent.connected;
+  agent.send({ type: 'hello', protocol: 1, agent: { name: 'stalling-agent' }, pid: process.pid });
+  await agent.next((m) => m.type === 'welcome');
+  const id = randomBytes(16).toString('hex');
+  const title = 'Which tag should ship?';
+  const form = { title, fields: [{ name: 'answer', type: 'text', label: title }] };
+  agent.send({ type: 'ask', id, form, timeout_ms: 120_000, asked_at_ms: Date.now() });
+  await agent.next((m) => m.type === 'shown' && m.id === id);
+  // The agent stops reading while the host has much to tell it (an error for each bad
+  // withdraw): its socket fills, and the answer waits in the host behind the rest until
+  // the host cuts the agent off, by its clock (HIM_AGENT_STALL_MS, 10 s by default).
+  agent.stopReading();
+  for (let i = 0; i < 20_000; i++) agent.send({ type: 'withdraw', id: '0'.repeat(32), reason: 'timeout' });
+  const c = card(title);
+  const box = c.getByRole('textbox', { name: title });
+  await box.fill('v2.3.1');
+  await box.press('Enter');
+  await c.getByText(/^Your answer did not reach the agent: it stopped reading/).waitFor({ timeout: 30_000 });
+  assert.equal(await box.inputValue(), 'v2.3.1', 'the answer is still there to copy');
+  assert.equal(await box.isEditable(), true);
+  assert.equal(
+    await page.locator('.notice', { hasText: title }).count(),
+    0,
+    'no notice says the answer was sent',
+  );
+  assert.equal(await c.locator('.time').textContent(), '', 'nobody waits for it now');
+  await c.getByRole('button', { name: 'Dismiss this answer' }).click();
+  await c.waitFor({ state: 'detached', timeout: 5000 });
+  agent.destroy();
 });
 
 test('a missing host shows the browser error and what to run; Try again reconnects', { timeout: 30_000 }, async () => {
