@@ -16,6 +16,9 @@
 import {
   addQuestion,
   agentLabel,
+  answerSent,
+  answerUndelivered,
+  dismissUndelivered,
   dropUnconfirmed,
   emptyQueue,
   expire,
@@ -23,6 +26,7 @@ import {
   nextChangeIn,
   normaliseQueue,
   pruneNotices,
+  pruneSent,
   removeQuestion,
   setDraft,
 } from './lib/queue.js';
@@ -73,7 +77,7 @@ function update(change) {
     const expired = expire(queue, now);
     const dropped = dropUnconfirmed(expired.state, now);
     const noticesBefore = dropped.state.notices;
-    queue = pruneNotices(dropped.state, now);
+    queue = pruneSent(pruneNotices(dropped.state, now), now);
     const gone = [...expired.expired, ...dropped.dropped];
     for (const id of gone) clearNotification(id);
     if (JSON.stringify(queue) !== before) {
@@ -195,9 +199,16 @@ function onHostMessage(from, msg) {
       });
       break;
     case 'error':
-      // Without an id it is about the host itself (e.g. it cannot listen for agents and is
-      // about to exit); keep it for the panel.
-      if (typeof msg.id !== 'string' && typeof msg.message === 'string') hostSaid = msg.message;
+      // With an id it is about that question: an answer the host could not deliver comes
+      // back to the panel, marked so. Without one it is about the host itself (e.g. it
+      // cannot listen for agents and is about to exit); keep it for the panel.
+      if (typeof msg.id === 'string') {
+        update((now) => {
+          queue = answerUndelivered(queue, msg.id, msg.message, now).state;
+        });
+      } else if (typeof msg.message === 'string') {
+        hostSaid = msg.message;
+      }
       break;
     default:
       // Unknown types are ignored: a newer host may say more than this extension knows.
@@ -278,6 +289,11 @@ function onPanelMessage(from, msg) {
         queue = pruneNotices(queue, now, msg.key);
       });
       break;
+    case 'discard':
+      update(() => {
+        queue = dismissUndelivered(queue, msg.id);
+      });
+      break;
     case 'retry':
       failures = 0;
       connect();
@@ -301,6 +317,7 @@ function answer(from, msg, now) {
     }
   };
   if (!question) return fail('This question is no longer waiting.');
+  if (question.undelivered) return fail('The agent that asked is no longer connected; copy your answer from here.');
   if (!hostReady || question.unconfirmed_since_ms !== null) {
     return fail('Reconnecting to the agent; your answer is kept. Try again in a moment.');
   }
@@ -309,7 +326,7 @@ function answer(from, msg, now) {
   if (action === 'submit') out.values = msg.values && typeof msg.values === 'object' ? msg.values : {};
   if (typeof msg.note === 'string' && msg.note.trim() !== '') out.note = msg.note;
   if (!sendToHost(out)) return fail('The connection to him closed; your answer is kept. Try again in a moment.');
-  queue = removeQuestion(queue, msg.id, action, now).state;
+  queue = answerSent(queue, msg.id, out, now).state;
   clearNotification(msg.id);
 }
 

@@ -11,11 +11,11 @@
 //! misbehaving agent can only stall or close its own link. The host ends when stdin closes
 //! (the browser closed the port) or on SIGTERM (Firefox), removing its socket either way.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -23,7 +23,7 @@ use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
-use tokio::time::Instant;
+use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::frame::{FrameCodec, FrameError, MAX_INBOUND, MAX_TO_BROWSER};
@@ -43,9 +43,15 @@ const EVENT_QUEUE: usize = 1024;
 /// reads again, finds the link closed, reconnects and asks its open questions again.
 pub const AGENT_STALL: Duration = Duration::from_secs(10);
 
+/// How many times per stall time the host looks for agents that stopped reading. Without
+/// the check, a stuck agent would be noticed only when the next frame came for it, and its
+/// questions would stay in the panel meanwhile; with it, an agent is cut off at most a
+/// quarter of the stall time late.
+const STALL_CHECKS_PER_STALL: u32 = 4;
+
 /// What may wait for one agent however fast it reads: a backstop, far above what replies
 /// about its own questions and the odd `welcome` add up to.
-const AGENT_QUEUE_BYTES: usize = 256 * 1024 * 1024;
+const AGENT_QUEUE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// `sun_path` holds 104 bytes on macOS and 108 on Linux, the terminating NUL included.
 const SOCKET_PATH_MAX: usize = if cfg!(target_os = "macos") { 104 } else { 108 };
@@ -114,13 +120,30 @@ struct AgentLink {
     queue: mpsc::UnboundedSender<Bytes>,
     progress: Arc<WriteProgress>,
     task: tokio::task::AbortHandle,
+    /// Answers queued for the agent and not yet written, each with where it ends among the
+    /// bytes queued on the link. The extension has already told the person "Answer sent",
+    /// so one the link ends before writing must go back to it as undelivered.
+    answers: VecDeque<(u64, String)>,
+}
+
+impl AgentLink {
+    /// Forgets the answers the writer has written past.
+    fn forget_written_answers(&mut self) {
+        while let Some(&(end, _)) = self.answers.front()
+            && self.progress.written_past(end)
+        {
+            self.answers.pop_front();
+        }
+    }
 }
 
 /// Shared by the host loop (which queues) and the link's writer (which drains). Frames
 /// are never empty, so bytes waiting means frames waiting.
 struct WriteProgress {
     started: Instant,
-    queued_bytes: AtomicUsize,
+    /// Bytes queued, and bytes written, since the link opened.
+    queued_bytes: AtomicU64,
+    written_bytes: AtomicU64,
     /// Milliseconds after `started` when the writer last finished a frame, or when the
     /// queue was last empty.
     last_ms: AtomicU64,
@@ -130,7 +153,8 @@ impl WriteProgress {
     fn new() -> WriteProgress {
         WriteProgress {
             started: Instant::now(),
-            queued_bytes: AtomicUsize::new(0),
+            queued_bytes: AtomicU64::new(0),
+            written_bytes: AtomicU64::new(0),
             last_ms: AtomicU64::new(0),
         }
     }
@@ -139,16 +163,24 @@ impl WriteProgress {
         self.started.elapsed().as_millis() as u64
     }
 
-    fn queued(&self, len: usize) {
-        if self.queued_bytes.fetch_add(len, Ordering::Relaxed) == 0 {
+    /// Counts a frame of `len` bytes as queued; returns where it ends among all the bytes
+    /// queued on the link.
+    fn queued(&self, len: usize) -> u64 {
+        let before = self.queued_bytes.fetch_add(len as u64, Ordering::Relaxed);
+        if before == self.written_bytes.load(Ordering::Relaxed) {
             // The clock starts when there is something to write.
             self.last_ms.store(self.now_ms(), Ordering::Relaxed);
         }
+        before + len as u64
     }
 
     fn written(&self, len: usize) {
-        self.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+        self.written_bytes.fetch_add(len as u64, Ordering::Relaxed);
         self.last_ms.store(self.now_ms(), Ordering::Relaxed);
+    }
+
+    fn written_past(&self, end: u64) -> bool {
+        self.written_bytes.load(Ordering::Relaxed) >= end
     }
 
     /// Why the agent should be cut off before `len` more bytes are queued, if it should:
@@ -158,10 +190,13 @@ impl WriteProgress {
         let idle_ms = self
             .now_ms()
             .saturating_sub(self.last_ms.load(Ordering::Relaxed));
-        let waiting = self.queued_bytes.load(Ordering::Relaxed);
+        // Only the host loop queues, and it counts a frame before the writer can see it, so
+        // the writer never passes what was queued.
+        let waiting =
+            self.queued_bytes.load(Ordering::Relaxed) - self.written_bytes.load(Ordering::Relaxed);
         if waiting > 0 && idle_ms > stall.as_millis() as u64 {
             Some(format!("it has read nothing for {idle_ms} ms"))
-        } else if waiting + len > AGENT_QUEUE_BYTES {
+        } else if waiting + len as u64 > AGENT_QUEUE_BYTES {
             Some(format!("{waiting} bytes already wait for it"))
         } else {
             None
@@ -211,9 +246,15 @@ where
 
     let mut from_extension = FramedRead::new(stdin, FrameCodec::new(MAX_INBOUND));
     let (events_tx, mut events) = mpsc::channel::<Event>(EVENT_QUEUE);
-    let mut agents: HashMap<AgentId, AgentLink> = HashMap::new();
+    let mut agents = Agents {
+        links: HashMap::new(),
+        stall: agent_stall,
+    };
     let mut next_agent: AgentId = 0;
     let mut terminate = terminate_signal();
+    let mut stall_check =
+        tokio::time::interval((agent_stall / STALL_CHECKS_PER_STALL).max(Duration::from_millis(1)));
+    stall_check.set_missed_tick_behavior(MissedTickBehavior::Delay);
 
     loop {
         let effects = tokio::select! {
@@ -233,8 +274,8 @@ where
                         let progress = Arc::new(WriteProgress::new());
                         let outgoing = Outgoing { queue: rx, progress: progress.clone() };
                         let task = tokio::spawn(serve_agent(next_agent, stream, outgoing, events_tx.clone()));
-                        let link = AgentLink { queue, progress, task: task.abort_handle() };
-                        agents.insert(next_agent, link);
+                        let link = AgentLink { queue, progress, task: task.abort_handle(), answers: VecDeque::new() };
+                        agents.links.insert(next_agent, link);
                         relay.agent_connected(next_agent);
                     }
                     Ok(_) => tracing::warn!("refused a connection from another user"),
@@ -245,18 +286,19 @@ where
             Some(event) = events.recv() => match event {
                 // Frames still in flight from a link the host already cut off must not
                 // bring that agent back.
-                Event::AgentFrame(agent, bytes) if agents.contains_key(&agent) => {
+                Event::AgentFrame(agent, bytes) if agents.links.contains_key(&agent) => {
                     relay.agent_frame(agent, &bytes)
                 }
                 Event::AgentFrame(..) => Vec::new(),
                 Event::AgentClosed(agent) => {
-                    agents.remove(&agent);
-                    relay.agent_closed(agent)
+                    agents.end(&mut relay, agent, "it closed its link to the host first")
                 }
             },
+            _ = stall_check.tick() => agents.cut_off_stalled(&mut relay),
             _ = &mut terminate => break,
         };
-        for effect in effects {
+        let mut effects = VecDeque::from(effects);
+        while let Some(effect) = effects.pop_front() {
             match effect {
                 Effect::ToExtension(message) => {
                     let _ = to_extension.send(protocol::encode(&message));
@@ -265,15 +307,7 @@ where
                     let _ = to_extension.send(frame);
                 }
                 Effect::ToAgent(agent, message) => {
-                    let frame = protocol::encode(&message);
-                    deliver(
-                        &mut agents,
-                        &mut relay,
-                        &to_extension,
-                        agent,
-                        frame,
-                        agent_stall,
-                    );
+                    effects.extend(agents.deliver(&mut relay, agent, message));
                 }
             }
         }
@@ -282,39 +316,84 @@ where
     Ok(())
 }
 
-/// Queues a frame for one agent. An agent that has read nothing for `stall` while frames
+/// The host's open agent links. An agent that has read nothing for `stall` while frames
 /// waited is cut off (its questions withdrawn) rather than allowed to hold up the host.
-fn deliver(
-    agents: &mut HashMap<AgentId, AgentLink>,
-    relay: &mut Relay,
-    to_extension: &mpsc::UnboundedSender<Bytes>,
-    agent: AgentId,
-    frame: Bytes,
+struct Agents {
+    links: HashMap<AgentId, AgentLink>,
     stall: Duration,
-) {
-    let Some(link) = agents.get(&agent) else {
-        return;
-    };
-    let why = match link.progress.stuck(stall, frame.len()) {
-        None => {
-            let len = frame.len();
-            if link.queue.send(frame).is_ok() {
-                link.progress.queued(len);
-                return;
+}
+
+impl Agents {
+    /// Queues a message for one agent, or cuts the agent off if it is stuck; returns what
+    /// the extension must hear then.
+    fn deliver(&mut self, relay: &mut Relay, agent: AgentId, message: HostToAgent) -> Vec<Effect> {
+        let Some(link) = self.links.get_mut(&agent) else {
+            return Vec::new();
+        };
+        let answer = match &message {
+            HostToAgent::Answer(answer) => Some(answer.id.clone()),
+            _ => None,
+        };
+        let frame = protocol::encode(&message);
+        let why = match link.progress.stuck(self.stall, frame.len()) {
+            None => {
+                // Counted before it is sent, so the writer cannot count it written first.
+                let end = link.progress.queued(frame.len());
+                if link.queue.send(frame).is_ok() {
+                    link.forget_written_answers();
+                    link.answers.extend(answer.map(|id| (end, id)));
+                    return Vec::new();
+                }
+                "its link was closing".to_owned()
             }
-            "its link is closing".to_owned()
-        }
-        Some(why) => why,
-    };
-    tracing::warn!(agent, "agent is not reading ({why}); closing its link");
-    if let Some(link) = agents.remove(&agent) {
-        link.task.abort();
+            Some(stuck) => cut_off_because(agent, &stuck),
+        };
+        let mut effects: Vec<Effect> = answer.map(|id| undelivered(id, &why)).into_iter().collect();
+        effects.extend(self.end(relay, agent, &why));
+        effects
     }
-    for effect in relay.agent_closed(agent) {
-        if let Effect::ToExtension(message) = effect {
-            let _ = to_extension.send(protocol::encode(&message));
+
+    /// Cuts off every agent that is stuck now, without waiting for a frame to come for it.
+    fn cut_off_stalled(&mut self, relay: &mut Relay) -> Vec<Effect> {
+        let mut stuck: Vec<(AgentId, String)> = self
+            .links
+            .iter()
+            .filter_map(|(&agent, link)| Some((agent, link.progress.stuck(self.stall, 0)?)))
+            .collect();
+        stuck.sort_unstable();
+        let mut effects = Vec::new();
+        for (agent, stuck) in stuck {
+            effects.extend(self.end(relay, agent, &cut_off_because(agent, &stuck)));
         }
+        effects
     }
+
+    /// The agent's link ended, or the host ends it now: each answer that was not written
+    /// to it goes back to the extension as undelivered, and its questions are withdrawn.
+    fn end(&mut self, relay: &mut Relay, agent: AgentId, why: &str) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        if let Some(mut link) = self.links.remove(&agent) {
+            link.task.abort();
+            link.forget_written_answers();
+            effects.extend(link.answers.into_iter().map(|(_, id)| undelivered(id, why)));
+        }
+        effects.extend(relay.agent_closed(agent));
+        effects
+    }
+}
+
+/// Logs that `agent` is being cut off for being `stuck`, and says so for the person.
+fn cut_off_because(agent: AgentId, stuck: &str) -> String {
+    tracing::warn!(agent, "agent is not reading ({stuck}); closing its link");
+    format!("it stopped reading ({stuck}), so the host closed its link")
+}
+
+/// Tells the extension that the answer to question `id` did not reach its agent, and why.
+fn undelivered(id: String, why: &str) -> Effect {
+    Effect::ToExtension(HostToExtension::Error {
+        id: Some(id),
+        message: why.to_owned(),
+    })
 }
 
 fn peer_is_us(stream: &UnixStream) -> bool {

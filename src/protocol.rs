@@ -182,7 +182,9 @@ pub enum HostToExtension {
         reason: WithdrawReason,
     },
     /// The reply to a frame the host could not use (§2: answered with an `error`, then
-    /// skipped). Extensions ignore types they do not know, so older ones are unaffected.
+    /// skipped), or, with the question's `id`, to an answer it could not deliver (the agent
+    /// left or was cut off first, or no such question is pending), `message` saying why.
+    /// Extensions ignore types they do not know, so older ones are unaffected.
     Error {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<String>,

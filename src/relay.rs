@@ -220,11 +220,11 @@ impl Relay {
                     self.forget(&answer.id);
                     vec![Effect::ToAgent(owner, HostToAgent::Answer(answer))]
                 }
+                // The panel shows this to the person as why their answer did not arrive.
                 None => vec![Effect::ToExtension(HostToExtension::Error {
-                    message: format!(
-                        "no pending question {}: it was withdrawn, timed out or answered elsewhere",
-                        answer.id
-                    ),
+                    message: "there is no pending question of that id: its agent left, or it \
+                              was withdrawn, timed out or answered elsewhere"
+                        .into(),
                     id: Some(answer.id),
                 })],
             },
@@ -375,11 +375,12 @@ mod tests {
         r.agent_frame(2, &ask(Q2));
         let effects = r.extension_frame(&answer(Q2));
         assert!(matches!(&effects[..], [Effect::ToAgent(2, HostToAgent::Answer(a))] if a.id == Q2));
-        // Answered questions are forgotten: a second answer is refused, not relayed.
+        // Answered questions are forgotten: a second answer is refused, not relayed, and
+        // the refusal names the question so the panel can say which answer did not arrive.
         let again = r.extension_frame(&answer(Q2));
         assert!(matches!(
             &again[..],
-            [Effect::ToExtension(HostToExtension::Error { .. })]
+            [Effect::ToExtension(HostToExtension::Error { id: Some(id), .. })] if id == Q2
         ));
         assert_eq!(r.pending(), 1);
     }

@@ -1,6 +1,7 @@
 //! An agent that stops reading is cut off once it has read nothing for the stall time
-//! (`HIM_AGENT_STALL_MS`): its link closed, its questions withdrawn, everyone else
-//! unaffected. An agent that pauses for less than that while a long burst waits for it is
+//! (`HIM_AGENT_STALL_MS`), whether or not another frame comes for it: its link closed, its
+//! questions withdrawn, the answers it never got handed back to the extension, everyone
+//! else unaffected. An agent that pauses for less than that while a long burst waits for it is
 //! not cut off, however many frames wait (the host once cut off at 1,024).
 
 mod support;
@@ -72,7 +73,7 @@ async fn ask_many(ext: &mut FakeExtension, stream: &mut UnixStream, first: usize
 }
 
 #[tokio::test]
-async fn an_agent_that_stops_reading_is_cut_off_and_others_carry_on() {
+async fn an_agent_that_stops_reading_is_cut_off_on_time_and_others_carry_on() {
     let runtime = runtime_dir();
     let mut ext = host_with_stall(runtime.path(), STALL).await;
     let mut stuck = raw_agent(&ext, "stuck");
@@ -80,19 +81,46 @@ async fn an_agent_that_stops_reading_is_cut_off_and_others_carry_on() {
     // Answers far larger than the socket's buffers: the link fills and stays full, since
     // this agent never reads again.
     let big = "x".repeat(200_000);
-    for n in 0..10 {
+    let answered = 10;
+    for n in 0..answered {
         ext.submit(&json!(question_id(n)), json!({"answer": big}))
             .await;
     }
-    // Nothing happens to it while nothing more is queued for it, past the stall time...
-    let quiet = STALL + Duration::from_millis(500);
-    assert_eq!(ext.quiet_for(quiet).await, None);
-    // ...but the next frame for it cuts it off: its last open question leaves the panel.
-    ext.submit(&json!(question_id(10)), json!({"answer": "late"}))
-        .await;
-    let withdraw = ext.recv_type("withdraw").await;
-    assert_eq!(withdraw["id"], question_id(11));
-    assert_eq!(withdraw["reason"], "cancelled");
+    let since = std::time::Instant::now();
+    // Nothing more is queued for it, yet it is cut off once the stall time has passed:
+    // each answer that never left the host comes back as undelivered, and its open
+    // questions leave the panel.
+    let mut undelivered = Vec::new();
+    let mut withdrawn = Vec::new();
+    while withdrawn.len() < 2 {
+        let frame = ext.recv().await;
+        match frame["type"].as_str() {
+            Some("error") => {
+                let message = frame["message"].as_str().expect("message");
+                assert!(message.contains("stopped reading"), "{frame}");
+                undelivered.push(frame["id"].as_str().expect("id").to_owned());
+            }
+            Some("withdraw") => {
+                assert_eq!(frame["reason"], "cancelled");
+                withdrawn.push(frame["id"].as_str().expect("id").to_owned());
+            }
+            _ => panic!("unexpected frame from the host: {frame}"),
+        }
+    }
+    let took = since.elapsed();
+    eprintln!("cut off {took:?} after its last answer was queued (stall {STALL:?})");
+    assert!(
+        took < STALL * 3,
+        "cut off only after {took:?}, for a stall time of {STALL:?}"
+    );
+    assert_eq!(withdrawn, [question_id(10), question_id(11)]);
+    // At least the last answer cannot have fitted into the socket; the ones reported are
+    // a run of answers at the end, in order.
+    let last = undelivered.last().expect("an undelivered answer").clone();
+    assert_eq!(last, question_id(answered - 1), "{undelivered:?}");
+    let first: usize = answered - undelivered.len();
+    let expected: Vec<String> = (first..answered).map(question_id).collect();
+    assert_eq!(undelivered, expected);
     // Its link is closed, not left open with the rest of its answers: reading it now
     // reaches the end.
     let reader = std::thread::spawn(move || {
@@ -103,8 +131,36 @@ async fn an_agent_that_stops_reading_is_cut_off_and_others_carry_on() {
         .await
         .expect("join");
     assert!(read.is_ok(), "the stuck agent's link did not end: {read:?}");
+    // An answer that crossed the withdrawal comes back too, with its id.
+    ext.submit(&json!(question_id(10)), json!({"answer": "late"}))
+        .await;
+    let error = ext.recv_type("error").await;
+    assert_eq!(error["id"], question_id(10), "{error}");
     // Everyone else is unaffected: a new agent asks and gets its answer.
     host_still_works(&mut ext, runtime.path()).await;
+}
+
+#[tokio::test]
+async fn an_answer_for_an_agent_that_has_left_comes_back_to_the_extension_with_its_id() {
+    let runtime = runtime_dir();
+    let mut ext = host_with_stall(runtime.path(), STALL).await;
+    let mut gone = raw_agent(&ext, "gone");
+    ask_many(&mut ext, &mut gone, 0, 1).await;
+    drop(gone);
+    let withdraw = ext.recv_type("withdraw").await;
+    assert_eq!(withdraw["id"], question_id(0));
+    // The person answered before the withdrawal reached the panel.
+    ext.submit(&json!(question_id(0)), json!({"answer": "too late"}))
+        .await;
+    let error = ext.recv_type("error").await;
+    assert_eq!(error["id"], question_id(0), "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .expect("message")
+            .contains("its agent left"),
+        "{error}"
+    );
 }
 
 #[tokio::test]

@@ -5,18 +5,31 @@
 //
 // state = {
 //   questions: [{id, form, timeout_ms, asked_at_ms, deadline_ms, agent, project,
-//                received_at_ms, draft, unconfirmed_since_ms}],
+//                received_at_ms, draft, unconfirmed_since_ms, undelivered?}],
 //   notices:   [{key, id, title, agent, text, kind, at_ms}],
+//   sent:      [{question, notice, at_ms}],
 // }
 // A question is `unconfirmed` after the native host restarted and until its agent re-sends
 // it (DESIGN.md §3: agents re-send `ask` with the same id to the next host). Its draft is
 // kept either way; an unconfirmed question cannot be answered yet, because the new host
 // would not know where to send the answer.
+// `sent` keeps the questions answered lately, each with the answer as its draft and the key
+// of its "Answer sent." notice: the host may yet report that the answer did not reach the
+// agent, and then the question comes back `undelivered: {message, at_ms}`, for the person to
+// see and copy what did not arrive. Nobody waits for it any more, so it has no deadline.
 
 /** How long a notice stays in the panel. */
 export const NOTICE_TTL_MS = 2 * 60 * 1000;
 /** At most this many notices are kept, newest first. */
 export const MAX_NOTICES = 5;
+/**
+ * How long an answer is kept after it went to the host. The host reports one it could not
+ * deliver at once, or when it cuts off the agent that stopped reading it: by default 10 s
+ * without progress and a quarter of that more (HIM_AGENT_STALL_MS).
+ */
+export const SENT_TTL_MS = 60_000;
+/** At most this many answers are kept, newest first. */
+export const MAX_SENT = 10;
 /**
  * After a new host says hello, how long a question may stay unconfirmed before it is taken
  * away: agents rescan for hosts about every second, and one that has not re-sent its
@@ -25,7 +38,7 @@ export const MAX_NOTICES = 5;
 export const UNCONFIRMED_GRACE_MS = 10_000;
 
 export function emptyQueue() {
-  return { questions: [], notices: [] };
+  return { questions: [], notices: [], sent: [] };
 }
 
 /** Make `value` a well-formed queue, whatever storage handed back. */
@@ -34,6 +47,7 @@ export function normaliseQueue(value) {
   return {
     questions: Array.isArray(q.questions) ? q.questions.filter((x) => x && typeof x.id === 'string') : [],
     notices: Array.isArray(q.notices) ? q.notices.filter((x) => x && typeof x.key === 'string') : [],
+    sent: Array.isArray(q.sent) ? q.sent.filter((x) => typeof x?.question?.id === 'string') : [],
   };
 }
 
@@ -125,11 +139,67 @@ export function removeQuestion(state, id, reason, now) {
   };
   return {
     state: {
+      ...state,
       questions: state.questions.filter((q) => q.id !== id),
       notices: [notice, ...state.notices].slice(0, MAX_NOTICES),
     },
     removed: question,
   };
+}
+
+/**
+ * The person's answer to question `id` went to the host: `answer` is what was sent,
+ * {action, values?, note?}. The question leaves as with removeQuestion, and is kept in
+ * `sent` a while with the answer as its draft. Returns {state, removed}.
+ */
+export function answerSent(state, id, answer, now) {
+  const { state: next, removed } = removeQuestion(state, id, answer.action, now);
+  if (!removed) return { state, removed };
+  // What the person had in the form: for a submit, exactly the values sent (a field left
+  // out of them was left empty); for a decline, what was typed so far, and the note.
+  const values =
+    answer.action === 'submit'
+      ? Object.fromEntries((removed.form.fields ?? []).map((f) => [f.name, answer.values?.[f.name] ?? null]))
+      : (removed.draft?.values ?? {});
+  const question = { ...removed, draft: cleanDraft(removed, { values, note: answer.note ?? '' }) };
+  const kept = state.sent.filter((s) => s.question.id !== id);
+  const sent = [{ question, notice: next.notices[0].key, at_ms: now }, ...kept].slice(0, MAX_SENT);
+  return { state: { ...next, sent }, removed };
+}
+
+/**
+ * The host reports that the answer to `id` did not reach its agent, for the reason
+ * `message`: the question comes back, undelivered, with the answer as its draft and no
+ * deadline, in place of its "Answer sent." notice. Returns {state, restored: bool}; false
+ * when no answer to `id` was sent lately (or the question is back already).
+ */
+export function answerUndelivered(state, id, message, now) {
+  const sent = state.sent.find((s) => s.question.id === id);
+  if (!sent || state.questions.some((q) => q.id === id)) return { state, restored: false };
+  const question = {
+    ...sent.question,
+    deadline_ms: null,
+    unconfirmed_since_ms: null,
+    undelivered: { message: typeof message === 'string' ? message : 'the host could not deliver it', at_ms: now },
+  };
+  // Back where it was among the others, oldest first.
+  const at = state.questions.findIndex((q) => q.received_at_ms > question.received_at_ms);
+  const questions = [...state.questions];
+  questions.splice(at === -1 ? questions.length : at, 0, question);
+  return {
+    state: {
+      questions,
+      notices: state.notices.filter((n) => n.key !== sent.notice),
+      sent: state.sent.filter((s) => s !== sent),
+    },
+    restored: true,
+  };
+}
+
+/** The person dismissed undelivered question `id`: it goes, with no notice. */
+export function dismissUndelivered(state, id) {
+  const questions = state.questions.filter((q) => !(q.id === id && q.undelivered));
+  return questions.length === state.questions.length ? state : { ...state, questions };
 }
 
 /**
@@ -139,13 +209,18 @@ export function removeQuestion(state, id, reason, now) {
 export function setDraft(state, id, draft) {
   const question = state.questions.find((q) => q.id === id);
   if (!question || !draft || typeof draft !== 'object') return state;
+  const clean = cleanDraft(question, draft);
+  return { ...state, questions: state.questions.map((q) => (q.id === id ? { ...q, draft: clean } : q)) };
+}
+
+/** `draft` for `question` without its password fields, in the shape a draft has. */
+function cleanDraft(question, draft) {
   const secret = new Set((question.form.fields ?? []).filter((f) => f.type === 'password').map((f) => f.name));
   const values = {};
   for (const [name, value] of Object.entries(draft.values ?? {})) {
     if (!secret.has(name)) values[name] = value;
   }
-  const clean = { values, note: typeof draft.note === 'string' ? draft.note : '' };
-  return { ...state, questions: state.questions.map((q) => (q.id === id ? { ...q, draft: clean } : q)) };
+  return { values, note: typeof draft.note === 'string' ? draft.note : '' };
 }
 
 /** Remove questions whose deadline has passed. Returns {state, expired: [ids]}. */
@@ -156,11 +231,16 @@ export function expire(state, now) {
   return { state: next, expired };
 }
 
-/** A new host connected: every question waits for its agent to re-send it. */
+/**
+ * A new host connected: every question waits for its agent to re-send it, except one whose
+ * answer did not arrive, which waits for the person to copy it.
+ */
 export function markUnconfirmed(state, now) {
   return {
     ...state,
-    questions: state.questions.map((q) => ({ ...q, unconfirmed_since_ms: q.unconfirmed_since_ms ?? now })),
+    questions: state.questions.map((q) =>
+      q.undelivered ? q : { ...q, unconfirmed_since_ms: q.unconfirmed_since_ms ?? now },
+    ),
   };
 }
 
@@ -172,6 +252,12 @@ export function dropUnconfirmed(state, now, graceMs = UNCONFIRMED_GRACE_MS) {
   let next = state;
   for (const id of dropped) next = removeQuestion(next, id, 'gone', now).state;
   return { state: next, dropped };
+}
+
+/** Drop the answers sent more than SENT_TTL_MS ago: no word of them will come now. */
+export function pruneSent(state, now) {
+  const sent = state.sent.filter((s) => now - s.at_ms < SENT_TTL_MS);
+  return sent.length === state.sent.length ? state : { ...state, sent };
 }
 
 /** Drop notices older than NOTICE_TTL_MS, or the one with `key` when given. */

@@ -19,7 +19,7 @@ const URGENT_MS = 30_000;
 let port = null;
 let state = null;
 let reconnected = false;
-/** Question id → {element, view, timeEl, question, draftTimer, expired, sending}. */
+/** Question id → {element, view, timeEl, question, draftTimer, expired, sending, dismiss}. */
 const cards = new Map();
 let cardCounter = 0;
 let noticeKeys = '';
@@ -220,6 +220,7 @@ function createCard(question) {
 }
 
 function updateCard(card) {
+  if (showUndelivered(card)) return;
   const left = timeLeft(card.question, Date.now());
   card.timeEl.textContent = left === null ? '' : `${formatTimeLeft(left)} left`;
   card.timeEl.setAttribute('aria-label', left === null ? 'No time limit' : `${formatTimeLeft(left)} left to answer`);
@@ -238,6 +239,37 @@ function updateCard(card) {
   if (waiting) card.view.setStatus('Reconnecting to the agent… your answer is kept.');
   else if (card.waiting) card.view.setStatus('');
   card.waiting = waiting;
+}
+
+/**
+ * Shows whether the host could not deliver this card's answer: the card keeps the answer as
+ * typed, to copy (nobody waits for it now), says why and offers to dismiss it, until its
+ * agent asks again and it is an ordinary question once more. Returns whether it is marked.
+ */
+function showUndelivered(card) {
+  const undelivered = card.question.undelivered;
+  if (Boolean(undelivered) === Boolean(card.dismiss)) return Boolean(undelivered);
+  if (!undelivered) {
+    card.dismiss.remove();
+    card.dismiss = null;
+    delete card.element.dataset.undelivered;
+    card.view.setStatus('');
+    return false;
+  }
+  card.sending = false;
+  card.element.dataset.undelivered = '';
+  card.timeEl.textContent = '';
+  card.timeEl.removeAttribute('aria-label');
+  card.view.setDisabled(false);
+  card.view.setStatus(`Your answer did not reach the agent: ${undelivered.message.replace(/\.?$/, '.')}`);
+  card.dismiss = document.createElement('button');
+  card.dismiss.type = 'button';
+  card.dismiss.className = 'discard';
+  card.dismiss.textContent = 'Dismiss';
+  card.dismiss.setAttribute('aria-label', 'Dismiss this answer');
+  card.dismiss.addEventListener('click', () => send({ type: 'discard', id: card.question.id }));
+  card.timeEl.after(card.dismiss);
+  return true;
 }
 
 // Number keys pick options even when focus is outside any form (e.g. on the page itself).

@@ -8,6 +8,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { rawAgent } from './rawagent.mjs';
 
 const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
 const HOST_NAME = 'dev.him.host';
@@ -520,6 +522,68 @@ test('the service worker is stopped mid-question: it restarts from storage and t
   const r = await q.result();
   assert.equal(r.status, 'answered');
   assert.equal(r.answer, 'release/2');
+});
+
+test('answers the host cannot deliver come back to their cards, kept, with why, until dismissed or asked again', { timeout: 45_000 }, async () => {
+  const socket = path.join(runtimeDir, 'hosts', `${hostPids()[0]}.sock`);
+  const greeted = async (name) => {
+    const agent = rawAgent(socket);
+    await agent.connected;
+    agent.send({ type: 'hello', protocol: 1, agent: { name }, pid: process.pid });
+    await agent.next((m) => m.type === 'welcome');
+    return agent;
+  };
+  const questions = ['Which tag should ship?', 'Who signs it off?'].map((title) => ({
+    id: randomBytes(16).toString('hex'),
+    title,
+    form: { title, fields: [{ name: 'answer', type: 'text', label: title }] },
+  }));
+  const askAll = async (agent, list) => {
+    for (const { id, form } of list) agent.send({ type: 'ask', id, form, timeout_ms: 120_000, asked_at_ms: Date.now() });
+    for (const { id } of list) await agent.next((m) => m.type === 'shown' && m.id === id);
+  };
+  const stalling = await greeted('stalling-agent');
+  await askAll(stalling, questions);
+  // The agent stops reading while the host has much to tell it (an error for each bad
+  // withdraw): its socket fills, and the answers wait in the host behind the rest until
+  // the host cuts the agent off, by its clock (HIM_AGENT_STALL_MS, 10 s by default).
+  stalling.stopReading();
+  for (let i = 0; i < 20_000; i++) stalling.send({ type: 'withdraw', id: '0'.repeat(32), reason: 'timeout' });
+  const [tag, signer] = questions.map(({ title }) => ({
+    card: card(title),
+    box: card(title).getByRole('textbox', { name: title }),
+  }));
+  await tag.box.fill('v2.3.1');
+  await tag.box.press('Enter');
+  await signer.box.fill('Grace');
+  await signer.box.press('Enter');
+
+  for (const { card: c } of [tag, signer]) {
+    await c.getByText(/^Your answer did not reach the agent: it stopped reading/).waitFor({ timeout: 30_000 });
+    assert.equal(await c.locator('.time').textContent(), '', 'nobody waits for it now');
+  }
+  assert.equal(await tag.box.inputValue(), 'v2.3.1', 'the answer is still there to copy');
+  assert.equal(await signer.box.inputValue(), 'Grace');
+  for (const { title } of questions) {
+    assert.equal(await page.locator('.notice', { hasText: title }).count(), 0, 'no notice says it was sent');
+  }
+  stalling.destroy();
+
+  await signer.card.getByRole('button', { name: 'Dismiss this answer' }).click();
+  await signer.card.waitFor({ state: 'detached', timeout: 5000 });
+
+  // The agent recovers and asks again with the same id (as `him serve` does after its
+  // link closed): the card is an ordinary question again, with the answer in it.
+  const back = await greeted('stalling-agent');
+  await askAll(back, [questions[0]]);
+  await until('the card to be answerable again', async () => (await tag.card.getByText(/did not reach/).count()) === 0);
+  assert.equal(await tag.card.getByRole('button', { name: 'Dismiss this answer' }).count(), 0);
+  assert.equal(await tag.box.inputValue(), 'v2.3.1');
+  await tag.box.press('Enter');
+  const answer = await back.next((m) => m.type === 'answer' && m.id === questions[0].id);
+  assert.deepEqual(answer.values, { answer: 'v2.3.1' });
+  assert.match(await noticeFor(questions[0].title), /Answer sent/);
+  back.destroy();
 });
 
 test('a missing host shows the browser error and what to run; Try again reconnects', { timeout: 30_000 }, async () => {

@@ -12,11 +12,11 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildFirefox } from './build-firefox.mjs';
+import { rawAgent } from './rawagent.mjs';
 
 const HIM_BIN = process.env.HIM_BIN;
 const WEB_EXT = fileURLToPath(new URL('./node_modules/web-ext/bin/web-ext.js', import.meta.url));
@@ -38,49 +38,6 @@ function findFirefox() {
 let tmp;
 let firefox;
 let firefoxLog = '';
-
-/** A minimal agent: frames are a u32 native-endian length, then JSON (DESIGN.md §2). */
-function agent(socketPath) {
-  const socket = net.connect(socketPath);
-  const messages = [];
-  const waiters = [];
-  let buf = Buffer.alloc(0);
-  socket.on('data', (data) => {
-    buf = Buffer.concat([buf, data]);
-    while (buf.length >= 4) {
-      const n = buf.readUInt32LE(0);
-      if (buf.length < 4 + n) break;
-      messages.push(JSON.parse(buf.subarray(4, 4 + n).toString('utf8')));
-      buf = buf.subarray(4 + n);
-    }
-    for (const w of [...waiters]) w();
-  });
-  return {
-    connected: new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject)),
-    send(message) {
-      const body = Buffer.from(JSON.stringify(message));
-      const head = Buffer.alloc(4);
-      head.writeUInt32LE(body.length);
-      socket.write(Buffer.concat([head, body]));
-    },
-    /** The first message (received or yet to come) that `match` accepts. */
-    next(match, ms = 10_000) {
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no matching message in ${JSON.stringify(messages)}`)), ms);
-        const check = () => {
-          const found = messages.find(match);
-          if (!found) return;
-          clearTimeout(timer);
-          waiters.splice(waiters.indexOf(check), 1);
-          resolve(found);
-        };
-        waiters.push(check);
-        check();
-      });
-    },
-    close: () => socket.end(),
-  };
-}
 
 before(() => {
   if (!FIREFOX) return;
@@ -145,7 +102,7 @@ test('in Firefox, the add-on starts the real host, says ready as him@him.dev and
   }
   assert.ok(socket, 'Firefox never started the host');
 
-  const a = agent(path.join(runtimeDir, 'hosts', socket));
+  const a = rawAgent(path.join(runtimeDir, 'hosts', socket));
   await a.connected;
   a.send({ type: 'hello', protocol: 1, agent: { name: 'firefox-e2e' }, project: 'e2e', pid: process.pid });
   const welcome = await a.next((m) => m.type === 'welcome' && m.extension);

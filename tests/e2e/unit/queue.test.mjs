@@ -2,9 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   MAX_NOTICES,
+  MAX_SENT,
   NOTICE_TTL_MS,
+  SENT_TTL_MS,
   UNCONFIRMED_GRACE_MS,
   addQuestion,
+  answerSent,
+  answerUndelivered,
+  dismissUndelivered,
   dropUnconfirmed,
   emptyQueue,
   expire,
@@ -13,6 +18,7 @@ import {
   nextChangeIn,
   normaliseQueue,
   pruneNotices,
+  pruneSent,
   removeQuestion,
   setDraft,
   timeLeft,
@@ -134,5 +140,90 @@ test('normaliseQueue tolerates whatever storage hands back', () => {
   assert.deepEqual(normaliseQueue({ questions: [null, { id: 'a' }], notices: 'x' }), {
     questions: [{ id: 'a' }],
     notices: [],
+    sent: [],
   });
+});
+
+const submit = (values, note) => ({ action: 'submit', values, ...(note ? { note } : {}) });
+
+test('an answer that did not arrive comes back as it was sent, without its password or deadline', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = addQuestion(state, ask('q2'), T0 + 1).state;
+  state = answerSent(state, 'q1', submit({ a: 'typed', p: 'hunter2' }, 'a note'), T0 + 10).state;
+  assert.deepEqual(state.questions.map((q) => q.id), ['q2']);
+  assert.equal(state.notices[0].text, 'Answer sent.');
+  assert.doesNotMatch(JSON.stringify(state), /hunter2/, 'a password is never kept');
+
+  const out = answerUndelivered(state, 'q1', 'it stopped reading', T0 + 20);
+  assert.equal(out.restored, true);
+  assert.deepEqual(out.state.questions.map((q) => q.id), ['q1', 'q2'], 'back in its place, oldest first');
+  const back = out.state.questions[0];
+  assert.deepEqual(back.undelivered, { message: 'it stopped reading', at_ms: T0 + 20 });
+  assert.deepEqual(back.draft, { values: { a: 'typed' }, note: 'a note' });
+  assert.equal(back.deadline_ms, null, 'nobody waits for it now');
+  assert.equal(nextChangeIn({ ...out.state, questions: [back] }, T0 + 20), null);
+  assert.deepEqual(out.state.notices, [], 'no "Answer sent." for it any more');
+  assert.deepEqual(out.state.sent, []);
+  assert.equal(answerUndelivered(out.state, 'q1', 'again', T0 + 30).restored, false, 'once');
+});
+
+test('a field left empty comes back empty, not as its default', () => {
+  const form = { title: 'T', fields: [{ name: 'a', type: 'text', label: 'A', default: 'dflt' }] };
+  let { state } = addQuestion(emptyQueue(), ask('q1', { form }), T0);
+  state = answerSent(state, 'q1', submit({}), T0 + 10).state;
+  const back = answerUndelivered(state, 'q1', 'gone', T0 + 20).state.questions[0];
+  assert.deepEqual(back.draft.values, { a: null });
+});
+
+test('a decline that did not arrive comes back with what was typed and its note', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = setDraft(state, 'q1', { values: { a: 'half' }, note: '' });
+  state = answerSent(state, 'q1', { action: 'decline', note: 'not now' }, T0 + 10).state;
+  assert.equal(state.notices[0].text, 'Declined.');
+  const back = answerUndelivered(state, 'q1', 'gone', T0 + 20).state.questions[0];
+  assert.deepEqual(back.draft, { values: { a: 'half' }, note: 'not now' });
+});
+
+test('an error about an answer not sent lately changes nothing', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  assert.equal(answerUndelivered(state, 'q1', 'x', T0).state, state, 'still waiting: not an answer of ours');
+  assert.equal(answerUndelivered(state, 'zz', 'x', T0).restored, false);
+  state = answerSent(state, 'q1', submit({ a: 'x' }), T0).state;
+  assert.equal(pruneSent(state, T0 + SENT_TTL_MS - 1), state);
+  state = pruneSent(state, T0 + SENT_TTL_MS);
+  assert.deepEqual(state.sent, []);
+  assert.equal(answerUndelivered(state, 'q1', 'x', T0 + SENT_TTL_MS).restored, false);
+});
+
+test('only the latest answers are kept', () => {
+  let state = emptyQueue();
+  for (let i = 0; i < MAX_SENT + 2; i++) {
+    state = addQuestion(state, ask(`q${i}`), T0).state;
+    state = answerSent(state, `q${i}`, submit({ a: String(i) }), T0 + i).state;
+  }
+  assert.equal(state.sent.length, MAX_SENT);
+  assert.equal(state.sent[0].question.id, `q${MAX_SENT + 1}`, 'newest first');
+});
+
+test('an undelivered question waits for the person: a host restart leaves it, dismissing drops it', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = addQuestion(state, ask('q2'), T0).state;
+  state = answerSent(state, 'q1', submit({ a: 'x' }), T0).state;
+  state = answerUndelivered(state, 'q1', 'gone', T0 + 5).state;
+  state = markUnconfirmed(state, T0 + 10);
+  assert.deepEqual(dropUnconfirmed(state, T0 + 10 + UNCONFIRMED_GRACE_MS).dropped, ['q2']);
+  assert.equal(dismissUndelivered(state, 'q2'), state, 'a question still waiting is not dismissed');
+  const out = dismissUndelivered(state, 'q1');
+  assert.deepEqual(out.questions.map((q) => q.id), ['q2']);
+  assert.equal(out.notices.length, state.notices.length, 'without a notice');
+});
+
+test('its agent asking again makes it answerable, with the answer kept as the draft', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = answerSent(state, 'q1', submit({ a: 'kept' }), T0).state;
+  state = answerUndelivered(state, 'q1', 'gone', T0 + 5).state;
+  const again = addQuestion(state, ask('q1'), T0 + 10).state.questions[0];
+  assert.equal(again.undelivered, undefined);
+  assert.equal(again.deadline_ms, T0 + 60_000);
+  assert.deepEqual(again.draft, { values: { a: 'kept' }, note: '' });
 });
