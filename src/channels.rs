@@ -271,11 +271,18 @@ pub async fn ask(
         }
     };
     let url = loopback.url();
-    match crate::fallback::opener::open(&url) {
+    // Held until the form ends: on macOS it is the launcher page the browser opened.
+    let _opened = match crate::fallback::opener::open(&url) {
         // The port only: the URL's token is the question's one secret.
-        Ok(program) => tracing::info!(port = loopback.port(), %program, "loopback form opened"),
-        Err(err) => tracing::warn!(port = loopback.port(), "loopback form not opened: {err}"),
-    }
+        Ok(opened) => {
+            tracing::info!(port = loopback.port(), program = %opened.program, "loopback form opened");
+            Some(opened)
+        }
+        Err(err) => {
+            tracing::warn!(port = loopback.port(), "loopback form not opened: {err}");
+            None
+        }
+    };
     (channels.notice)(format!("{reason} Answer in the browser: {url}"));
     let race = beside_browser(
         &mut question,

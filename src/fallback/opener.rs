@@ -1,6 +1,20 @@
 //! Opening the loopback form's URL in the person's browser without waiting for it.
+//!
+//! The URL carries the form's token, and an opener's arguments are visible to every user
+//! (`ps`, `/proc/<pid>/cmdline`). On Linux the form asks the kernel who each connection
+//! belongs to (`peer.rs`), so a token read there is useless to another user, and the URL is
+//! passed as is — which confined (Snap, Flatpak) browsers need, since they cannot read a
+//! private file of ours. macOS cannot tell who is connecting, so there the opener gets a
+//! launcher page instead: a file only the user can read, in the per-user runtime directory,
+//! that forwards to the URL. It is removed when the form ends.
 
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
+
+/// Whether the token must stay out of the opener's arguments on this platform.
+const HIDE_TOKEN_FROM_ARGUMENTS: bool = cfg!(not(target_os = "linux"));
 
 /// The command that opens a URL: `$BROWSER` when set (a command that takes the URL as its
 /// one argument), else the system opener.
@@ -12,13 +26,31 @@ pub fn opener(browser_env: Option<String>) -> String {
     }
 }
 
-/// Starts the opener on `url` and returns at once; the child is reaped in the background.
-/// Its stdio is closed: in `him serve` stdout is the MCP channel, and an opener that prints
-/// there would corrupt it.
-pub fn open(url: &str) -> std::io::Result<String> {
+/// An opener started on the form; keep it until the form ends (it holds the launcher page).
+pub struct Opened {
+    pub program: String,
+    _launcher: Option<LauncherPage>,
+}
+
+/// Starts the opener on `url` (or on a launcher page for it, see above) and returns at once;
+/// the child is reaped in the background. Its stdio is closed: in `him serve` stdout is the
+/// MCP channel, and an opener that prints there would corrupt it.
+pub fn open(url: &str) -> std::io::Result<Opened> {
+    let launcher = if HIDE_TOKEN_FROM_ARGUMENTS {
+        let dir = crate::runtime::runtime_dir()
+            .map_err(|e| std::io::Error::other(format!("no private directory: {e}")))?
+            .dir;
+        Some(LauncherPage::write(&dir, url)?)
+    } else {
+        None
+    };
+    let target = match &launcher {
+        Some(page) => format!("file://{}", page.path.display()),
+        None => url.to_owned(),
+    };
     let program = opener(std::env::var("BROWSER").ok());
     let mut child = tokio::process::Command::new(&program)
-        .arg(url)
+        .arg(&target)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -27,12 +59,69 @@ pub fn open(url: &str) -> std::io::Result<String> {
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
-    Ok(program)
+    Ok(Opened {
+        program,
+        _launcher: launcher,
+    })
+}
+
+/// A page that forwards to the form, readable by its owner only; removed on drop.
+struct LauncherPage {
+    path: PathBuf,
+}
+
+impl LauncherPage {
+    fn write(dir: &Path, url: &str) -> std::io::Result<LauncherPage> {
+        // The URL is him's own (`http://127.0.0.1:<port>/q/<hex>`); anything else would
+        // need escaping in the page, so it is refused rather than escaped.
+        if !url
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ":/.".contains(c))
+        {
+            return Err(std::io::Error::other("not a loopback form URL"));
+        }
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(format!("form-{}.html", crate::random::random_hex(8)?));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        writeln!(
+            file,
+            "<!doctype html><meta charset=utf-8><meta name=referrer content=no-referrer>\
+             <meta http-equiv=refresh content=\"0;url={url}\"><title>him</title>\
+             <a href=\"{url}\">Open the question</a>"
+        )?;
+        Ok(LauncherPage { path })
+    }
+}
+
+impl Drop for LauncherPage {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_launcher_page_is_private_forwards_to_the_url_and_goes_with_the_form() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = "http://127.0.0.1:40000/q/0123456789abcdef0123456789abcdef";
+        let page = LauncherPage::write(dir.path(), url).expect("launcher");
+        let meta = std::fs::metadata(&page.path).expect("written");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let text = std::fs::read_to_string(&page.path).expect("read");
+        assert!(text.contains(&format!("content=\"0;url={url}\"")), "{text}");
+        let path = page.path.clone();
+        drop(page);
+        assert!(!path.exists());
+        assert!(LauncherPage::write(dir.path(), "http://x/\"><script>").is_err());
+    }
 
     #[test]
     fn browser_wins_over_the_system_opener() {

@@ -187,3 +187,26 @@ test('a choice is made with a number key and Enter alone', async () => {
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('an answer whose post is refused or finds the form busy is tried again, not reported closed', async () => {
+  const { url, result } = await ask('retry', ['text', 'Which branch?']);
+  const { page, problems } = await open(url);
+  // The first post never reaches him (as when the port is crowded), the second finds every
+  // place taken (503); the third goes through.
+  let posts = 0;
+  await page.route(url, async (route) => {
+    if (route.request().method() !== 'POST') return route.continue();
+    posts += 1;
+    if (posts === 1) return route.abort('connectionrefused');
+    if (posts === 2) return route.fulfill({ status: 503, contentType: 'application/json', body: '{"message":"busy"}' });
+    return route.continue();
+  });
+  await page.getByRole('textbox').fill('main');
+  await page.keyboard.press('Enter');
+  await page.getByText('your answer was sent').waitFor({ timeout: STEP_MS });
+  assert.equal(posts, 3);
+  const answer = await result;
+  assert.equal(answer.status, 'answered', JSON.stringify(answer));
+  assert.equal(answer.answer, 'main');
+  assert.deepEqual(problems.filter((p) => !/Failed to load resource|503/.test(p)), []);
+});
