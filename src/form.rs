@@ -7,7 +7,8 @@
 //!
 //! `extension/lib/formmodel.js` is this module's twin: the panel and the loopback page check
 //! an answer with the same rules and messages before they send it. Both are tested against
-//! one fixture, `tests/fixtures/forms.json`; a rule changed here changes there too.
+//! one fixture, `tests/fixtures/forms.json`; a rule changed here changes there too. The
+//! fixture's `forms` are judged by [`Form::validate`] alone: the panel does not refuse forms.
 
 use std::collections::HashSet;
 
@@ -18,6 +19,10 @@ use serde_json::{Map, Value};
 /// side, and the caps keep a question well under the 1 MiB frame.
 pub const MAX_FIELDS: usize = 64;
 pub const MAX_OPTIONS: usize = 200;
+/// The longest text the panel renders as Markdown (a title, a description, a field's label,
+/// an option's description), in characters: pages of reading in a side panel, more than any
+/// question needs, and a bound on what one text makes the panel parse (issue 14.3).
+pub const MAX_MARKDOWN_CHARS: usize = 16 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Form {
@@ -213,6 +218,18 @@ fn form_error(field: &Field, message: impl Into<String>) -> FormError {
     }
 }
 
+/// `None` when `text` is short enough to render as Markdown ([`MAX_MARKDOWN_CHARS`]), else
+/// what to say of it: "has N characters; at most … are allowed".
+pub fn markdown_too_long(text: &str) -> Option<String> {
+    // Counting characters reads the text; its length in bytes is an upper bound found for free.
+    if text.len() <= MAX_MARKDOWN_CHARS {
+        return None;
+    }
+    let chars = text.chars().count();
+    (chars > MAX_MARKDOWN_CHARS)
+        .then(|| format!("has {chars} characters; at most {MAX_MARKDOWN_CHARS} are allowed"))
+}
+
 fn answer_error(field: &Field, message: impl Into<String>) -> AnswerError {
     AnswerError {
         field: Some(field.name.clone()),
@@ -239,6 +256,12 @@ impl Form {
             return Err(whole(
                 "the form needs a non-empty title (the question)".into(),
             ));
+        }
+        if let Some(why) = markdown_too_long(&self.title) {
+            return Err(whole(format!("the title {why}")));
+        }
+        if let Some(why) = self.description.as_deref().and_then(markdown_too_long) {
+            return Err(whole(format!("the description {why}")));
         }
         if self.fields.is_empty() {
             return Err(whole("the form needs at least one field".into()));
@@ -318,6 +341,12 @@ impl Field {
         if self.label.trim().is_empty() {
             return Err(form_error(self, "needs a non-empty label"));
         }
+        if let Some(why) = markdown_too_long(&self.label) {
+            return Err(form_error(self, format!("the label {why}")));
+        }
+        if let Some(why) = self.description.as_deref().and_then(markdown_too_long) {
+            return Err(form_error(self, format!("the description {why}")));
+        }
         if self.kind.has_options() {
             if self.options.is_empty() {
                 return Err(form_error(
@@ -340,6 +369,12 @@ impl Field {
                     return Err(form_error(
                         self,
                         format!("option value {:?} appears twice", option.value),
+                    ));
+                }
+                if let Some(why) = option.description.as_deref().and_then(markdown_too_long) {
+                    return Err(form_error(
+                        self,
+                        format!("the description of option {:?} {why}", option.value),
                     ));
                 }
             }
@@ -754,6 +789,62 @@ mod tests {
                 (Ok(_), true) => true,
                 (Err(e), false) => {
                     e.field == case.field && case.message.as_ref().is_none_or(|m| *m == e.message)
+                }
+                _ => false,
+            };
+            if !fits {
+                wrong.push(format!("{}: got {verdict:?}", case.name));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    /// One case of the fixture's `forms`: a form and what [`Form::validate`] says of it.
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct FormCase {
+        name: String,
+        form: Value,
+        valid: bool,
+        #[serde(default)]
+        field: Option<String>,
+        #[serde(default)]
+        message: Option<String>,
+    }
+
+    /// The fixture writes a long text as `{"repeat": text, "times": n}`.
+    fn expand_repeats(value: Value) -> Value {
+        match value {
+            Value::Object(map) if map.len() == 2 && map.contains_key("repeat") => {
+                let text = map["repeat"].as_str().unwrap();
+                let times = map["times"].as_u64().unwrap();
+                Value::String(text.repeat(times as usize))
+            }
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| (k, expand_repeats(v)))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.into_iter().map(expand_repeats).collect()),
+            other => other,
+        }
+    }
+
+    #[test]
+    fn the_shared_fixture_of_forms_is_accepted_or_refused_as_it_says() {
+        let fixture: Value =
+            serde_json::from_str(include_str!("../tests/fixtures/forms.json")).unwrap();
+        let cases: Vec<FormCase> = serde_json::from_value(fixture["forms"].clone()).unwrap();
+        assert!(!cases.is_empty(), "the fixture lost its forms");
+        let mut wrong = Vec::new();
+        for case in cases {
+            let form: Form = serde_json::from_value(expand_repeats(case.form))
+                .unwrap_or_else(|e| panic!("{}: not a form: {e}", case.name));
+            let verdict = form.validate();
+            let fits = match (&verdict, case.valid) {
+                (Ok(()), true) => true,
+                (Err(e), false) => {
+                    e.field == case.field && case.message.is_none_or(|m| m == e.message)
                 }
                 _ => false,
             };

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::form::{Choice, Field, FieldType, Form, FormError, MAX_OPTIONS};
+use crate::form::{Choice, Field, FieldType, Form, FormError, MAX_OPTIONS, markdown_too_long};
 
 /// Bad tool arguments: becomes a JSON-RPC invalid-params error (or exit code 2 in the CLI)
 /// that names the argument.
@@ -62,6 +62,10 @@ fn given(s: &str) -> Option<String> {
 fn need_question(question: &str) -> Result<(), ArgError> {
     if question.trim().is_empty() {
         return Err(arg_error("question", "must not be empty"));
+    }
+    // The form checks its title too, but would blame the title, which this tool has not.
+    if let Some(why) = markdown_too_long(question) {
+        return Err(arg_error("question", why));
     }
     Ok(())
 }
@@ -458,6 +462,13 @@ impl AskFormArgs {
         if self.title.trim().is_empty() {
             return Err(arg_error("title", "must not be empty"));
         }
+        // Checked here, as the form would, to name the argument rather than `fields`.
+        if let Some(why) = markdown_too_long(&self.title) {
+            return Err(arg_error("title", why));
+        }
+        if let Some(why) = markdown_too_long(&self.description) {
+            return Err(arg_error("description", why));
+        }
         if self.fields.is_empty() {
             return Err(arg_error("fields", "give at least one field"));
         }
@@ -527,6 +538,7 @@ fn field_type(name: &str) -> Option<FieldType> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::form::MAX_MARKDOWN_CHARS;
     use serde_json::json;
 
     #[test]
@@ -597,6 +609,47 @@ mod tests {
         assert_eq!(form.submit_label.as_deref(), Some("Go"));
         assert_eq!(form.fields[0].options[1].value, "prod");
         assert_eq!(form.fields[0].default, Some(json!("dev")));
+    }
+
+    #[test]
+    fn a_text_too_long_to_render_names_its_argument() {
+        let long = "x".repeat(MAX_MARKDOWN_CHARS + 1);
+        let too_long = format!(
+            "has {} characters; at most {MAX_MARKDOWN_CHARS} are allowed",
+            long.len()
+        );
+        let err = AskConfirmArgs {
+            question: long.clone(),
+            ..Default::default()
+        }
+        .to_form()
+        .unwrap_err();
+        assert_eq!(
+            (err.argument.as_str(), err.message.as_str()),
+            ("question", too_long.as_str())
+        );
+        let args: AskFormArgs = serde_json::from_value(json!({
+            "title": "t", "description": long, "fields": [{"name": "a", "type": "text", "label": "A"}]
+        }))
+        .unwrap();
+        assert_eq!(args.to_form().unwrap_err().argument, "description");
+        let args: AskFormArgs = serde_json::from_value(json!({
+            "title": "t", "fields": [{"name": "a", "type": "text", "label": "A", "description": long}]
+        }))
+        .unwrap();
+        let err = args.to_form().unwrap_err();
+        assert_eq!(err.argument, "fields[0] (a)");
+        assert_eq!(err.message, format!("the description {too_long}"));
+        let args: AskChoiceArgs = serde_json::from_value(
+            json!({"question": "q", "options": ["a", {"label": "b", "description": long}]}),
+        )
+        .unwrap();
+        let err = args.to_form().unwrap_err();
+        assert_eq!(err.argument, "options");
+        assert_eq!(
+            err.message,
+            format!("the description of option \"b\" {too_long}")
+        );
     }
 
     #[test]

@@ -94,6 +94,11 @@ async fn bad_frames_from_an_agent_get_an_error_and_other_agents_are_undisturbed(
     let runtime = runtime_dir();
     let mut ext = FakeExtension::start(runtime.path()).await;
     let mut raw = raw_agent(&ext);
+    // Markdown the panel would have to parse, far past what a question needs (issue 14.3).
+    let long_description = serde_json::to_vec(&json!({"type": "ask", "id": "0123456789abcdef0123456789abcdef",
+        "form": {"title": "t", "description": "x".repeat(20_000), "fields": [{"name": "a", "type": "text", "label": "A"}]},
+        "timeout_ms": 1000, "asked_at_ms": 0}))
+    .unwrap();
     for (bytes, needle) in [
         (b"\x00\x01garbage".to_vec(), "not valid UTF-8 JSON"),
         (b"\"a string\"".to_vec(), "not an object"),
@@ -103,6 +108,7 @@ async fn bad_frames_from_an_agent_get_an_error_and_other_agents_are_undisturbed(
         // A form the panel could not render, sent past him serve's checks.
         (br#"{"type": "ask", "id": "0123456789abcdef0123456789abcdef", "form": {"fields": [null]}, "timeout_ms": 1000, "asked_at_ms": 0}"#.to_vec(), "form is not valid"),
         (br#"{"type": "ask", "id": "0123456789abcdef0123456789abcdef", "form": {"title": "t", "fields": [{"name": "c", "type": "radio", "label": "C", "options": []}]}, "timeout_ms": 1000, "asked_at_ms": 0}"#.to_vec(), "form is not valid"),
+        (long_description, "form is not valid: the description has 20000 characters; at most 16384 are allowed"),
     ] {
         write_frame_sync(&mut raw, &bytes).unwrap();
         let error = read_json(&mut raw);

@@ -19,7 +19,10 @@ const URGENT_MS = 30_000;
 let port = null;
 let state = null;
 let reconnected = false;
-/** Question id → {element, view, timeEl, question, draftTimer, expired, sending, dismiss}. */
+/**
+ * Question id → {element, view, timeEl, question, draftTimer, expired, sending, dismiss, broken}.
+ * `broken` cards show why their form could not be drawn instead of it (brokenView).
+ */
 const cards = new Map();
 let cardCounter = 0;
 let noticeKeys = '';
@@ -48,7 +51,7 @@ function onWorkerMessage(msg) {
     if (reconnected) {
       reconnected = false;
       for (const [id, card] of cards) {
-        send({ type: 'draft', id, draft: card.view.draft() });
+        if (!card.broken) send({ type: 'draft', id, draft: card.view.draft() });
         if (card.sending && !card.expired) {
           // The worker restarted with this answer in flight and still lists the question,
           // so the answer did not get through.
@@ -165,9 +168,10 @@ function renderQueue(questions) {
   $('empty').hidden = questions.length > 0;
   // When a question arrives or leaves and the focus is not in another one, the oldest
   // question gets it: answer one, and the keyboard is already in the next. A question
-  // never takes the focus from one the person is in.
+  // never takes the focus from one the person is in, and a broken card never takes it
+  // (Enter there would decline a question the person could not read).
   if (changed && !main.contains(document.activeElement)) {
-    cards.values().next().value?.view.focusFirst();
+    [...cards.values()].find((c) => !c.broken)?.view.focusFirst();
   }
 }
 
@@ -187,7 +191,16 @@ function createCard(question) {
   timeEl.setAttribute('role', 'timer');
   head.append(who, timeEl);
 
-  const card = { element, timeEl, question, draftTimer: null, expired: false, sending: false, view: null };
+  const card = {
+    element,
+    timeEl,
+    question,
+    draftTimer: null,
+    expired: false,
+    sending: false,
+    broken: false,
+    view: null,
+  };
   const answer = (action, extra = {}) => {
     if (card.expired) return;
     card.sending = true;
@@ -200,23 +213,74 @@ function createCard(question) {
       card.view.setStatus('Not connected to the extension; try again in a moment.');
     }
   };
-  card.view = renderForm(document, question.form, {
-    idPrefix: prefix,
-    draft: question.draft ?? undefined,
-    onChange(draft) {
-      clearTimeout(card.draftTimer);
-      card.draftTimer = setTimeout(() => send({ type: 'draft', id: question.id, draft }), DRAFT_DELAY_MS);
-    },
-    onSubmit({ values, note }) {
-      answer('submit', { values, note });
-    },
-    onDecline() {
-      // A note written before declining says why; the agent gets it with the decline.
-      answer('decline', { note: card.view.note() });
-    },
-  });
+  try {
+    card.view = renderForm(document, question.form, {
+      idPrefix: prefix,
+      draft: question.draft ?? undefined,
+      onChange(draft) {
+        clearTimeout(card.draftTimer);
+        card.draftTimer = setTimeout(() => send({ type: 'draft', id: question.id, draft }), DRAFT_DELAY_MS);
+      },
+      onSubmit({ values, note }) {
+        answer('submit', { values, note });
+      },
+      onDecline() {
+        // A note written before declining says why; the agent gets it with the decline.
+        answer('decline', { note: card.view.note() });
+      },
+    });
+  } catch (err) {
+    // A form this page cannot draw (one no agent side would have sent; the host checks
+    // every form, but the panel does not count on it) spoils its own card only: the other
+    // questions still show, and this one can still be declined.
+    console.warn(`him: question ${question.id} could not be shown:`, err);
+    card.broken = true;
+    element.dataset.broken = '';
+    card.view = brokenView(prefix, err, () => answer('decline'));
+  }
   element.append(head, card.view.element);
   return card;
+}
+
+/**
+ * What a card shows in place of a form that could not be drawn: why, and Decline (the button
+ * or Esc). Of a form's view it has what the panel asks of every card (disabling, a status
+ * line); drafts, the focus and number keys pass broken cards by.
+ */
+function brokenView(prefix, err, onDecline) {
+  const element = document.createElement('div');
+  element.className = 'him-form card-broken';
+  const message = document.createElement('p');
+  message.id = `${prefix}-title`;
+  message.className = 'card-broken-message';
+  message.textContent = `This question could not be shown: ${err?.message ?? err}`;
+  const actions = document.createElement('div');
+  actions.className = 'him-actions';
+  const decline = document.createElement('button');
+  decline.type = 'button';
+  decline.className = 'him-decline';
+  decline.textContent = 'Decline';
+  decline.addEventListener('click', onDecline);
+  actions.append(decline);
+  const status = document.createElement('p');
+  status.className = 'him-status';
+  status.setAttribute('role', 'status');
+  element.append(message, actions, status);
+  element.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape' && !decline.disabled) {
+      event.preventDefault();
+      onDecline();
+    }
+  });
+  return {
+    element,
+    setDisabled(value) {
+      decline.disabled = Boolean(value);
+    },
+    setStatus(text) {
+      status.textContent = text ?? '';
+    },
+  };
 }
 
 function updateCard(card) {
@@ -275,7 +339,7 @@ function showUndelivered(card) {
 // Number keys pick options even when focus is outside any form (e.g. on the page itself).
 document.addEventListener('keydown', (event) => {
   if (event.defaultPrevented || $('queue').contains(event.target)) return;
-  const first = [...cards.values()].find((c) => !c.expired);
+  const first = [...cards.values()].find((c) => !c.expired && !c.broken);
   first?.view.handleKey(event);
 });
 

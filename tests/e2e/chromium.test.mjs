@@ -622,6 +622,105 @@ test('a host that cannot start says why, and the panel shows it instead of the b
   await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });
 });
 
+test('a question whose form cannot be drawn becomes an error card; the other one is answered', { timeout: 30_000 }, async () => {
+  // The real host refuses such a form (issue 14.4), so a host that checks nothing stands in:
+  // Chromium starts it from the same manifest name, and it sends the malformed question first.
+  const BROKEN = 'b'.repeat(32);
+  const GOOD = 'c'.repeat(32);
+  const title = 'Which mirror should the release use?';
+  const asks = [
+    { type: 'ask', id: BROKEN, form: { fields: [null] }, agent: { name: 'raw-socket' }, project: 'elsewhere' },
+    {
+      type: 'ask',
+      id: GOOD,
+      form: {
+        title,
+        fields: [
+          {
+            name: 'mirror',
+            type: 'radio',
+            label: title,
+            required: true,
+            options: [
+              { value: 'eu', label: 'eu-mirror' },
+              { value: 'us', label: 'us-mirror' },
+            ],
+          },
+        ],
+      },
+      agent: { name: 'him-e2e' },
+      project: 'e2e-project',
+    },
+  ].map((ask) => ({ ...ask, timeout_ms: 60_000, asked_at_ms: Date.now() }));
+  const dir = mkdtempSync(path.join(tmp, 'stand-in-'));
+  const asksPath = path.join(dir, 'asks.json');
+  const logPath = path.join(dir, 'received.jsonl');
+  const launcher = path.join(dir, 'host.sh');
+  writeFileSync(asksPath, JSON.stringify(asks));
+  const standIn = fileURLToPath(new URL('./stand-in-host.mjs', import.meta.url));
+  writeFileSync(launcher, `#!/bin/sh\nexec '${process.execPath}' '${standIn}' '${asksPath}' '${logPath}'\n`);
+  chmodSync(launcher, 0o755);
+  const received = () => {
+    try {
+      return readFileSync(logPath, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    } catch {
+      return [];
+    }
+  };
+  const realManifest = readFileSync(manifestPath, 'utf8');
+  writeFileSync(manifestPath, JSON.stringify({ ...JSON.parse(realManifest), path: launcher }));
+  try {
+    for (const pid of hostPids()) process.kill(pid, 'SIGKILL');
+    await until('the stand-in host to get ready', () => received().some((m) => m.type === 'ready'));
+
+    const good = card(title);
+    await good.waitFor({ timeout: 10_000 });
+    const broken = page.locator('article.card', { hasText: 'This question could not be shown' });
+    await broken.waitFor({ timeout: 10_000 });
+    assert.match(await broken.textContent(), /This question could not be shown: \S/, 'it says why');
+    assert.match(await broken.locator('.card-head').textContent(), /raw-socket · elsewhere/);
+    assert.deepEqual(
+      await page.locator('article.card').evaluateAll((all) => all.map((c) => c.hasAttribute('data-broken'))),
+      [true, false],
+      'in queue order, the broken one first',
+    );
+    await until('both to be shown', () => received().filter((m) => m.type === 'shown').length === 2);
+    assert.deepEqual(await accessibilityViolations(), [], 'light theme');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await new Promise((r) => setTimeout(r, 300)); // past the colour transitions
+    assert.deepEqual(await accessibilityViolations(), [], 'dark theme');
+    await page.emulateMedia({ colorScheme: 'light' });
+
+    // The keyboard starts in the question that can be answered.
+    await page.keyboard.press('2');
+    assert.equal(await good.getByRole('radio', { name: 'us-mirror' }).isChecked(), true);
+    await page.keyboard.press('Enter');
+    const answer = await until('the answer to reach the host', () =>
+      received().find((m) => m.type === 'answer' && m.id === GOOD),
+    );
+    assert.deepEqual(answer, { type: 'answer', id: GOOD, action: 'submit', values: { mirror: 'us' } });
+
+    await broken.getByRole('button', { name: 'Decline' }).click();
+    const decline = await until('the decline to reach the host', () =>
+      received().find((m) => m.type === 'answer' && m.id === BROKEN),
+    );
+    assert.deepEqual(decline, { type: 'answer', id: BROKEN, action: 'decline' });
+    await broken.waitFor({ state: 'detached', timeout: 5000 });
+    assert.match(await noticeFor('A question'), /Declined/);
+  } finally {
+    writeFileSync(manifestPath, realManifest);
+    const [first] = received();
+    if (first?.pid) process.kill(first.pid, 'SIGKILL');
+  }
+  // The panel said in the console which question it could not draw, and why; nothing else.
+  const expected = problems.filter((p) => p.includes(`him: question ${BROKEN} could not be shown:`));
+  assert.equal(expected.length, 1, problems.join('\n'));
+  problems.splice(problems.indexOf(expected[0]), 1);
+  // The real host is back for whatever comes next.
+  await until('a real host again', () => hostPids().length > 0, 15_000);
+  await page.getByRole('status').filter({ hasText: /^Connected to him \d/ }).waitFor({ timeout: 10_000 });
+});
+
 test('the worker and the panel logged no error or warning throughout', () => {
   assert.deepEqual(problems, []);
 });

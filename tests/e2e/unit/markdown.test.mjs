@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseMarkdown, parseInline, renderMarkdown, safeHref } from '../../../extension/lib/markdown.js';
+import { markdownWork, parseMarkdown, parseInline, renderMarkdown, safeHref } from '../../../extension/lib/markdown.js';
 import { freshDocument } from './dom.mjs';
+import { ADVERSARIAL } from './adversarial-markdown.mjs';
 
 const ALLOWED_TAGS = new Set(['P', 'UL', 'OL', 'LI', 'PRE', 'CODE', 'EM', 'STRONG', 'A']);
 
@@ -84,4 +85,64 @@ test('a long run of brackets and angle brackets stays text and a later link stil
   assert.equal(link?.href, 'https://example.org/');
   const textLength = inline.filter((n) => n.type === 'text').reduce((n, t) => n + t.text.length, 0);
   assert.equal(textLength, 600_001);
+});
+
+test('the rules hold at their edges: runs in longer runs, a run that ends its range, escapes, titles', () => {
+  const inline = (text) => JSON.stringify(parseInline(text));
+  const code = (text) => ({ type: 'code', text });
+  const t = (text) => ({ type: 'text', text });
+  const link = (href, ...children) => ({ type: 'link', href, children });
+  assert.equal(inline('`a``b`'), JSON.stringify([code('a'), code('b')]));
+  assert.equal(inline('``a`b``'), JSON.stringify([code('a`b')]));
+  assert.equal(
+    inline('**a *b***'),
+    JSON.stringify([{ type: 'strong', children: [t('a '), { type: 'em', children: [t('b')] }] }]),
+  );
+  // Emphasis is matched before the code span that would cross it.
+  assert.equal(inline('*a `b* c`'), JSON.stringify([{ type: 'em', children: [t('a `b')] }, t(' c`')]));
+  assert.equal(
+    inline('[a [b](https://e.test/b)](https://e.test/a)'),
+    JSON.stringify([link('https://e.test/a', t('a '), link('https://e.test/b', t('b')))]),
+  );
+  assert.equal(inline('\\\\[a](https://e.test)'), JSON.stringify([t('\\'), link('https://e.test/', t('a'))]));
+  assert.equal(inline('[a\\](b)](https://e.test)'), JSON.stringify([link('https://e.test/', t('a](b)'))]));
+  assert.equal(inline('[a](https://e.test "title")'), JSON.stringify([link('https://e.test/', t('a'))]));
+  assert.deepEqual(parseMarkdown('# Title ##  ')[0].children, [{ type: 'strong', children: [t('Title')] }]);
+  // A line separator is a line break to a pattern's ".", so this never was a list item.
+  assert.deepEqual(parseMarkdown('- a\u2028b')[0], { type: 'p', children: [t('- a\u2028b')] });
+});
+
+test('emphasis nested deeper than anyone writes stays text instead of overflowing the stack', () => {
+  // Before the bound, 3,000 levels threw "Maximum call stack size exceeded".
+  const text = '*a '.repeat(5000) + '*'.repeat(5000);
+  const [block] = parseMarkdown(text);
+  let depth = 0;
+  for (let nodes = block.children; nodes.some((n) => n.children); depth++) {
+    nodes = nodes.find((n) => n.children).children;
+  }
+  assert.ok(depth >= 30 && depth < 40, `nested ${depth} deep`);
+  // Every character is shown but the "*"s of the levels that were matched.
+  assert.equal(html(text).textContent.length, text.length - 2 * depth);
+});
+
+// Growth, not time: the parser counts its steps (markdownWork), and 8 times the text may cost
+// at most about 8 times the work. Before the parser was linear, 146 KiB of " *a" took 37 s,
+// because every opener that could not close scanned on to the end of the text.
+function workFor(text) {
+  const before = markdownWork();
+  parseMarkdown(text);
+  return markdownWork() - before;
+}
+
+test('8 times the text costs at most about 8 times the work, for every construct left open', () => {
+  const n = 4096;
+  const ratios = {};
+  for (const [name, make] of Object.entries(ADVERSARIAL)) {
+    const small = workFor(make(n));
+    const large = workFor(make(8 * n));
+    assert.ok(small >= n, `${name}: ${small} steps for ${n} characters is too few to be counted`);
+    ratios[name] = Number((large / small).toFixed(2));
+  }
+  const tooSteep = Object.entries(ratios).filter(([, ratio]) => ratio > 10);
+  assert.deepEqual(tooSteep, [], JSON.stringify(ratios, null, 1));
 });
