@@ -159,7 +159,7 @@ export function answerSent(state, id, answer, now) {
   // out of them was left empty); for a decline, what was typed so far, and the note.
   const values =
     answer.action === 'submit'
-      ? Object.fromEntries((removed.form.fields ?? []).map((f) => [f.name, answer.values?.[f.name] ?? null]))
+      ? Object.fromEntries(fieldsOf(removed).map((f) => [f.name, answer.values?.[f.name] ?? null]))
       : (removed.draft?.values ?? {});
   const question = { ...removed, draft: cleanDraft(removed, { values, note: answer.note ?? '' }) };
   const kept = state.sent.filter((s) => s.question.id !== id);
@@ -213,9 +213,18 @@ export function setDraft(state, id, draft) {
   return { ...state, questions: state.questions.map((q) => (q.id === id ? { ...q, draft: clean } : q)) };
 }
 
+/**
+ * The fields of `question` that are fields at all: the worker must not throw on a form the
+ * panel could not draw either (a program that is not him may send `{"fields":[null]}`).
+ */
+function fieldsOf(question) {
+  const fields = question.form?.fields;
+  return Array.isArray(fields) ? fields.filter((f) => f && typeof f === 'object') : [];
+}
+
 /** `draft` for `question` without its password fields, in the shape a draft has. */
 function cleanDraft(question, draft) {
-  const secret = new Set((question.form.fields ?? []).filter((f) => f.type === 'password').map((f) => f.name));
+  const secret = new Set(fieldsOf(question).filter((f) => f.type === 'password').map((f) => f.name));
   const values = {};
   for (const [name, value] of Object.entries(draft.values ?? {})) {
     if (!secret.has(name)) values[name] = value;

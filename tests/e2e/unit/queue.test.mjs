@@ -227,3 +227,14 @@ test('its agent asking again makes it answerable, with the answer kept as the dr
   assert.equal(again.deadline_ms, T0 + 60_000);
   assert.deepEqual(again.draft, { values: { a: 'kept' }, note: '' });
 });
+
+test('a question whose fields are not all fields is still declined, drafted and kept without throwing', () => {
+  const broken = ask('b', { form: { title: 'Broken', fields: [null, 7, { name: 'p', type: 'password', label: 'P' }] } });
+  let state = addQuestion(emptyQueue(), broken, T0).state;
+  state = setDraft(state, 'b', { values: { p: 'hunter2', x: 1 }, note: 'n' });
+  assert.deepEqual(state.questions[0].draft, { values: { x: 1 }, note: 'n' }, 'the password is still dropped');
+  const { state: after, removed } = answerSent(state, 'b', { action: 'decline' }, T0 + 1);
+  assert.equal(removed.id, 'b');
+  assert.deepEqual(after.questions, []);
+  assert.equal(after.sent[0].question.id, 'b');
+});
