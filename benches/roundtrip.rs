@@ -750,9 +750,10 @@ fn pending_round(
     let fill = started.elapsed();
     let serve_rss = rss_kib(serve.child.id())?;
     let host_rss = rss_kib(host.child.id())?;
-    // Answers go back in bursts of RELEASE, each read before the next: a burst larger
-    // than the host's per-agent queue (1,024 frames) makes the host cut the agent off as
-    // "not reading" (BENCHMARKS.md), which is not what this measures.
+    // Answers go back in bursts of RELEASE, each read before the next, so that the agent
+    // keeps reading while answers wait for it: one that reads nothing for the stall time
+    // while frames wait is cut off (host.rs, HIM_AGENT_STALL_MS), which is not what this
+    // measures.
     const RELEASE: usize = 500;
     let released = Instant::now();
     let mut ids = std::collections::HashSet::new();
