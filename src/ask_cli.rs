@@ -10,6 +10,7 @@ use crate::agent::{Identity, Pool};
 use crate::channels::{self, PrepareError};
 use crate::cli::{AskArgs, AskKind};
 use crate::config::Config;
+use crate::fallback::terminal::Terminal;
 use crate::form::Form;
 use crate::protocol::AgentInfo;
 use crate::tools::{
@@ -56,7 +57,9 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
         };
         // The loopback form's address, for a person running this in a terminal.
         let notice = Box::new(|message: String| eprintln!("him: {message}"));
-        let channels = channels::Channels::without_elicitation(notice);
+        // Asked here only: `him serve` and hooks never take the terminal.
+        let terminal = (!args.no_tty).then(Terminal::open).flatten();
+        let channels = channels::Channels::without_elicitation(terminal, notice);
         match channels::ask(&pool, &config, Box::new(prepared), channels, interrupted).await {
             channels::Asked::Done(result) => *result,
             // Only an MCP session offers elicitation; `him ask` never does.
