@@ -238,6 +238,17 @@ fn the_deadline_closes_the_prompt_and_restores_the_terminal() {
     assert_eq!(code, 1);
 }
 
+#[test]
+fn sigterm_cancels_and_puts_the_terminal_back() {
+    let runtime = runtime_dir();
+    let mut term = InTerminal::ask(runtime.path(), &["multi", "Which suites?", "unit", "e2e"]);
+    term.expect("2. e2e");
+    term.terminate();
+    let (result, code) = term.finish();
+    assert_in_terminal(&result, "cancelled");
+    assert_eq!(code, 1);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_browser_that_connects_and_answers_first_withdraws_the_prompt() {
     let runtime = runtime_dir();

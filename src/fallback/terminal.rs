@@ -168,6 +168,10 @@ impl Drop for Restore {
 /// `him terminal-prompt`: reads the request on stdin, asks it on the terminal, writes the
 /// reply on stdout.
 pub fn run_prompt() -> Result<ExitCode, BoxError> {
+    // A `him ask` killed outright cannot stop this prompt; without this it would go on
+    // reading the terminal beside the shell.
+    #[cfg(target_os = "linux")]
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
     let mut text = String::new();
     std::io::stdin().read_to_string(&mut text)?;
     let request: Request = serde_json::from_str(&text)?;

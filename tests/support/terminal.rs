@@ -153,6 +153,12 @@ impl InTerminal {
         std::thread::sleep(Duration::from_millis(60));
     }
 
+    /// Sends `him ask` SIGTERM, as `timeout` or a script's `kill` does.
+    pub fn terminate(&self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("kill -TERM");
+    }
+
     /// Waits for `him ask` to exit, checks the terminal is as it was before, and returns the
     /// JSON result it printed on stdout and its exit code.
     pub fn finish(self) -> (Value, i32) {
