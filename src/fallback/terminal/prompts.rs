@@ -145,7 +145,7 @@ fn duration_words(ms: u64) -> String {
 }
 
 fn ask_field(form: &Form, field: &Field) -> Result<Asked, InquireError> {
-    let label = prompt_label(field);
+    let label = prompt_label(form, field);
     match field.kind {
         FieldType::Text | FieldType::Email | FieldType::Url | FieldType::Number => {
             ask_text(form, field, &label)
@@ -187,12 +187,14 @@ fn ask_field(form: &Form, field: &Field) -> Result<Asked, InquireError> {
 }
 
 /// The label, marked when the field may be left empty (a yes/no always has an answer; a
-/// multi_select with a minimum does not count as optional).
-fn prompt_label(field: &Field) -> String {
+/// multi_select with a minimum does not count as optional, nor a choice whose other answer
+/// is the person's own words).
+fn prompt_label(form: &Form, field: &Field) -> String {
     let optional = !field.required
         && match field.kind {
             FieldType::Confirm | FieldType::Checkbox => false,
             FieldType::MultiSelect => field.min.is_none_or(|min| min <= 0.0),
+            FieldType::Select | FieldType::Radio => !form.allow_note,
             _ => true,
         };
     if optional {
@@ -508,7 +510,7 @@ fn ask_note(own_words: bool) -> Result<Asked, InquireError> {
     let help = if own_words {
         TEXT_HELP
     } else {
-        "Enter on an empty line adds none · Esc declines"
+        "Enter alone adds none · Esc declines"
     };
     match Text::new(label).with_help_message(help).prompt() {
         Ok(text) if text.trim().is_empty() => Ok(Asked::Value(None)),
