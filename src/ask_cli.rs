@@ -10,6 +10,7 @@ use crate::agent::{Identity, Pool};
 use crate::channels::{self, PrepareError};
 use crate::cli::{AskArgs, AskKind};
 use crate::config::Config;
+use crate::fallback::terminal::Terminal;
 use crate::form::Form;
 use crate::protocol::AgentInfo;
 use crate::tools::{
@@ -50,13 +51,27 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
             version: Some(env!("CARGO_PKG_VERSION").into()),
         };
         let pool = Pool::new(config.runtime.search(), Identity::with_cwd_project(agent));
-        // Ctrl-C withdraws the question rather than leaving it in the panel.
+        // Ctrl-C withdraws the question rather than leaving it in the panel; so does
+        // SIGTERM (`timeout`, a script's kill), which also gives a terminal prompt the chance
+        // to put the terminal back.
         let interrupted = async {
-            let _ = tokio::signal::ctrl_c().await;
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut terminate) => {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = terminate.recv() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
         };
         // The loopback form's address, for a person running this in a terminal.
         let notice = Box::new(|message: String| eprintln!("him: {message}"));
-        let channels = channels::Channels::without_elicitation(notice);
+        // Asked here only: `him serve` and hooks never take the terminal.
+        let terminal = (!args.no_tty).then(Terminal::open).flatten();
+        let channels = channels::Channels::without_elicitation(terminal, notice);
         match channels::ask(&pool, &config, Box::new(prepared), channels, interrupted).await {
             channels::Asked::Done(result) => *result,
             // Only an MCP session offers elicitation; `him ask` never does.

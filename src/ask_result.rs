@@ -32,6 +32,8 @@ pub enum Via {
     Extension,
     Elicitation,
     Http,
+    /// `him ask` in the person's own terminal (`fallback/terminal.rs`).
+    Terminal,
     Chat,
     None,
 }

@@ -10,12 +10,15 @@
 //!     │ not offered,        ≤ 2025-11-25 `elicitation/create` (run here, beside the browser)
 //!     │ or it failed        2026-07-28   `input_required` (the caller returns; the retry
 //!     ▼                                   is finished by `elicitation_result`)
+//!  the terminal ─────── `him ask` run in one (beside the browser; `fallback/terminal.rs`)
+//!     │ none, or it failed
+//!     ▼
 //!  HIM_FALLBACK ─────── http: the loopback form (beside the browser) · return: chat · off
 //! ```
 //!
 //! The question is opened once, here, and this module owns it to the end: the browsers'
-//! wait (`wait.rs`) runs first alone, then "beside" the next channel — while elicitation or
-//! the loopback form holds the question, it stays open to browsers too, so a side panel
+//! wait (`wait.rs`) runs first alone, then "beside" the next channel — while elicitation, the
+//! terminal or the loopback form holds the question, it stays open to browsers too, so a side panel
 //! that appears meanwhile gets it; the first answer wins and the other is withdrawn.
 
 use std::future::Future;
@@ -30,6 +33,7 @@ use crate::agent::{Pool, Question};
 use crate::ask_result::{self, AskResult, CallContext, Via};
 use crate::config::{Config, FallbackMode};
 use crate::fallback::loopback::{Loopback, LoopbackEnd};
+use crate::fallback::terminal::{self, Terminal, TerminalEnd};
 use crate::form::Form;
 use crate::frame::MAX_TO_BROWSER;
 use crate::protocol::{Action, Answer, AskFrame, WithdrawReason};
@@ -134,16 +138,22 @@ pub struct Channels<'a> {
     /// Whether the client declared form elicitation (reported in every result).
     pub client_elicitation: bool,
     pub elicitation: Elicitation<'a>,
+    /// The person's terminal (`him ask` run in one, unless `--no-tty`).
+    pub terminal: Option<Terminal>,
     /// Tells the agent's side something at once (the loopback form's URL).
     pub notice: Box<dyn Fn(String) + Send + Sync + 'a>,
 }
 
 impl<'a> Channels<'a> {
-    /// The browser and the configured fallback only (`him ask`).
-    pub fn without_elicitation(notice: Box<dyn Fn(String) + Send + Sync + 'a>) -> Channels<'a> {
+    /// The browser, the terminal when given, and the configured fallback (`him ask`).
+    pub fn without_elicitation(
+        terminal: Option<Terminal>,
+        notice: Box<dyn Fn(String) + Send + Sync + 'a>,
+    ) -> Channels<'a> {
         Channels {
             client_elicitation: false,
             elicitation: Elicitation::None,
+            terminal,
             notice,
         }
     }
@@ -259,6 +269,57 @@ pub async fn ask(
         _ => {}
     }
 
+    if let Some(tty) = channels.terminal {
+        let request = terminal::Request {
+            id: prepared.ask.id.clone(),
+            form: form.clone(),
+            timeout_ms: deadline
+                .saturating_duration_since(Instant::now())
+                .as_millis() as u64,
+        };
+        let race = beside_browser(
+            &mut question,
+            &prepared,
+            deadline,
+            cancelled.as_mut(),
+            Box::new(|stop| Box::pin(tty.ask(request, stop))),
+        )
+        .await;
+        let cx = cx(started);
+        match race {
+            Race::Channel(TerminalEnd::Answer(answer)) => {
+                return done(ask_result::from_outcome(
+                    &cx,
+                    Via::Terminal,
+                    wait::judge(form, answer),
+                ));
+            }
+            Race::Channel(TerminalEnd::Failed(why)) => {
+                tracing::warn!(id = %prepared.ask.id, "the terminal prompt failed: {why}");
+                reason.push_str(&format!(" The terminal prompt failed ({why})."));
+            }
+            Race::Channel(TerminalEnd::Stopped) | Race::Cancelled => {
+                return done(ask_result::from_outcome(
+                    &cx,
+                    Via::Terminal,
+                    Outcome::Cancelled,
+                ));
+            }
+            Race::Timeout => {
+                let result = ask_result::from_outcome(&cx, Via::Terminal, Outcome::Timeout);
+                (channels.notice)(format!("{} The terminal prompt is closed.", result.message));
+                return done(result);
+            }
+            Race::Browser(outcome) => {
+                (channels.notice)(
+                    "The question was answered in the browser; the terminal prompt is closed."
+                        .into(),
+                );
+                return done(ask_result::from_outcome(&cx, Via::Extension, outcome));
+            }
+        }
+    }
+
     if config.fallback != FallbackMode::Http {
         return done(fallback(&cx(started), config.fallback, &reason));
     }
@@ -346,6 +407,16 @@ impl ChannelEnd for ElicitEnd {
             ElicitEnd::Reply(_) => Some(WithdrawReason::Answered),
             ElicitEnd::Stopped => Some(WithdrawReason::Cancelled),
             ElicitEnd::Failed(_) => None,
+        }
+    }
+}
+
+impl ChannelEnd for TerminalEnd {
+    fn withdraw_reason(&self) -> Option<WithdrawReason> {
+        match self {
+            TerminalEnd::Answer(_) => Some(WithdrawReason::Answered),
+            TerminalEnd::Stopped => Some(WithdrawReason::Cancelled),
+            TerminalEnd::Failed(_) => None,
         }
     }
 }

@@ -35,6 +35,10 @@ pub enum Command {
     Manifest(ManifestArgs),
     /// Print the snippet that registers `him serve` with an MCP client.
     Config(ConfigArgs),
+    /// The prompt `him ask` runs on the person's terminal: the form as JSON on stdin, the
+    /// reply as JSON on stdout (internal; see `fallback/terminal.rs`).
+    #[command(hide = true)]
+    TerminalPrompt,
 }
 
 #[derive(Debug, Args)]
@@ -65,6 +69,10 @@ pub struct AskArgs {
     /// How long to wait for the person, in milliseconds (default: HIM_TIMEOUT_MS).
     #[arg(long, global = true, value_name = "MS")]
     pub timeout_ms: Option<u64>,
+    /// Never ask in this terminal, even when no browser is connected: go straight to
+    /// HIM_FALLBACK.
+    #[arg(long, global = true)]
+    pub no_tty: bool,
 }
 
 #[derive(Debug, Subcommand)]

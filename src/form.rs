@@ -305,6 +305,17 @@ impl Form {
         Ok(checked)
     }
 
+    /// Checks one field's value by the rule [`Form::check_answer`] applies to it, for a channel
+    /// that asks field by field and can ask again at once (the terminal). The whole reply
+    /// still goes through [`Form::check_reply`] afterwards, as from every channel.
+    pub fn check_field(&self, name: &str, value: Option<&Value>) -> Result<Value, AnswerError> {
+        let field = self.field(name).ok_or_else(|| AnswerError {
+            field: Some(name.to_owned()),
+            message: "the form has no field of this name".into(),
+        })?;
+        field.check_value(value)
+    }
+
     /// Checks a whole reply: its values as [`Form::check_answer`] does, and its note. A note is
     /// taken only where the form allows one, and a blank note is no note. Where it is allowed,
     /// the note can stand in for the answer (ask_choice's free text), so a reply that leaves

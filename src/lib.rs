@@ -9,8 +9,9 @@
 //!     browser ──spawns──► him (native host, host.rs + relay.rs) ◄──stdio native messaging──► extension/
 //! ```
 //!
-//! A question's channels, in order (channels.rs): the browsers, MCP elicitation, then the
-//! fallback (`fallback/`: the loopback form on hyper, sharing web.rs with `serve --http`).
+//! A question's channels, in order (channels.rs): the browsers, MCP elicitation, the terminal
+//! (`him ask` only: `fallback/terminal.rs`), then the fallback (`fallback/`: the loopback form
+//! on hyper, sharing web.rs with `serve --http`).
 //!
 //! One binary, several roles. Stdout is a protocol channel in both the MCP server and the
 //! native host, so nothing in this crate prints to it except the command-line subcommands

@@ -291,6 +291,8 @@ impl HimServer {
         let channels = Channels {
             client_elicitation: Self::client_elicitation(&ctx),
             elicitation,
+            // stdin and stdout are the MCP client's; the terminal is `him ask`'s alone.
+            terminal: None,
             notice: Box::new(move |message: String| {
                 let _ = notices.unbounded_send(message);
             }),

@@ -1,0 +1,317 @@
+//! `him ask` run by a person in a terminal, with no browser connected, asks right there:
+//! through a real pseudo-terminal, keys typed as a person types them, the JSON result on
+//! stdout with `via: "terminal"`, and the terminal left as it was. Without a terminal, or
+//! with `--no-tty`, nothing changes.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::terminal::{BACKSPACE, CTRL_C, DOWN, ENTER, ESC, InTerminal, SHELL, Setup};
+use support::*;
+
+fn assert_in_terminal(result: &Value, status: &str) {
+    assert_complete(result);
+    assert_eq!(result["status"], status, "{result}");
+    assert_eq!(result["via"], "terminal", "{result}");
+}
+
+#[test]
+fn a_question_with_no_browser_is_asked_and_answered_in_the_terminal() {
+    let runtime = runtime_dir();
+    let mut term = InTerminal::ask(
+        runtime.path(),
+        &["text", "Name the release branch", "--default", "main"],
+    );
+    term.expect("Name the release branch");
+    term.send("release-7");
+    term.expect("release-7");
+    term.send(ENTER);
+    let (result, code) = term.finish();
+    assert_in_terminal(&result, "answered");
+    assert_eq!(code, 0);
+    assert_eq!(result["tool"], "ask_text");
+    assert_eq!(result["answer"], "release-7");
+}
+
+#[test]
+fn an_option_is_picked_with_the_arrow_keys_or_by_its_digit() {
+    let runtime = runtime_dir();
+    let args = ["choice", "Which database?", "Postgres", "SQLite", "DuckDB"];
+    let mut term = InTerminal::ask(runtime.path(), &args);
+    term.expect("3. DuckDB");
+    term.send(DOWN);
+    term.send(ENTER);
+    let (result, _) = term.finish();
+    assert_in_terminal(&result, "answered");
+    assert_eq!(result["answer"], "SQLite", "one down from the first");
+
+    let mut term = InTerminal::ask(runtime.path(), &args);
+    term.expect("3. DuckDB");
+    term.send("3");
+    term.send(ENTER);
+    let (result, _) = term.finish();
+    assert_eq!(result["answer"], "DuckDB", "{result}");
+    assert_eq!(result["selected"], json!(["DuckDB"]));
+}
+
+#[test]
+fn options_are_toggled_with_space_and_the_minimum_is_the_forms_rule() {
+    let runtime = runtime_dir();
+    let mut term = InTerminal::ask(
+        runtime.path(),
+        &[
+            "multi",
+            "Which suites?",
+            "unit",
+            "e2e",
+            "bench",
+            "--min",
+            "1",
+        ],
+    );
+    term.expect("3. bench");
+    term.send(ENTER);
+    term.expect("choose at least 1 options");
+    term.send(" ");
+    term.send(DOWN);
+    term.send(DOWN);
+    term.send(" ");
+    term.send(ENTER);
+    let (result, _) = term.finish();
+    assert_in_terminal(&result, "answered");
+    assert_eq!(result["selected"], json!(["unit", "bench"]));
+}
+
+#[test]
+fn yes_or_no_is_y_or_n() {
+    let runtime = runtime_dir();
+    let mut term = InTerminal::ask(runtime.path(), &["confirm", "Delete the 3 stale branches?"]);
+    term.expect("Delete the 3 stale branches?");
+    term.send("y");
+    term.send(ENTER);
+    let (result, code) = term.finish();
+    assert_in_terminal(&result, "answered");
+    assert_eq!(code, 0);
+    assert_eq!(result["confirmed"], true);
+    assert_eq!(result["answer"], "yes");
+}
+
+#[test]
+fn a_field_that_breaks_its_rule_is_asked_again_with_the_rules_message() {
+    let runtime = runtime_dir();
+    let form = json!({"title": "Deploy", "fields": [
+        {"name": "replicas", "type": "number", "label": "Replicas", "min": 1, "max": 5, "required": true},
+        {"name": "notify", "type": "email", "label": "Notify"},
+        {"name": "env", "type": "select", "label": "Environment", "options": ["staging", "production"], "required": true},
+        {"name": "force", "type": "checkbox", "label": "Force"}
+    ]});
+    let mut term = InTerminal::ask(runtime.path(), &["form", &form.to_string()]);
+    term.expect("Replicas");
+    term.send("9");
+    term.send(ENTER);
+    // The message is the form's own (form.rs), as the agent side would say it.
+    term.expect("9 is above the maximum 5");
+    term.send(BACKSPACE);
+    term.send("3");
+    term.send(ENTER);
+    term.expect("Notify");
+    term.send("nope");
+    term.send(ENTER);
+    term.expect("is not an email address");
+    term.send(&BACKSPACE.repeat(4));
+    term.send("ops@example.org");
+    term.send(ENTER);
+    term.expect("2. production");
+    term.send("2");
+    term.send(ENTER);
+    term.expect("Force");
+    term.send(ENTER);
+    let (result, _) = term.finish();
+    assert_in_terminal(&result, "answered");
+    assert_eq!(
+        result["values"],
+        json!({"replicas": 3, "notify": "ops@example.org", "env": "production", "force": false})
+    );
+}
+
+#[test]
+fn a_password_is_typed_unseen() {
+    let runtime = runtime_dir();
+    let form = json!({"title": "Sign in", "fields": [
+        {"name": "user", "type": "text", "label": "User", "required": true},
+        {"name": "token", "type": "password", "label": "Token", "required": true}
+    ]});
+    let mut term = InTerminal::ask(runtime.path(), &["form", &form.to_string()]);
+    term.expect("User");
+    term.send("ada");
+    term.send(ENTER);
+    term.expect("Token");
+    term.send("hunter2-secret");
+    term.send(ENTER);
+    let (result, _, shown) = term.finish_showing();
+    assert_in_terminal(&result, "answered");
+    assert_eq!(result["values"]["token"], "hunter2-secret");
+    assert_eq!(result["values"]["user"], "ada");
+    assert!(shown.contains("ada"), "other fields echo: {shown}");
+    assert!(
+        !shown.contains("hunter"),
+        "the terminal showed the password:\n{shown}"
+    );
+}
+
+#[test]
+fn a_multiline_text_ends_at_an_empty_line() {
+    let runtime = runtime_dir();
+    let mut term = InTerminal::ask(runtime.path(), &["text", "Describe the bug", "--multiline"]);
+    term.expect("Describe the bug");
+    term.send("it crashes");
+    term.send(ENTER);
+    term.send("on start");
+    term.send(ENTER);
+    term.send(ENTER);
+    let (result, _) = term.finish();
+    assert_in_terminal(&result, "answered");
+    assert_eq!(result["answer"], "it crashes\non start");
+}
+
+#[test]
+fn a_choice_that_takes_free_text_can_be_answered_in_own_words() {
+    let runtime = runtime_dir();
+    let mut term = InTerminal::ask(
+        runtime.path(),
+        &[
+            "choice",
+            "Which database?",
+            "Postgres",
+            "SQLite",
+            "--allow-free-text",
+        ],
+    );
+    term.expect("In my own words");
+    term.send("own");
+    term.send(ENTER);
+    term.expect("Your answer");
+    term.send("Neither; plain files");
+    term.send(ENTER);
+    let (result, code) = term.finish();
+    assert_in_terminal(&result, "discussion");
+    assert_eq!(code, 0);
+    assert_eq!(result["free_text"], "Neither; plain files");
+    assert_eq!(result["answer"], Value::Null);
+}
+
+#[test]
+fn esc_declines_and_ctrl_c_cancels() {
+    let runtime = runtime_dir();
+    let mut term = InTerminal::ask(runtime.path(), &["confirm", "Deploy?"]);
+    term.expect("Deploy?");
+    term.send(ESC);
+    let (result, code) = term.finish();
+    assert_in_terminal(&result, "declined");
+    assert_eq!(code, 1);
+
+    let mut term = InTerminal::ask(runtime.path(), &["text", "Name it"]);
+    term.expect("Name it");
+    term.send("half-typ");
+    term.send(CTRL_C);
+    let (result, code) = term.finish();
+    assert_in_terminal(&result, "cancelled");
+    assert_eq!(code, 1);
+    assert_eq!(
+        result["values"],
+        json!({}),
+        "nothing half-typed is passed on"
+    );
+}
+
+#[test]
+fn the_deadline_closes_the_prompt_and_restores_the_terminal() {
+    let runtime = runtime_dir();
+    let mut term = InTerminal::ask(
+        runtime.path(),
+        &["choice", "Ship it?", "Yes", "No", "--timeout-ms", "1500"],
+    );
+    term.expect("2. No");
+    term.expect("terminal prompt is closed");
+    let (result, code) = term.finish();
+    assert_in_terminal(&result, "timeout");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn sigterm_cancels_and_puts_the_terminal_back() {
+    let runtime = runtime_dir();
+    let mut term = InTerminal::ask(runtime.path(), &["multi", "Which suites?", "unit", "e2e"]);
+    term.expect("2. e2e");
+    term.terminate();
+    let (result, code) = term.finish();
+    assert_in_terminal(&result, "cancelled");
+    assert_eq!(code, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_browser_that_connects_and_answers_first_withdraws_the_prompt() {
+    let runtime = runtime_dir();
+    let mut term = InTerminal::ask(runtime.path(), &["choice", "Ship it?", "Yes", "No"]);
+    term.expect("2. No");
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["form"]["title"], "Ship it?");
+    ext.submit(&ask["id"], json!({"choice": "Yes"})).await;
+    term.expect("answered in the browser");
+    let (result, code) = term.finish();
+    assert_complete(&result);
+    assert_eq!(result["via"], "extension");
+    assert_eq!(result["answer"], "Yes");
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn without_a_terminal_or_with_no_tty_the_fallback_is_as_before() {
+    let runtime = runtime_dir();
+    let no_terminal = [
+        ("--no-tty", SHELL, true),
+        (
+            "stderr is a pipe (an agent's subprocess)",
+            Setup {
+                controlling: true,
+                stderr: false,
+            },
+            false,
+        ),
+        (
+            "no controlling terminal (CI, a hook)",
+            Setup {
+                controlling: false,
+                stderr: true,
+            },
+            false,
+        ),
+    ];
+    for (case, setup, no_tty) in no_terminal {
+        let mut args = vec!["confirm", "Deploy now?"];
+        if no_tty {
+            args.push("--no-tty");
+        }
+        let term = InTerminal::ask_with(runtime.path(), &args, &[], setup);
+        let (result, code, shown) = term.finish_showing();
+        assert!(
+            !shown.contains("Deploy now?"),
+            "{case}: asked anyway:\n{shown}"
+        );
+        assert_eq!(result["status"], "needs_user_input", "{case}: {result}");
+        assert_eq!(result["via"], "chat", "{case}");
+        assert_eq!(code, 1, "{case}");
+    }
+    let term = InTerminal::ask_with(
+        runtime.path(),
+        &["confirm", "Deploy now?", "--no-tty"],
+        &[("HIM_FALLBACK", "off")],
+        SHELL,
+    );
+    let (result, _) = term.finish();
+    assert_eq!(
+        result["status"], "unsupported",
+        "HIM_FALLBACK still applies"
+    );
+}
