@@ -16,6 +16,9 @@
 import {
   addQuestion,
   agentLabel,
+  answerAccepted,
+  answerJudging,
+  answerRefused,
   answerSent,
   answerUndelivered,
   dismissUndelivered,
@@ -42,6 +45,11 @@ let queue = emptyQueue();
 let host = { status: 'connecting', version: null, problem: null };
 let port = null;
 let hostReady = false;
+/**
+ * The host relays the agent side's verdict on each answer (its hello said `verdicts`): an
+ * answer is "sent" only once accepted. An older host says nothing after an answer.
+ */
+let hostVerdicts = false;
 /** Failed connection attempts in a row. */
 let failures = 0;
 /** When the current host said hello, and what it said was wrong with itself, if anything. */
@@ -165,6 +173,7 @@ function onHostMessage(from, msg) {
   switch (msg.type) {
     case 'hello':
       hostReady = true;
+      hostVerdicts = msg.verdicts === true;
       helloAt = Date.now();
       host = { status: 'connected', version: msg.host?.version ?? null, problem: null };
       sendToHost({
@@ -172,6 +181,9 @@ function onHostMessage(from, msg) {
         protocol: PROTOCOL,
         extension: { id: api.runtime.id, version: api.runtime.getManifest().version },
         browser: browserName(),
+        // This worker waits for the verdict on each answer and the panel lets the person
+        // correct a refused one, so agents keep waiting rather than end invalid_response.
+        verdicts: true,
       });
       sendToHost({ type: 'panel', open: panels.size > 0 });
       // Questions from before this host are answerable again once their agents re-send them.
@@ -196,6 +208,17 @@ function onHostMessage(from, msg) {
       update((now) => {
         queue = removeQuestion(queue, msg.id, msg.reason, now).state;
         clearNotification(msg.id);
+      });
+      break;
+    case 'accepted':
+      update((now) => {
+        queue = answerAccepted(queue, msg.id, now).state;
+      });
+      break;
+    case 'refused':
+      // Not "undelivered": the agent read the answer, refused it, and still waits.
+      update((now) => {
+        queue = answerRefused(queue, msg.id, { field: msg.field, message: msg.message }, now).state;
       });
       break;
     case 'error':
@@ -317,6 +340,7 @@ function answer(from, msg, now) {
     }
   };
   if (!question) return fail('This question is no longer waiting.');
+  if (question.judging) return fail('Your answer is still being checked by the agent.');
   if (question.undelivered) return fail('The agent that asked is no longer connected; copy your answer from here.');
   if (!hostReady || question.unconfirmed_since_ms !== null) {
     return fail('Reconnecting to the agent; your answer is kept. Try again in a moment.');
@@ -326,7 +350,7 @@ function answer(from, msg, now) {
   if (action === 'submit') out.values = msg.values && typeof msg.values === 'object' ? msg.values : {};
   if (typeof msg.note === 'string' && msg.note.trim() !== '') out.note = msg.note;
   if (!sendToHost(out)) return fail('The connection to him closed; your answer is kept. Try again in a moment.');
-  queue = answerSent(queue, msg.id, out, now).state;
+  queue = hostVerdicts ? answerJudging(queue, msg.id, out, now).state : answerSent(queue, msg.id, out, now).state;
   clearNotification(msg.id);
 }
 

@@ -29,6 +29,8 @@
 //                     returns true when it used the key (the form calls it itself; a page
 //                     forwards keys that happen outside the form, e.g. on <body>)
 //   view.setDisabled(bool), view.setStatus(text)
+//   view.showRefusal({field, message})  the agent side refused the answer sent: its reason
+//                     (src/form.rs's words) at the field it names, or in the status line
 //
 // Answer values follow §4: empty optional text, number, select, radio and confirm fields are
 // left out of values(); checkbox is always a boolean and multi_select always an array.
@@ -36,6 +38,7 @@
 import { renderMarkdown, renderInlineMarkdown } from './markdown.js';
 import {
   draftOf,
+  explain,
   initialRaw,
   isEmptyRaw,
   optionsOf,
@@ -286,6 +289,19 @@ export function renderForm(doc, form, opts = {}) {
     },
     setStatus(text) {
       status.textContent = text ?? '';
+    },
+    showRefusal({ field, message }) {
+      attempted = true;
+      const control = controls.find((c) => c.field.name === field);
+      const reason = explain(control?.field ?? null, String(message ?? ''));
+      if (control) {
+        control.setError(reason);
+        status.textContent = 'The agent did not accept this answer; correct it and send again.';
+        control.focus();
+      } else {
+        status.textContent = `The agent did not accept this answer: ${reason}`;
+        focusFirst();
+      }
     },
   };
 }

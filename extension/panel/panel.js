@@ -49,7 +49,7 @@ function onWorkerMessage(msg) {
       reconnected = false;
       for (const [id, card] of cards) {
         send({ type: 'draft', id, draft: card.view.draft() });
-        if (card.sending && !card.expired) {
+        if (card.sending && !card.expired && !card.question.judging) {
           // The worker restarted with this answer in flight and still lists the question,
           // so the answer did not get through.
           card.sending = false;
@@ -221,6 +221,7 @@ function createCard(question) {
 
 function updateCard(card) {
   if (showUndelivered(card)) return;
+  if (showVerdict(card)) return;
   const left = timeLeft(card.question, Date.now());
   card.timeEl.textContent = left === null ? '' : `${formatTimeLeft(left)} left`;
   card.timeEl.setAttribute('aria-label', left === null ? 'No time limit' : `${formatTimeLeft(left)} left to answer`);
@@ -239,6 +240,36 @@ function updateCard(card) {
   if (waiting) card.view.setStatus('Reconnecting to the agent… your answer is kept.');
   else if (card.waiting) card.view.setStatus('');
   card.waiting = waiting;
+}
+
+/**
+ * Shows where the agent side's verdict on this card's answer stands (extension/README.md):
+ * while it is judged the card waits, disabled, and nothing says "sent" yet; once refused, the
+ * card is answerable again with the reason at the field it names, the agent still waiting.
+ * Returns whether the answer is being judged (then there is nothing more to update).
+ */
+function showVerdict(card) {
+  const { judging, refused } = card.question;
+  if (judging) {
+    card.judged = true;
+    card.sending = true;
+    card.view.setDisabled(true);
+    card.view.setStatus('Sending…');
+    return true;
+  }
+  const newRefusal = refused && refused.at_ms !== card.refusedAt;
+  if (card.judged) {
+    card.judged = false;
+    card.sending = false;
+    card.view.setDisabled(false);
+    // Asked again with no verdict (the host restarted meanwhile): the answer did not land.
+    if (!newRefusal) card.view.setStatus('');
+  }
+  if (newRefusal) {
+    card.refusedAt = refused.at_ms;
+    card.view.showRefusal(refused);
+  }
+  return false;
 }
 
 /**

@@ -241,6 +241,38 @@ test('ask_choice: a number key picks an option, with a note', { timeout: STEP_MS
   assert.equal(r.free_text, 'but a dark red');
 });
 
+test('ask_choice with free text: neither is stopped in the panel; an answer the agent refuses comes back to its card (issue 15.1)', { timeout: STEP_MS }, async () => {
+  const title = 'Which queue should it use?';
+  const q = ask('ask_choice', { question: title, options: ['Kafka', 'SQS'], allow_free_text: true });
+  const c = card(title);
+  await c.waitFor();
+  await c.getByRole('button', { name: 'Submit' }).click();
+  await c.getByText('Choose an option, or add a note.').waitFor();
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(q.settled(), false, 'the panel applies the agent side\'s rules: nothing was sent');
+
+  // An answer that gets past the panel (here posted straight to the worker, as a panel of
+  // another version could) is judged by the real agent side, which refuses it and waits.
+  const id = (await stored()).queue.questions.find((x) => x.form.title === title).id;
+  await page.evaluate((id) => {
+    chrome.runtime.connect({ name: 'panel' }).postMessage({ type: 'answer', id, action: 'submit', values: { choice: 'Kinesis' } });
+  }, id);
+  await c.getByText('"Kinesis" is not one of the options.').waitFor();
+  assert.match(await c.locator('.him-status').textContent(), /The agent did not accept this answer; correct it and send again\./);
+  assert.equal(await c.getByRole('radiogroup', { name: title }).getAttribute('aria-invalid'), 'true');
+  assert.equal(await page.locator('.notice', { hasText: title }).count(), 0, 'no "Answer sent." for a refused answer');
+  assert.equal(q.settled(), false, 'the call still waits');
+  assert.match(await c.locator('.time').textContent(), /left/, 'with its deadline');
+
+  await c.getByRole('radio', { name: 'SQS' }).check();
+  await c.getByRole('button', { name: 'Submit' }).click();
+  const r = await q.result();
+  assert.equal(r.status, 'answered');
+  assert.equal(r.answer, 'SQS');
+  assert.equal(r.question_id, id, 'the same question, corrected');
+  assert.match(await noticeFor(title), /Answer sent/);
+});
+
 test('ask_multi_select: too many is stopped at the field, then fixed', { timeout: STEP_MS }, async () => {
   const q = ask('ask_multi_select', { question: 'Which checks should run?', options: ['lint', 'test', 'build', 'deploy'], min: 1, max: 2 });
   const c = card('Which checks should run?');

@@ -256,3 +256,21 @@ test('a choice with free text takes an option or a note, and submits neither alo
   picked.el.requestSubmit();
   assert.deepEqual(picked.calls.submit, [{ values: { choice: 'lite' }, note: '' }]);
 });
+
+test('a refusal from the agent side shows at the field it names, in words for the person', () => {
+  const form = {
+    title: 'Which DB?',
+    allow_note: true,
+    fields: [{ name: 'choice', type: 'radio', label: 'Which DB?', options: [{ value: 'a', label: 'A' }] }],
+  };
+  const { el, view } = mount(form);
+  view.showRefusal({ field: 'choice', message: 'neither an answer nor a note was given' });
+  assert.equal(el.querySelector('.him-error').textContent, 'Choose an option, or add a note.');
+  assert.equal(el.querySelector('[data-name="choice"]').getAttribute('aria-invalid'), 'true');
+  assert.match(el.querySelector('.him-status').textContent, /did not accept this answer; correct it/);
+  view.showRefusal({ message: 'a note was sent but this question does not take one' });
+  assert.equal(
+    el.querySelector('.him-status').textContent,
+    'The agent did not accept this answer: A note was sent but this question does not take one.',
+  );
+});

@@ -7,6 +7,9 @@ import {
   SENT_TTL_MS,
   UNCONFIRMED_GRACE_MS,
   addQuestion,
+  answerAccepted,
+  answerJudging,
+  answerRefused,
   answerSent,
   answerUndelivered,
   dismissUndelivered,
@@ -226,4 +229,45 @@ test('its agent asking again makes it answerable, with the answer kept as the dr
   assert.equal(again.undelivered, undefined);
   assert.equal(again.deadline_ms, T0 + 60_000);
   assert.deepEqual(again.draft, { values: { a: 'kept' }, note: '' });
+});
+
+test('an answer being judged stays in the queue, sent only once accepted (issue 15.1)', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = answerJudging(state, 'q1', submit({ a: 'typed', p: 'secret' }), T0 + 10).state;
+  const judged = state.questions[0];
+  assert.deepEqual(judged.judging.at_ms, T0 + 10);
+  assert.deepEqual(judged.draft.values, { a: 'typed' }, 'the draft is the answer, without its password');
+  assert.deepEqual(state.notices, [], 'nothing says "Answer sent." yet');
+  const accepted = answerAccepted(state, 'q1', T0 + 20).state;
+  assert.deepEqual(accepted.questions, []);
+  assert.equal(accepted.notices[0].text, 'Answer sent.');
+  assert.equal(accepted.sent[0].question.judging, undefined);
+  assert.equal(answerAccepted(accepted, 'q1', T0 + 30).removed, null, 'only an answer being judged');
+});
+
+test('a refused answer makes the question answerable again, with the reason and the same deadline', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  assert.equal(answerRefused(state, 'q1', { message: 'no' }, T0 + 5).marked, false, 'nothing was being judged');
+  state = answerJudging(state, 'q1', submit({ a: '' }), T0 + 10).state;
+  state = answerRefused(state, 'q1', { field: 'a', message: 'is required but was left empty' }, T0 + 20).state;
+  const back = state.questions[0];
+  assert.equal(back.judging, undefined);
+  assert.deepEqual(back.refused, { field: 'a', message: 'is required but was left empty', at_ms: T0 + 20 });
+  assert.equal(back.deadline_ms, T0 + 60_000, 'the agent still waits, as long as before');
+  assert.deepEqual(state.notices, []);
+  // Sent again: the old refusal no longer stands.
+  state = answerJudging(state, 'q1', submit({ a: 'fixed' }), T0 + 30).state;
+  assert.equal(state.questions[0].refused, undefined);
+});
+
+test('an answer whose agent left while judging it comes back undelivered', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = answerJudging(state, 'q1', submit({ a: 'typed' }), T0 + 10).state;
+  const out = answerUndelivered(state, 'q1', 'it closed its link to the host first', T0 + 20);
+  assert.equal(out.restored, true);
+  const back = out.state.questions[0];
+  assert.equal(back.judging, undefined);
+  assert.equal(back.undelivered.message, 'it closed its link to the host first');
+  assert.deepEqual(back.draft.values, { a: 'typed' });
+  assert.equal(back.deadline_ms, null);
 });
