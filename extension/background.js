@@ -342,8 +342,9 @@ function answer(from, msg, now) {
   if (!question) return fail('This question is no longer waiting.');
   if (question.judging) return fail('Your answer is still being checked by the agent.');
   if (question.undelivered) return fail('The agent that asked is no longer connected; copy your answer from here.');
-  if (!hostReady || question.unconfirmed_since_ms !== null) {
-    return fail('Reconnecting to the agent; your answer is kept. Try again in a moment.');
+  if (!hostReady) return fail('The him host is not connected; your answer is kept. Try again once it is.');
+  if (question.unconfirmed_since_ms !== null) {
+    return fail('Waiting for the agent to reconnect; your answer is kept. Try again in a moment.');
   }
   const action = ['submit', 'decline', 'cancel'].includes(msg.action) ? msg.action : 'cancel';
   const out = { type: 'answer', id: msg.id, action };

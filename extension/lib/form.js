@@ -29,6 +29,8 @@
 //                     returns true when it used the key (the form calls it itself; a page
 //                     forwards keys that happen outside the form, e.g. on <body>)
 //   view.setDisabled(bool), view.setStatus(text)
+//   view.setSendable(bool)  false: Submit and Decline are disabled (nothing can be sent
+//                     now) while the fields stay editable, so the draft goes on
 //   view.showRefusal({field, message})  the agent side refused the answer sent: its reason
 //                     (src/form.rs's words) at the field it names, or in the status line
 //
@@ -76,6 +78,7 @@ export function renderForm(doc, form, opts = {}) {
   const prefix = opts.idPrefix ?? 'him';
   const fields = Array.isArray(form.fields) ? form.fields : [];
   let disabled = false;
+  let sendable = true;
   let attempted = false;
 
   const root = doc.createElement('form');
@@ -222,7 +225,7 @@ export function renderForm(doc, form, opts = {}) {
   });
   root.addEventListener('submit', (event) => {
     event.preventDefault();
-    if (disabled) return;
+    if (disabled || !sendable) return;
     attempted = true;
     const result = validate();
     if (!result.ok) {
@@ -232,7 +235,7 @@ export function renderForm(doc, form, opts = {}) {
     opts.onSubmit?.({ values: typedValues(form, raws()), note: note() });
   });
   decline.addEventListener('click', () => {
-    if (!disabled) opts.onDecline?.();
+    if (!disabled && sendable) opts.onDecline?.();
   });
 
   const handleKey = (event) => {
@@ -258,7 +261,7 @@ export function renderForm(doc, form, opts = {}) {
         status.textContent = 'Press Esc again to decline.';
         return;
       }
-      opts.onDecline?.();
+      if (sendable) opts.onDecline?.();
       return;
     }
     if (event.key === 'Enter' && !event.shiftKey && !event.altKey) {
@@ -289,6 +292,11 @@ export function renderForm(doc, form, opts = {}) {
     },
     setStatus(text) {
       status.textContent = text ?? '';
+    },
+    setSendable(value) {
+      sendable = Boolean(value);
+      submit.disabled = !sendable;
+      decline.disabled = !sendable;
     },
     showRefusal({ field, message }) {
       attempted = true;

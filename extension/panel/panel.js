@@ -7,6 +7,7 @@
 
 import { renderForm } from '../lib/form.js';
 import { agentLabel, formatTimeLeft, timeLeft } from '../lib/queue.js';
+import { sendBlockedReason } from '../lib/hosterror.js';
 import { postIfOpen } from '../lib/port.js';
 
 const api = globalThis.browser ?? globalThis.chrome;
@@ -162,7 +163,8 @@ function renderQueue(questions) {
     if (main.children[i] !== card.element) main.insertBefore(card.element, main.children[i] ?? null);
     updateCard(card);
   });
-  $('empty').hidden = questions.length > 0;
+  // Under the banner that says him cannot be reached, "nothing to answer" would mislead.
+  $('empty').hidden = questions.length > 0 || !$('problem').hidden;
   // When a question arrives or leaves and the focus is not in another one, the oldest
   // question gets it: answer one, and the keyboard is already in the next. A question
   // never takes the focus from one the person is in.
@@ -236,10 +238,12 @@ function updateCard(card) {
     return;
   }
   if (card.expired) return;
-  const waiting = card.question.unconfirmed_since_ms !== null || state.host.status !== 'connected';
-  if (waiting) card.view.setStatus('Reconnecting to the agent… your answer is kept.');
+  const blocked = sendBlockedReason(state.host, card.question);
+  if (blocked) card.view.setStatus(blocked);
   else if (card.waiting) card.view.setStatus('');
-  card.waiting = waiting;
+  // The fields stay editable, so the draft goes on; only sending waits.
+  card.view.setSendable(!blocked);
+  card.waiting = Boolean(blocked);
 }
 
 /**

@@ -628,12 +628,46 @@ test('a missing host shows the browser error and what to run; Try again reconnec
     assert.match(await problem.textContent(), /Specified native messaging host not found\./);
     assert.equal(await problem.getByText('him install', { exact: true }).count(), 1);
     assert.equal(await problem.getByText('him doctor', { exact: true }).count(), 1);
+    assert.equal(await page.locator('#empty').isVisible(), false, 'no "Nothing to answer" under the banner (issue 15.5)');
   } finally {
     renameSync(hidden, manifestPath);
   }
   await page.getByRole('button', { name: 'Try again' }).click();
   await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });
   assert.equal(await page.getByRole('region', { name: 'him is not installed for this browser.' }).count(), 0);
+  assert.equal(await page.locator('#empty').isVisible(), true);
+});
+
+test('with the host missing, a card says so and how to fix it, keeps the draft, and cannot send until it is back (issue 15.5)', { timeout: 40_000 }, async () => {
+  const title = 'Which mirror should it use?';
+  const q = ask('ask_text', { question: title });
+  const c = card(title);
+  const box = c.getByRole('textbox', { name: title });
+  await box.waitFor();
+  await box.fill('eu-1');
+  const hidden = `${manifestPath}.away`;
+  renameSync(manifestPath, hidden);
+  try {
+    for (const pid of hostPids()) process.kill(pid, 'SIGKILL');
+    await c.getByText(/^Cannot send: the him host is not connected\. him is not installed for this browser\. Run him install/).waitFor({ timeout: 10_000 });
+    assert.equal(await c.getByText(/agent/i).count(), 0, 'it does not blame the agent');
+    assert.equal(await c.getByRole('button', { name: 'Submit' }).isDisabled(), true);
+    await box.press('End');
+    await box.pressSequentially('-b');
+    await box.press('Enter');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(q.settled(), false);
+    assert.equal(await box.inputValue(), 'eu-1-b', 'the draft goes on');
+  } finally {
+    renameSync(hidden, manifestPath);
+  }
+  await page.getByRole('button', { name: 'Try again' }).click();
+  // The agent asks the new host again; then the card can send.
+  await until('Submit to be enabled', async () => !(await c.getByRole('button', { name: 'Submit' }).isDisabled()), 15_000);
+  await box.press('Enter');
+  const r = await q.result();
+  assert.equal(r.status, 'answered');
+  assert.equal(r.answer, 'eu-1-b');
 });
 
 test('a host that cannot start says why, and the panel shows it instead of the browser error', { timeout: 30_000 }, async () => {

@@ -274,3 +274,23 @@ test('a refusal from the agent side shows at the field it names, in words for th
     'The agent did not accept this answer: A note was sent but this question does not take one.',
   );
 });
+
+test('while nothing can be sent, Submit and Decline are disabled and the fields stay editable', () => {
+  const form = { title: 'T', fields: [{ name: 'a', type: 'text', label: 'A' }] };
+  const { el, view, window, calls } = mount(form);
+  view.setSendable(false);
+  const input = el.querySelector('#t-f0');
+  assert.equal(el.querySelector('.him-submit').disabled, true);
+  assert.equal(el.querySelector('.him-decline').disabled, true);
+  assert.equal(input.disabled || el.querySelector('fieldset').disabled, false, 'typing goes on');
+  type(window, input, 'kept');
+  key(window, input, 'Enter');
+  el.dispatchEvent(new window.Event('submit', { bubbles: true, cancelable: true }));
+  key(window, input, 'Escape');
+  key(window, input, 'Escape');
+  assert.deepEqual(calls.submit, []);
+  assert.equal(calls.decline, 0);
+  view.setSendable(true);
+  key(window, input, 'Enter');
+  assert.deepEqual(calls.submit, [{ values: { a: 'kept' }, note: '' }]);
+});
