@@ -21,17 +21,18 @@ import {
   answerRefused,
   answerSent,
   answerUndelivered,
-  dismissUndelivered,
+  dismissCard,
   dropUnconfirmed,
   emptyQueue,
+  endQuestion,
   expire,
   markUnconfirmed,
   nextChangeIn,
   normaliseQueue,
   pruneNotices,
   pruneSent,
-  removeQuestion,
   setDraft,
+  waitingCount,
 } from './lib/queue.js';
 import { backoffMs, describeHostProblem } from './lib/hosterror.js';
 import { postIfOpen } from './lib/port.js';
@@ -206,7 +207,7 @@ function onHostMessage(from, msg) {
       break;
     case 'withdraw':
       update((now) => {
-        queue = removeQuestion(queue, msg.id, msg.reason, now).state;
+        queue = endQuestion(queue, msg.id, msg.reason, now).state;
         clearNotification(msg.id);
       });
       break;
@@ -314,7 +315,7 @@ function onPanelMessage(from, msg) {
       break;
     case 'discard':
       update(() => {
-        queue = dismissUndelivered(queue, msg.id);
+        queue = dismissCard(queue, msg.id);
       });
       break;
     case 'retry':
@@ -341,7 +342,9 @@ function answer(from, msg, now) {
   };
   if (!question) return fail('This question is no longer waiting.');
   if (question.judging) return fail('Your answer is still being checked by the agent.');
-  if (question.undelivered) return fail('The agent that asked is no longer connected; copy your answer from here.');
+  if (question.undelivered || question.closed) {
+    return fail('Nobody waits for this answer any more; copy it from here.');
+  }
   if (!hostReady) return fail('The him host is not connected; your answer is kept. Try again once it is.');
   if (question.unconfirmed_since_ms !== null) {
     return fail('Waiting for the agent to reconnect; your answer is kept. Try again in a moment.');
@@ -358,7 +361,7 @@ function answer(from, msg, now) {
 // ---- badge, notifications, opening the panel ----
 
 function updateBadge() {
-  const n = queue.questions.length;
+  const n = waitingCount(queue);
   const action = api.action;
   if (!action) return;
   action.setBadgeText({ text: n ? String(n) : '' }).catch(() => {});

@@ -31,6 +31,8 @@
 //   view.setDisabled(bool), view.setStatus(text)
 //   view.setSendable(bool)  false: Submit and Decline are disabled (nothing can be sent
 //                     now) while the fields stay editable, so the draft goes on
+//   view.setReadOnly(bool)  true: nothing can be changed or sent, but typed text can still
+//                     be selected and copied (a disabled text box cannot be, in Chromium)
 //   view.showRefusal({field, message})  the agent side refused the answer sent: its reason
 //                     (src/form.rs's words) at the field it names, or in the status line
 //
@@ -292,6 +294,17 @@ export function renderForm(doc, form, opts = {}) {
     },
     setStatus(text) {
       status.textContent = text ?? '';
+    },
+    setReadOnly(value) {
+      const readOnly = Boolean(value);
+      for (const el of body.querySelectorAll('input, textarea, select')) {
+        const isText = el.tagName.toLowerCase() === 'textarea' || isTextEntry(el);
+        if (isText && el.tagName.toLowerCase() !== 'select') el.readOnly = readOnly;
+        else el.disabled = readOnly;
+      }
+      disabled = readOnly;
+      submit.disabled = readOnly || !sendable;
+      decline.disabled = readOnly || !sendable;
     },
     setSendable(value) {
       sendable = Boolean(value);

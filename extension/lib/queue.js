@@ -5,7 +5,8 @@
 //
 // state = {
 //   questions: [{id, form, timeout_ms, asked_at_ms, deadline_ms, agent, project,
-//                received_at_ms, draft, unconfirmed_since_ms, undelivered?, judging?, refused?}],
+//                received_at_ms, draft, unconfirmed_since_ms, undelivered?, judging?, refused?,
+//                closed?}],
 //   notices:   [{key, id, title, agent, text, kind, at_ms}],
 //   sent:      [{question, notice, at_ms}],
 // }
@@ -21,6 +22,9 @@
 // queue as `judging: {answer, at_ms}` until the agent side says `accepted` (then it leaves
 // as above, "Answer sent.") or `refused`: then it stays, `refused: {field, message, at_ms}`,
 // for the person to correct while the agent still waits (same deadline).
+// A question that ends without the person's answer (withdrawn, timed out, its agent gone)
+// after they started typing stays in place as `closed: {reason, text, at_ms}`, no longer
+// answerable, so that what they typed can still be copied, until they dismiss it.
 
 /** How long a notice stays in the panel. */
 export const NOTICE_TTL_MS = 2 * 60 * 1000;
@@ -152,6 +156,44 @@ export function removeQuestion(state, id, reason, now) {
 }
 
 /**
+ * Question `id` ended without the person's answer, for `reason` (a withdraw reason,
+ * 'expired' or 'gone'): one they had started to answer stays, `closed`, with its draft and
+ * no deadline, until dismissed (dismissCard); any other leaves with a notice, as
+ * removeQuestion. Returns {state, removed: the question or null, closed: bool}.
+ */
+export function endQuestion(state, id, reason, now) {
+  const question = state.questions.find((q) => q.id === id);
+  if (!question?.draft || !hasTyped(question.draft) || question.undelivered || question.closed) {
+    return { ...removeQuestion(state, id, reason, now), closed: false };
+  }
+  const { judging, refused, ...rest } = question;
+  const closed = {
+    ...rest,
+    deadline_ms: null,
+    unconfirmed_since_ms: null,
+    closed: { reason, text: leaveText(reason), at_ms: now },
+  };
+  return {
+    state: { ...state, questions: state.questions.map((q) => (q.id === id ? closed : q)) },
+    removed: null,
+    closed: true,
+  };
+}
+
+/** Whether a draft holds anything the person typed or picked. */
+function hasTyped(draft) {
+  const picked = Object.values(draft.values ?? {}).some(
+    (v) => v !== null && v !== '' && v !== false && !(Array.isArray(v) && v.length === 0),
+  );
+  return picked || String(draft.note ?? '').trim() !== '';
+}
+
+/** Questions still waiting for the person: not closed, not undelivered. */
+export function waitingCount(state) {
+  return state.questions.filter((q) => !q.closed && !q.undelivered).length;
+}
+
+/**
  * The person's answer to question `id` went to the host: `answer` is what was sent,
  * {action, values?, note?}. The question leaves as with removeQuestion, and is kept in
  * `sent` a while with the answer as its draft. Returns {state, removed}.
@@ -257,9 +299,12 @@ function undeliveredBecause(message, now) {
   return { message: typeof message === 'string' ? message : 'the host could not deliver it', at_ms: now };
 }
 
-/** The person dismissed undelivered question `id`: it goes, with no notice. */
-export function dismissUndelivered(state, id) {
-  const questions = state.questions.filter((q) => !(q.id === id && q.undelivered));
+/**
+ * The person dismissed question `id`, whose card nobody waits for any more (undelivered or
+ * closed): it goes, with no notice. A question still waiting is not dismissed.
+ */
+export function dismissCard(state, id) {
+  const questions = state.questions.filter((q) => !(q.id === id && (q.undelivered || q.closed)));
   return questions.length === state.questions.length ? state : { ...state, questions };
 }
 
@@ -288,7 +333,7 @@ function cleanDraft(question, draft) {
 export function expire(state, now) {
   const expired = state.questions.filter((q) => q.deadline_ms !== null && q.deadline_ms <= now).map((q) => q.id);
   let next = state;
-  for (const id of expired) next = removeQuestion(next, id, 'expired', now).state;
+  for (const id of expired) next = endQuestion(next, id, 'expired', now).state;
   return { state: next, expired };
 }
 
@@ -300,7 +345,7 @@ export function markUnconfirmed(state, now) {
   return {
     ...state,
     questions: state.questions.map((q) =>
-      q.undelivered ? q : { ...q, unconfirmed_since_ms: q.unconfirmed_since_ms ?? now },
+      q.undelivered || q.closed ? q : { ...q, unconfirmed_since_ms: q.unconfirmed_since_ms ?? now },
     ),
   };
 }
@@ -311,7 +356,7 @@ export function dropUnconfirmed(state, now, graceMs = UNCONFIRMED_GRACE_MS) {
     .filter((q) => q.unconfirmed_since_ms !== null && now - q.unconfirmed_since_ms >= graceMs)
     .map((q) => q.id);
   let next = state;
-  for (const id of dropped) next = removeQuestion(next, id, 'gone', now).state;
+  for (const id of dropped) next = endQuestion(next, id, 'gone', now).state;
   return { state: next, dropped };
 }
 

@@ -169,7 +169,7 @@ function renderQueue(questions) {
   // question gets it: answer one, and the keyboard is already in the next. A question
   // never takes the focus from one the person is in.
   if (changed && !main.contains(document.activeElement)) {
-    cards.values().next().value?.view.focusFirst();
+    [...cards.values()].find((c) => !c.question.closed)?.view.focusFirst();
   }
 }
 
@@ -207,7 +207,11 @@ function createCard(question) {
     draft: question.draft ?? undefined,
     onChange(draft) {
       clearTimeout(card.draftTimer);
-      card.draftTimer = setTimeout(() => send({ type: 'draft', id: question.id, draft }), DRAFT_DELAY_MS);
+      // The first edit goes at once: a question withdrawn a moment later must still know
+      // it was being answered, to stay on the panel with what was typed.
+      const delay = question.draft || card.draftSent ? DRAFT_DELAY_MS : 0;
+      card.draftSent = true;
+      card.draftTimer = setTimeout(() => send({ type: 'draft', id: question.id, draft }), delay);
     },
     onSubmit({ values, note }) {
       answer('submit', { values, note });
@@ -223,6 +227,7 @@ function createCard(question) {
 
 function updateCard(card) {
   if (showUndelivered(card)) return;
+  if (showClosed(card)) return;
   if (showVerdict(card)) return;
   const left = timeLeft(card.question, Date.now());
   card.timeEl.textContent = left === null ? '' : `${formatTimeLeft(left)} left`;
@@ -244,6 +249,34 @@ function updateCard(card) {
   // The fields stay editable, so the draft goes on; only sending waits.
   card.view.setSendable(!blocked);
   card.waiting = Boolean(blocked);
+}
+
+/**
+ * Shows that this card's question ended before the person answered it (withdrawn, timed
+ * out, its agent gone): the card stays where it is, greyed, says why, and keeps what was
+ * typed readable and copyable until *Dismiss*. Returns whether it is closed.
+ */
+function showClosed(card) {
+  const closed = card.question.closed;
+  if (!closed) return false;
+  if (card.closedAt === closed.at_ms) return true;
+  card.closedAt = closed.at_ms;
+  clearTimeout(card.draftTimer);
+  card.sending = false;
+  card.element.dataset.closed = '';
+  card.timeEl.textContent = '';
+  card.timeEl.removeAttribute('aria-label');
+  card.view.setDisabled(false);
+  card.view.setReadOnly(true);
+  card.view.setStatus(`${closed.text} What you typed stays here to copy until you dismiss it.`);
+  const dismiss = document.createElement('button');
+  dismiss.type = 'button';
+  dismiss.className = 'discard';
+  dismiss.textContent = 'Dismiss';
+  dismiss.setAttribute('aria-label', 'Dismiss this question');
+  dismiss.addEventListener('click', () => send({ type: 'discard', id: card.question.id }));
+  card.timeEl.after(dismiss);
+  return true;
 }
 
 /**
@@ -310,7 +343,7 @@ function showUndelivered(card) {
 // Number keys pick options even when focus is outside any form (e.g. on the page itself).
 document.addEventListener('keydown', (event) => {
   if (event.defaultPrevented || $('queue').contains(event.target)) return;
-  const first = [...cards.values()].find((c) => !c.expired);
+  const first = [...cards.values()].find((c) => !c.expired && !c.question.closed);
   first?.view.handleKey(event);
 });
 

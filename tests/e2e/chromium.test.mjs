@@ -123,6 +123,20 @@ function card(title) {
   return page.locator('article.card', { has: page.getByRole('heading', { name: title }) });
 }
 
+/** A raw agent on the live host's socket that said hello as `name` (see rawagent.mjs). */
+async function greetedAgent(name) {
+  const agent = rawAgent(path.join(runtimeDir, 'hosts', `${hostPids()[0]}.sock`));
+  await agent.connected;
+  agent.send({ type: 'hello', protocol: 1, agent: { name }, pid: process.pid });
+  await agent.next((m) => m.type === 'welcome');
+  return agent;
+}
+
+/** A one-field text question for a raw agent to ask. */
+function textQuestion(title) {
+  return { id: randomBytes(16).toString('hex'), title, form: { title, fields: [{ name: 'answer', type: 'text', label: title }] } };
+}
+
 async function noticeFor(title) {
   const notice = page.locator('.notice', { hasText: title }).first();
   await notice.waitFor({ timeout: 5000 });
@@ -483,6 +497,61 @@ test('a question that times out leaves the panel with a notice', { timeout: STEP
   assert.match(await noticeFor('Quick: which port?'), /Timed out/);
 });
 
+test('a question that ends while the person types stays in place, greyed, its text there to copy, until dismissed (issue 15.3)', { timeout: 30_000 }, async () => {
+  const title = 'Which changelog entry is this?';
+  const q = ask('ask_text', { question: title, timeout_ms: 2500 });
+  const c = card(title);
+  const box = c.getByRole('textbox', { name: title });
+  await box.waitFor();
+  await box.fill('Fixed the flaky upload');
+  await until('the draft to be stored', async () =>
+    (await stored()).queue?.questions?.some((x) => x.draft?.values?.answer === 'Fixed the flaky upload'),
+  );
+  assert.equal((await q.result()).status, 'timeout');
+  await c.getByText(/^Timed out: the agent stopped waiting for an answer\. What you typed stays here to copy/).waitFor({ timeout: 5000 });
+  assert.equal(await box.inputValue(), 'Fixed the flaky upload');
+  assert.equal(await box.isEditable(), false, 'it can no longer be answered');
+  assert.equal(await box.isDisabled(), false, 'a disabled box could not be selected from');
+  assert.equal(await box.evaluate((el) => (el.select(), el.selectionEnd - el.selectionStart)), 'Fixed the flaky upload'.length);
+  assert.equal(await c.getByRole('button', { name: 'Submit' }).isDisabled(), true);
+  assert.equal(await page.locator('.notice', { hasText: title }).count(), 0, 'the card says it, in place');
+  await until('the badge to clear', async () => (await worker.evaluate(() => chrome.action.getBadgeText({}))) === '');
+
+  // Withdrawn by its agent: the card says so. An untouched one leaves with a notice, which
+  // appears below the questions and never pushes down the card being answered.
+  const agent = await greetedAgent('withdrawing-agent');
+  const [typed, untouched, answering] = ['Which index should it drop?', 'Rebuild it now?', 'Who reviews it?'].map(textQuestion);
+  for (const { id, form } of [typed, untouched, answering]) {
+    agent.send({ type: 'ask', id, form, timeout_ms: 120_000, asked_at_ms: Date.now() });
+    await agent.next((m) => m.type === 'shown' && m.id === id);
+  }
+  await card(typed.title).getByRole('textbox').fill('idx_old_users');
+  await until('the draft to be stored', async () =>
+    (await stored()).queue?.questions?.some((x) => x.draft?.values?.answer === 'idx_old_users'),
+  );
+  const answeringBox = card(answering.title).getByRole('textbox');
+  await answeringBox.fill('Grace');
+  await until('the draft to be stored', async () =>
+    (await stored()).queue?.questions?.some((x) => x.draft?.values?.answer === 'Grace'),
+  );
+  const before = (await card(answering.title).boundingBox()).y;
+  agent.send({ type: 'withdraw', id: untouched.id, reason: 'answered' });
+  await noticeFor(untouched.title);
+  agent.send({ type: 'withdraw', id: typed.id, reason: 'cancelled' });
+  await card(typed.title).getByText(/^Cancelled by the agent\. What you typed stays here/).waitFor();
+  assert.equal(await card(typed.title).getByRole('textbox').inputValue(), 'idx_old_users');
+  assert.ok((await card(answering.title).boundingBox()).y <= before, 'the card being answered did not move down');
+  assert.equal(await answeringBox.evaluate((el) => el === document.activeElement), true, 'nor lost the focus');
+
+  agent.send({ type: 'withdraw', id: answering.id, reason: 'shutdown' });
+  await card(answering.title).getByText(/^The agent shut down\./).waitFor({ timeout: 5000 });
+  agent.destroy();
+  for (const t of [title, typed.title, answering.title]) {
+    await card(t).getByRole('button', { name: 'Dismiss this question' }).click();
+    await card(t).waitFor({ state: 'detached', timeout: 5000 });
+  }
+});
+
 test('the host is killed mid-question: a new one starts, the draft survives, the answer arrives', { timeout: 30_000 }, async () => {
   const q = ask('ask_text', { question: 'What is the rollback plan?', multiline: true });
   const box = () => page.getByRole('textbox', { name: 'What is the rollback plan?' });
@@ -557,19 +626,8 @@ test('the service worker is stopped mid-question: it restarts from storage and t
 });
 
 test('answers the host cannot deliver come back to their cards, kept, with why, until dismissed or asked again', { timeout: 45_000 }, async () => {
-  const socket = path.join(runtimeDir, 'hosts', `${hostPids()[0]}.sock`);
-  const greeted = async (name) => {
-    const agent = rawAgent(socket);
-    await agent.connected;
-    agent.send({ type: 'hello', protocol: 1, agent: { name }, pid: process.pid });
-    await agent.next((m) => m.type === 'welcome');
-    return agent;
-  };
-  const questions = ['Which tag should ship?', 'Who signs it off?'].map((title) => ({
-    id: randomBytes(16).toString('hex'),
-    title,
-    form: { title, fields: [{ name: 'answer', type: 'text', label: title }] },
-  }));
+  const greeted = greetedAgent;
+  const questions = ['Which tag should ship?', 'Who signs it off?'].map(textQuestion);
   const askAll = async (agent, list) => {
     for (const { id, form } of list) agent.send({ type: 'ask', id, form, timeout_ms: 120_000, asked_at_ms: Date.now() });
     for (const { id } of list) await agent.next((m) => m.type === 'shown' && m.id === id);

@@ -294,3 +294,23 @@ test('while nothing can be sent, Submit and Decline are disabled and the fields 
   key(window, input, 'Enter');
   assert.deepEqual(calls.submit, [{ values: { a: 'kept' }, note: '' }]);
 });
+
+test('a read-only form keeps its text selectable but nothing can change or be sent', () => {
+  const { el, view, calls, window } = mount({
+    title: 'T',
+    fields: [
+      { name: 'a', type: 'text', label: 'A' },
+      { name: 'c', type: 'radio', label: 'C', options: [{ value: 'x', label: 'X' }] },
+    ],
+  });
+  view.setReadOnly(true);
+  const text = el.querySelector('#t-f0');
+  assert.equal(text.readOnly, true);
+  assert.equal(text.disabled, false, 'a disabled box could not be selected from');
+  assert.equal(el.querySelector('input[type="radio"]').disabled, true);
+  assert.equal(el.querySelector('.him-submit').disabled, true);
+  key(window, el.querySelector('[data-name="c"]'), '1');
+  assert.equal(el.querySelector('input[type="radio"]').checked, false, 'no key picks anything');
+  el.dispatchEvent(new window.Event('submit', { bubbles: true, cancelable: true }));
+  assert.deepEqual(calls.submit, []);
+});
