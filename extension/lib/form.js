@@ -155,7 +155,12 @@ export function renderForm(doc, form, opts = {}) {
   decline.className = 'him-decline';
   decline.textContent = 'Decline';
   actions.append(submit, decline);
-  body.appendChild(actions);
+  // Above Submit, in a long form, which fields stopped the last submit, each a way to it.
+  const summary = doc.createElement('p');
+  summary.className = 'him-summary';
+  summary.id = `${prefix}-summary`;
+  summary.hidden = true;
+  body.append(summary, actions);
 
   const status = doc.createElement('p');
   status.className = 'him-status';
@@ -183,6 +188,26 @@ export function renderForm(doc, form, opts = {}) {
   const pristine = snapshot();
   let escArmedUntil = 0;
 
+  let summarised = '';
+  const showSummary = () => {
+    const invalid = attempted && controls.length > 1 ? controls.filter((c) => c.invalid()) : [];
+    // Rebuilt only when the list changes: the focus leaving a field revalidates it, and a
+    // link replaced between its mousedown and its click would never be clicked.
+    const names = invalid.map((c) => c.field.name).join('\n');
+    if (names === summarised) return;
+    summarised = names;
+    summary.hidden = invalid.length === 0;
+    const n = invalid.length;
+    const links = invalid.flatMap((control, i) => {
+      const link = doc.createElement('button');
+      link.type = 'button';
+      link.appendChild(renderInlineMarkdown(doc, labelText(control.field)));
+      link.addEventListener('click', () => control.focus());
+      return i === 0 ? [link] : [doc.createTextNode(', '), link];
+    });
+    summary.replaceChildren(...(n ? [doc.createTextNode(`${n} ${n === 1 ? 'field needs' : 'fields need'} attention: `), ...links] : []));
+  };
+
   let shownProblem = null;
   const validate = () => {
     const result = validateRaw(form, raws(), note());
@@ -192,6 +217,7 @@ export function renderForm(doc, form, opts = {}) {
       status.textContent = result.problem ?? '';
     }
     shownProblem = result.problem;
+    showSummary();
     return result;
   };
 
@@ -209,6 +235,7 @@ export function renderForm(doc, form, opts = {}) {
     // tabbing through an empty required field is not an error yet.
     if (!attempted && isEmptyRaw(control.field, raw) && !control.invalid()) return;
     control.setError(validateField(control.field, raw));
+    showSummary();
   };
 
   root.addEventListener('input', (event) => {
@@ -317,6 +344,7 @@ export function renderForm(doc, form, opts = {}) {
       const reason = explain(control?.field ?? null, String(message ?? ''));
       if (control) {
         control.setError(reason);
+        showSummary();
         status.textContent = 'The agent did not accept this answer; correct it and send again.';
         control.focus();
       } else {

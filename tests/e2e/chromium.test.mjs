@@ -137,6 +137,12 @@ function textQuestion(title) {
   return { id: randomBytes(16).toString('hex'), title, form: { title, fields: [{ name: 'answer', type: 'text', label: title }] } };
 }
 
+/** Waits until `control`'s border has the colour of the error messages in `inCard` (past any transition). */
+async function turnsRed(inCard, control) {
+  const error = await inCard.locator('.him-error').first().evaluate((el) => getComputedStyle(el).color);
+  return until('the error colour', async () => (await control.evaluate((el) => getComputedStyle(el).borderTopColor)) === error, 2000);
+}
+
 async function noticeFor(title) {
   const notice = page.locator('.notice', { hasText: title }).first();
   await notice.waitFor({ timeout: 5000 });
@@ -262,6 +268,7 @@ test('ask_choice with free text: neither is stopped in the panel; an answer the 
   await c.waitFor();
   await c.getByRole('button', { name: 'Submit' }).click();
   await c.getByText('Choose an option, or add a note.').waitFor();
+  await turnsRed(c, c.locator('.him-option').first()); // an invalid radio group too (issue 15.4)
   await new Promise((r) => setTimeout(r, 200));
   assert.equal(q.settled(), false, 'the panel applies the agent side\'s rules: nothing was sent');
 
@@ -294,6 +301,7 @@ test('ask_multi_select: too many is stopped at the field, then fixed', { timeout
   for (const name of ['lint', 'test', 'build']) await c.getByRole('checkbox', { name }).check();
   await c.getByRole('button', { name: 'Submit' }).click();
   await c.getByText('Choose at most 2 options.').waitFor();
+  await turnsRed(c, c.locator('.him-option').first());
   assert.equal(await c.getByRole('checkbox', { name: 'lint' }).getAttribute('aria-invalid'), 'true');
   assert.match(await c.getByRole('group', { name: 'Which checks should run?' }).getAttribute('aria-describedby'), /-error/);
   await new Promise((r) => setTimeout(r, 200));
@@ -431,6 +439,14 @@ test('ask_form: every field type, by label; the password never reaches storage',
   await c.getByLabel('Owner').fill('');
   await c.getByRole('button', { name: 'Deploy' }).click();
   await c.getByText('This field is required.').waitFor();
+  // Invalid fields turn red, whatever their kind (issue 15.4), and a summary by Submit
+  // leads to each.
+  await turnsRed(c, c.getByLabel('Owner'));
+  const summary = c.locator('.him-summary');
+  assert.equal(await summary.textContent(), '1 field needs attention: Owner');
+  await c.getByLabel('Release notes').focus();
+  await summary.getByRole('button', { name: 'Owner' }).click();
+  assert.equal(await c.getByLabel('Owner').evaluate((el) => el === document.activeElement), true);
   assert.deepEqual(await accessibilityViolations(), [], 'light theme');
   await page.emulateMedia({ colorScheme: 'dark' });
   await new Promise((r) => setTimeout(r, 300)); // past the colour transitions

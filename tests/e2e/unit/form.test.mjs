@@ -314,3 +314,33 @@ test('a read-only form keeps its text selectable but nothing can change or be se
   el.dispatchEvent(new window.Event('submit', { bubbles: true, cancelable: true }));
   assert.deepEqual(calls.submit, []);
 });
+
+test('a failed submit of a long form sums up, above Submit, which fields need attention, each a way to it (issue 15.4)', () => {
+  const { el, window, document } = mount({
+    title: 'T',
+    fields: [
+      { name: 'owner', type: 'text', label: 'Owner', required: true },
+      { name: 'email', type: 'email', label: 'Contact email', required: true },
+    ],
+  });
+  const summary = el.querySelector('.him-summary');
+  assert.equal(summary.hidden, true, 'nothing to say before a submit');
+  el.dispatchEvent(new window.Event('submit', { bubbles: true, cancelable: true }));
+  assert.equal(summary.hidden, false);
+  assert.equal(summary.textContent, '2 fields need attention: Owner, Contact email');
+  assert.equal(summary.nextElementSibling, el.querySelector('.him-actions'), 'right above Submit');
+  summary.querySelectorAll('button')[1].click();
+  assert.equal(document.activeElement, el.querySelector('#t-f1'));
+  const owner = el.querySelector('#t-f0');
+  type(window, owner, 'Ada');
+  owner.dispatchEvent(new window.Event('change', { bubbles: true }));
+  owner.dispatchEvent(new window.FocusEvent('focusout', { bubbles: true }));
+  assert.equal(summary.textContent, '1 field needs attention: Contact email');
+});
+
+test('a one-field form has no summary: its one message is by the field', () => {
+  const { el, window } = mount({ title: 'T', fields: [{ name: 'a', type: 'text', label: 'A', required: true }] });
+  el.dispatchEvent(new window.Event('submit', { bubbles: true, cancelable: true }));
+  assert.equal(el.querySelector('.him-error').hidden, false);
+  assert.equal(el.querySelector('.him-summary').hidden, true);
+});
