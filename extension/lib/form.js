@@ -25,7 +25,8 @@
 //   view.validate()   {ok, errors: {name: message}, problem}; shows each message at its
 //                     field, and a problem of the whole answer in the status line
 //   view.focusFirst() focus the first control (the first invalid one after a failed submit)
-//   view.handleKey(e) number keys 1-9 pick an option when focus is not in a text control;
+//   view.handleKey(e) number keys 1-9 pick an option of the focused option group, or of the
+//                     only field of a one-question form, when focus is not in a text control;
 //                     returns true when it used the key (the form calls it itself; a page
 //                     forwards keys that happen outside the form, e.g. on <body>)
 //   view.setDisabled(bool), view.setStatus(text)
@@ -167,6 +168,10 @@ export function renderForm(doc, form, opts = {}) {
   status.setAttribute('role', 'status');
   root.appendChild(status);
 
+  // Digits pick only where it is plain which field they mean: the group the focus is in,
+  // or the one field there is. Key badges show only there (form.css).
+  const soleControl = controls.length === 1 ? controls[0] : null;
+  root.dataset.keys = soleControl ? 'always' : 'focus';
   const hint = doc.createElement('p');
   hint.className = 'him-hint';
   const hasChoices = controls.some((c) => c.pick);
@@ -174,7 +179,7 @@ export function renderForm(doc, form, opts = {}) {
     'Enter submits',
     noteArea || fields.some((f) => f.type === 'textarea') ? 'Ctrl+Enter in a text area' : null,
     'Esc declines',
-    hasChoices ? '1–9 pick an option' : null,
+    hasChoices ? (soleControl ? '1–9 pick an option' : '1–9 pick an option in the group you are in') : null,
   ]
     .filter(Boolean)
     .join(' · ');
@@ -270,9 +275,9 @@ export function renderForm(doc, form, opts = {}) {
   const handleKey = (event) => {
     if (disabled || event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) return false;
     if (!/^[1-9]$/.test(event.key) || isTextEntry(event.target)) return false;
-    const inside = controls.find((c) => c.pick && c.element.contains(event.target));
-    const control = inside ?? controls.find((c) => c.pick);
-    if (!control || !control.pick(Number(event.key) - 1)) return false;
+    // Only the control the focus is in, or the only one: never another field than meant.
+    const control = controls.find((c) => c.element.contains(event.target)) ?? soleControl;
+    if (!control?.pick || !control.pick(Number(event.key) - 1)) return false;
     event.preventDefault();
     opts.onChange?.(draft());
     revalidate(control);

@@ -326,6 +326,36 @@ test('ask_confirm: 1 means Yes, Enter sends it', { timeout: STEP_MS }, async () 
   assert.equal(r.confirmed, true);
 });
 
+test('in a form, a digit picks only in the focused option group, and only there are key badges (issue 15.2)', { timeout: STEP_MS }, async () => {
+  const q = ask('ask_form', {
+    title: 'Cache settings',
+    fields: [
+      { name: 'warm', type: 'checkbox', label: 'Warm it up first' },
+      { name: 'tier', type: 'radio', label: 'Tier', options: [{ value: 'hot', label: 'Hot' }, { value: 'cold', label: 'Cold' }] },
+    ],
+  });
+  const c = card('Cache settings');
+  const warm = c.getByRole('checkbox', { name: 'Warm it up first' });
+  await warm.waitFor();
+  const badge = c.getByRole('radiogroup', { name: 'Tier' }).locator('kbd').first();
+  assert.equal(await badge.isVisible(), false, 'no badge where a digit does nothing');
+  await warm.focus();
+  await page.keyboard.press('2');
+  await c.getByRole('button', { name: 'Submit' }).focus();
+  await page.keyboard.press('1');
+  assert.equal(await c.getByRole('radio', { name: 'Cold' }).isChecked(), false, 'the digit changed no other field');
+  assert.equal(await c.getByRole('radio', { name: 'Hot' }).isChecked(), false);
+  assert.equal(await warm.isChecked(), false);
+
+  await c.getByRole('radio', { name: 'Hot' }).focus();
+  assert.equal(await badge.isVisible(), true, 'badges in the group the focus is in');
+  await page.keyboard.press('2');
+  assert.equal(await c.getByRole('radio', { name: 'Cold' }).isChecked(), true);
+  await page.keyboard.press('Enter');
+  const r = await q.result();
+  assert.deepEqual(r.values, { warm: false, tier: 'cold' });
+});
+
 test('two questions at once: the new one waits its turn, then gets the keyboard', { timeout: STEP_MS }, async () => {
   const first = ask('ask_text', { question: 'Name the feature flag' });
   const box = page.getByRole('textbox', { name: 'Name the feature flag' });

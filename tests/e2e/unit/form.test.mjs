@@ -138,10 +138,12 @@ test('keys: digits pick options outside text inputs, Enter submits, Esc declines
   assert.equal(key(window, text, '3').defaultPrevented, false, 'a digit in a text box is text');
   assert.equal(el.querySelector('#t-f0-o2').checked, false);
 
-  // From outside the form (the page forwards keys it gets on <body>).
-  assert.equal(view.handleKey(new window.KeyboardEvent('keydown', { key: '3', cancelable: true })), true);
-  assert.equal(el.querySelector('#t-f0-o2').checked, true);
-  assert.equal(view.handleKey(new window.KeyboardEvent('keydown', { key: '9', cancelable: true })), false);
+  // From outside the form (the page forwards keys it gets on <body>): with two fields it
+  // is not plain which one a digit means, so it means none (issue 15.2).
+  assert.equal(view.handleKey(new window.KeyboardEvent('keydown', { key: '3', cancelable: true })), false);
+  assert.equal(el.querySelector('#t-f0-o1').checked, true);
+  el.querySelector('#t-f0-o1').focus();
+  key(window, el.querySelector('#t-f0-o1'), '3');
 
   key(window, text, 'Enter');
   assert.deepEqual(calls.submit, [{ values: { c: 'c' }, note: '' }]);
@@ -343,4 +345,30 @@ test('a one-field form has no summary: its one message is by the field', () => {
   el.dispatchEvent(new window.Event('submit', { bubbles: true, cancelable: true }));
   assert.equal(el.querySelector('.him-error').hidden, false);
   assert.equal(el.querySelector('.him-summary').hidden, true);
+});
+
+test('a digit on a checkbox or a button changes no other field; badges show only where digits work (issue 15.2)', () => {
+  const { el, window, view } = mount({
+    title: 'T',
+    fields: [
+      { name: 'agree', type: 'checkbox', label: 'Agree' },
+      { name: 'size', type: 'radio', label: 'Size', options: opts(['s', 'm']) },
+    ],
+  });
+  assert.equal(el.dataset.keys, 'focus', 'badges only in the focused group (form.css)');
+  assert.match(el.querySelector('.him-hint').textContent, /1–9 pick an option in the group you are in/);
+  for (const target of [el.querySelector('#t-f0'), el.querySelector('.him-submit')]) {
+    target.focus();
+    assert.equal(key(window, target, '1').defaultPrevented, false);
+  }
+  assert.equal(view.values().size, undefined, 'the radio group is untouched');
+  assert.equal(view.values().agree, false);
+
+  const one = mount({ title: 'T', fields: [{ name: 'c', type: 'radio', label: 'C', options: opts(['a', 'b']) }] });
+  assert.equal(one.el.dataset.keys, 'always');
+  const submit = one.el.querySelector('.him-submit');
+  assert.equal(key(one.window, submit, '2').defaultPrevented, true, 'one question: a digit means its options anywhere');
+  assert.equal(one.view.values().c, 'b');
+  assert.equal(one.view.handleKey(new one.window.KeyboardEvent('keydown', { key: '1', cancelable: true })), true);
+  assert.equal(one.view.values().c, 'a');
 });
