@@ -16,19 +16,23 @@
 import {
   addQuestion,
   agentLabel,
+  answerAccepted,
+  answerJudging,
+  answerRefused,
   answerSent,
   answerUndelivered,
-  dismissUndelivered,
+  dismissCard,
   dropUnconfirmed,
   emptyQueue,
+  endQuestion,
   expire,
   markUnconfirmed,
   nextChangeIn,
   normaliseQueue,
   pruneNotices,
   pruneSent,
-  removeQuestion,
   setDraft,
+  waitingCount,
 } from './lib/queue.js';
 import { backoffMs, describeHostProblem } from './lib/hosterror.js';
 import { postIfOpen } from './lib/port.js';
@@ -42,6 +46,11 @@ let queue = emptyQueue();
 let host = { status: 'connecting', version: null, problem: null };
 let port = null;
 let hostReady = false;
+/**
+ * The host relays the agent side's verdict on each answer (its hello said `verdicts`): an
+ * answer is "sent" only once accepted. An older host says nothing after an answer.
+ */
+let hostVerdicts = false;
 /** Failed connection attempts in a row. */
 let failures = 0;
 /** When the current host said hello, and what it said was wrong with itself, if anything. */
@@ -165,6 +174,7 @@ function onHostMessage(from, msg) {
   switch (msg.type) {
     case 'hello':
       hostReady = true;
+      hostVerdicts = msg.verdicts === true;
       helloAt = Date.now();
       host = { status: 'connected', version: msg.host?.version ?? null, problem: null };
       sendToHost({
@@ -172,6 +182,9 @@ function onHostMessage(from, msg) {
         protocol: PROTOCOL,
         extension: { id: api.runtime.id, version: api.runtime.getManifest().version },
         browser: browserName(),
+        // This worker waits for the verdict on each answer and the panel lets the person
+        // correct a refused one, so agents keep waiting rather than end invalid_response.
+        verdicts: true,
       });
       sendToHost({ type: 'panel', open: panels.size > 0 });
       // Questions from before this host are answerable again once their agents re-send them.
@@ -194,8 +207,19 @@ function onHostMessage(from, msg) {
       break;
     case 'withdraw':
       update((now) => {
-        queue = removeQuestion(queue, msg.id, msg.reason, now).state;
+        queue = endQuestion(queue, msg.id, msg.reason, now).state;
         clearNotification(msg.id);
+      });
+      break;
+    case 'accepted':
+      update((now) => {
+        queue = answerAccepted(queue, msg.id, now).state;
+      });
+      break;
+    case 'refused':
+      // Not "undelivered": the agent read the answer, refused it, and still waits.
+      update((now) => {
+        queue = answerRefused(queue, msg.id, { field: msg.field, message: msg.message }, now).state;
       });
       break;
     case 'error':
@@ -291,7 +315,7 @@ function onPanelMessage(from, msg) {
       break;
     case 'discard':
       update(() => {
-        queue = dismissUndelivered(queue, msg.id);
+        queue = dismissCard(queue, msg.id);
       });
       break;
     case 'retry':
@@ -317,23 +341,27 @@ function answer(from, msg, now) {
     }
   };
   if (!question) return fail('This question is no longer waiting.');
-  if (question.undelivered) return fail('The agent that asked is no longer connected; copy your answer from here.');
-  if (!hostReady || question.unconfirmed_since_ms !== null) {
-    return fail('Reconnecting to the agent; your answer is kept. Try again in a moment.');
+  if (question.judging) return fail('Your answer is still being checked by the agent.');
+  if (question.undelivered || question.closed) {
+    return fail('Nobody waits for this answer any more; copy it from here.');
+  }
+  if (!hostReady) return fail('The him host is not connected; your answer is kept. Try again once it is.');
+  if (question.unconfirmed_since_ms !== null) {
+    return fail('Waiting for the agent to reconnect; your answer is kept. Try again in a moment.');
   }
   const action = ['submit', 'decline', 'cancel'].includes(msg.action) ? msg.action : 'cancel';
   const out = { type: 'answer', id: msg.id, action };
   if (action === 'submit') out.values = msg.values && typeof msg.values === 'object' ? msg.values : {};
   if (typeof msg.note === 'string' && msg.note.trim() !== '') out.note = msg.note;
   if (!sendToHost(out)) return fail('The connection to him closed; your answer is kept. Try again in a moment.');
-  queue = answerSent(queue, msg.id, out, now).state;
+  queue = hostVerdicts ? answerJudging(queue, msg.id, out, now).state : answerSent(queue, msg.id, out, now).state;
   clearNotification(msg.id);
 }
 
 // ---- badge, notifications, opening the panel ----
 
 function updateBadge() {
-  const n = queue.questions.length;
+  const n = waitingCount(queue);
   const action = api.action;
   if (!action) return;
   action.setBadgeText({ text: n ? String(n) : '' }).catch(() => {});

@@ -10,7 +10,9 @@
 //! ```
 //!
 //! The pool decides nothing about answers: the first one goes to the question's owner
-//! (`channels.rs`, waiting in `wait.rs`), which closes the question, and closing withdraws it everywhere else.
+//! (`channels.rs`, waiting in `wait.rs`), which judges it. A refused answer goes back to
+//! the host that sent it ([`Question::refuse`]) and the question stays open; closing it
+//! tells the answering host it was accepted and withdraws it everywhere else.
 
 use std::collections::HashMap;
 use std::io;
@@ -25,7 +27,7 @@ use tokio::sync::{mpsc, watch};
 use crate::frame::FrameError;
 use crate::link;
 use crate::protocol::{
-    self, AgentInfo, AgentToHost, Answer, AskFrame, ExtensionInfo, HostToAgent, PROTOCOL,
+    self, AgentInfo, AgentToHost, Answer, AskFrame, ExtensionInfo, HostToAgent, PROTOCOL, Refusal,
     WithdrawReason,
 };
 use crate::runtime;
@@ -67,6 +69,9 @@ pub struct HostStatus {
     pub socket: PathBuf,
     pub extension: Option<ExtensionInfo>,
     pub panel_open: bool,
+    /// From `welcome`: `None` from a host that takes no verdicts; `Some(true)` when its
+    /// extension lets the person correct a refused answer.
+    pub verdicts: Option<bool>,
 }
 
 struct Link {
@@ -128,6 +133,7 @@ impl Pool {
             agent: identity.agent,
             project: identity.project,
             pid: std::process::id(),
+            verdicts: true,
         });
         Pool {
             shared: Arc::new(Shared {
@@ -280,8 +286,28 @@ impl Question {
         }
     }
 
-    /// Ends the question and withdraws it from every host but `answered_by`, which already
-    /// forgot it when it relayed the answer.
+    /// Whether `host` takes verdicts, and whether its extension can correct a refused
+    /// answer (see [`HostStatus::verdicts`]); `None` for a host no longer linked.
+    pub fn verdicts(&self, host: &Path) -> Option<bool> {
+        self.shared.state().links.get(host)?.status.verdicts
+    }
+
+    /// Tells `host`, whose answer did not fit, why; the question stays open there for the
+    /// person to correct the answer, and everywhere else as it was.
+    pub fn refuse(&self, host: &Path, field: Option<String>, message: String) {
+        let frame = protocol::encode(&AgentToHost::Refused(Refusal {
+            id: self.id.clone(),
+            field,
+            message,
+        }));
+        if let Some(link) = self.shared.state().links.get(host) {
+            let _ = link.outgoing.send(frame);
+        }
+    }
+
+    /// Ends the question and withdraws it from every host but `answered_by`, whose answer
+    /// ended it: that host is told the answer was accepted (one that takes no verdicts
+    /// already forgot the question when it relayed the answer).
     pub fn close(&mut self, reason: WithdrawReason, answered_by: Option<&Path>) {
         if self.closed {
             return;
@@ -296,6 +322,11 @@ impl Question {
         for (path, link) in &state.links {
             if Some(path.as_path()) != answered_by {
                 let _ = link.outgoing.send(frame.clone());
+            } else if link.status.verdicts.is_some() {
+                let accepted = AgentToHost::Accepted {
+                    id: self.id.clone(),
+                };
+                let _ = link.outgoing.send(protocol::encode(&accepted));
             }
         }
     }
@@ -463,11 +494,13 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
         HostToAgent::Welcome {
             extension,
             panel_open,
+            verdicts,
             ..
         } => {
             if let Some(link) = state.links.get_mut(path) {
                 link.status.extension = extension;
                 link.status.panel_open = panel_open;
+                link.status.verdicts = verdicts;
             }
         }
         HostToAgent::Shown { id } => {

@@ -121,8 +121,9 @@ struct AgentLink {
     progress: Arc<WriteProgress>,
     task: tokio::task::AbortHandle,
     /// Answers queued for the agent and not yet written, each with where it ends among the
-    /// bytes queued on the link. The extension has already told the person "Answer sent",
-    /// so one the link ends before writing must go back to it as undelivered.
+    /// bytes queued on the link. For an agent that gives no verdicts the extension has
+    /// already told the person "Answer sent", so one the link ends before writing must go
+    /// back to it as undelivered (the relay does that for an agent that judges aloud).
     answers: VecDeque<(u64, String)>,
 }
 
@@ -348,7 +349,12 @@ impl Agents {
             }
             Some(stuck) => cut_off_because(agent, &stuck),
         };
-        let mut effects: Vec<Effect> = answer.map(|id| undelivered(id, &why)).into_iter().collect();
+        // One the agent was to judge, the relay reports with the rest of its questions.
+        let mut effects: Vec<Effect> = answer
+            .filter(|id| !relay.judging(id))
+            .map(|id| undelivered(id, &why))
+            .into_iter()
+            .collect();
         effects.extend(self.end(relay, agent, &why));
         effects
     }
@@ -375,9 +381,14 @@ impl Agents {
         if let Some(mut link) = self.links.remove(&agent) {
             link.task.abort();
             link.forget_written_answers();
-            effects.extend(link.answers.into_iter().map(|(_, id)| undelivered(id, why)));
+            effects.extend(
+                link.answers
+                    .into_iter()
+                    .filter(|(_, id)| !relay.judging(id))
+                    .map(|(_, id)| undelivered(id, why)),
+            );
         }
-        effects.extend(relay.agent_closed(agent));
+        effects.extend(relay.agent_closed(agent, why));
         effects
     }
 }

@@ -129,12 +129,36 @@ pub enum AgentToHost {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         project: Option<String>,
         pid: u32,
+        /// This agent answers every `answer` it is relayed with `accepted` or `refused`.
+        /// An agent that does not say so (one from before verdicts) judges in silence.
+        #[serde(default, skip_serializing_if = "is_false")]
+        verdicts: bool,
     },
     Ask(Ask),
     Withdraw {
         id: String,
         reason: WithdrawReason,
     },
+    /// The answer to `id` fit its form: the question is over (no `withdraw` follows).
+    Accepted {
+        id: String,
+    },
+    /// The answer to `id` did not fit its form (`field` names the field at fault, if one
+    /// is): the question stays open, with the same id and deadline, for a corrected answer.
+    Refused(Refusal),
+}
+
+/// Why an answer was refused, for the person to correct it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    pub message: String,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -147,6 +171,11 @@ pub enum HostToAgent {
         extension: Option<ExtensionInfo>,
         #[serde(default)]
         panel_open: bool,
+        /// Present when the host relays verdicts (`accepted`, `refused`); `true` when its
+        /// extension also lets the person correct a refused answer. Absent from an older
+        /// host, which must be sent neither.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        verdicts: Option<bool>,
     },
     Shown {
         id: String,
@@ -175,12 +204,22 @@ pub enum HostToExtension {
     Hello {
         protocol: u32,
         host: HostInfo,
+        /// Every answer the extension sends gets a verdict back: `accepted`, `refused`, or
+        /// an `error` with its id (undelivered). An older host says nothing after an answer.
+        #[serde(default, skip_serializing_if = "is_false")]
+        verdicts: bool,
     },
     Ask(LabelledAsk),
     Withdraw {
         id: String,
         reason: WithdrawReason,
     },
+    /// The agent took the answer to `id`.
+    Accepted {
+        id: String,
+    },
+    /// The agent refused the answer to `id` and still waits for a corrected one.
+    Refused(Refusal),
     /// The reply to a frame the host could not use (§2: answered with an `error`, then
     /// skipped), or, with the question's `id`, to an answer it could not deliver (the agent
     /// left or was cut off first, or no such question is pending), `message` saying why.
@@ -200,6 +239,10 @@ pub enum ExtensionToHost {
         extension: ExtensionInfo,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         browser: Option<String>,
+        /// The extension waits for the verdict on each answer and lets the person correct
+        /// a refused one; without it, agents end a refused answer with invalid_response.
+        #[serde(default, skip_serializing_if = "is_false")]
+        verdicts: bool,
     },
     Shown {
         id: String,
@@ -223,13 +266,14 @@ pub trait Message: DeserializeOwned + Serialize {
 }
 
 impl Message for AgentToHost {
-    const TYPES: &'static [&'static str] = &["hello", "ask", "withdraw"];
+    const TYPES: &'static [&'static str] = &["hello", "ask", "withdraw", "accepted", "refused"];
 }
 impl Message for HostToAgent {
     const TYPES: &'static [&'static str] = &["welcome", "shown", "answer", "error"];
 }
 impl Message for HostToExtension {
-    const TYPES: &'static [&'static str] = &["hello", "ask", "withdraw", "error"];
+    const TYPES: &'static [&'static str] =
+        &["hello", "ask", "withdraw", "accepted", "refused", "error"];
 }
 impl Message for ExtensionToHost {
     const TYPES: &'static [&'static str] = &["ready", "shown", "answer", "panel", "error"];

@@ -31,6 +31,8 @@ struct AgentState {
     info: Option<AgentInfo>,
     project: Option<String>,
     questions: HashSet<String>,
+    /// It said in `hello` that it sends a verdict on every answer.
+    verdicts: bool,
 }
 
 #[derive(Debug)]
@@ -38,7 +40,13 @@ pub struct Relay {
     host: HostInfo,
     agents: HashMap<AgentId, AgentState>,
     owners: HashMap<String, AgentId>,
+    /// Questions whose answer went to their agent, which has yet to accept or refuse it.
+    /// They stay their agent's: a refused answer leaves the question open.
+    judging: HashSet<String>,
     extension: Option<ExtensionInfo>,
+    /// The extension said in `ready` that it shows verdicts and lets the person correct a
+    /// refused answer.
+    extension_verdicts: bool,
     panel_open: bool,
 }
 
@@ -51,7 +59,9 @@ impl Relay {
             host,
             agents: HashMap::new(),
             owners: HashMap::new(),
+            judging: HashSet::new(),
             extension: None,
+            extension_verdicts: false,
             panel_open: false,
         }
     }
@@ -61,7 +71,14 @@ impl Relay {
         HostToExtension::Hello {
             protocol: PROTOCOL,
             host: self.host.clone(),
+            verdicts: true,
         }
+    }
+
+    /// Whether the answer to `id` went to its agent, which has not yet said whether it
+    /// takes it. Were that agent's link to end now, [`Relay::agent_closed`] reports it.
+    pub fn judging(&self, id: &str) -> bool {
+        self.judging.contains(id)
     }
 
     pub fn pending(&self) -> usize {
@@ -72,9 +89,10 @@ impl Relay {
         self.agents.entry(agent).or_default();
     }
 
-    /// The agent's link closed: its questions can no longer be answered, so they leave the
-    /// panel.
-    pub fn agent_closed(&mut self, agent: AgentId) -> Vec<Effect> {
+    /// The agent's link closed (`why`, for the person): its questions can no longer be
+    /// answered, so they leave the panel, except one whose answer it had not yet taken,
+    /// which goes back to the panel as undelivered, to copy.
+    pub fn agent_closed(&mut self, agent: AgentId, why: &str) -> Vec<Effect> {
         let Some(state) = self.agents.remove(&agent) else {
             return Vec::new();
         };
@@ -83,10 +101,17 @@ impl Relay {
         ids.into_iter()
             .map(|id| {
                 self.owners.remove(&id);
-                Effect::ToExtension(HostToExtension::Withdraw {
-                    id,
-                    reason: WithdrawReason::Cancelled,
-                })
+                if self.judging.remove(&id) {
+                    Effect::ToExtension(HostToExtension::Error {
+                        id: Some(id),
+                        message: why.to_owned(),
+                    })
+                } else {
+                    Effect::ToExtension(HostToExtension::Withdraw {
+                        id,
+                        reason: WithdrawReason::Cancelled,
+                    })
+                }
             })
             .collect()
     }
@@ -106,11 +131,13 @@ impl Relay {
             AgentToHost::Hello {
                 agent: info,
                 project,
+                verdicts,
                 ..
             } => {
                 let state = self.agents.entry(agent).or_default();
                 state.info = Some(info);
                 state.project = project;
+                state.verdicts = verdicts;
                 reply(self.welcome())
             }
             AgentToHost::Ask(ask) => self.ask(agent, ask),
@@ -129,6 +156,37 @@ impl Relay {
                     reason,
                 })]
             }
+            AgentToHost::Accepted { id } => {
+                if !self.judged_by(agent, &id) {
+                    return reply(no_answer_to_judge(id));
+                }
+                self.forget(&id);
+                self.verdict(HostToExtension::Accepted { id })
+            }
+            AgentToHost::Refused(refusal) => {
+                if !self.judged_by(agent, &refusal.id) {
+                    return reply(no_answer_to_judge(refusal.id));
+                }
+                // Still this agent's question: the corrected answer comes here too.
+                self.judging.remove(&refusal.id);
+                self.verdict(HostToExtension::Refused(refusal))
+            }
+        }
+    }
+
+    /// Whether `agent` owns question `id` and was sent an answer to it that it has not
+    /// judged yet. Only that agent, once, may say what became of that answer.
+    fn judged_by(&self, agent: AgentId, id: &str) -> bool {
+        self.owners.get(id) == Some(&agent) && self.judging.contains(id)
+    }
+
+    /// A verdict for the extension, if it understands verdicts; an older one has shown
+    /// "Answer sent." already.
+    fn verdict(&self, message: HostToExtension) -> Vec<Effect> {
+        if self.extension_verdicts {
+            vec![Effect::ToExtension(message)]
+        } else {
+            Vec::new()
         }
     }
 
@@ -203,8 +261,13 @@ impl Relay {
             }
         };
         match message {
-            ExtensionToHost::Ready { extension, .. } => {
+            ExtensionToHost::Ready {
+                extension,
+                verdicts,
+                ..
+            } => {
                 self.extension = Some(extension);
+                self.extension_verdicts = verdicts;
                 self.broadcast_welcome()
             }
             ExtensionToHost::Panel { open } => {
@@ -216,9 +279,19 @@ impl Relay {
                 None => Vec::new(),
             },
             ExtensionToHost::Answer(answer) => match self.owners.get(&answer.id).copied() {
+                Some(owner) if self.agents.get(&owner).is_some_and(|s| s.verdicts) => {
+                    self.judging.insert(answer.id.clone());
+                    vec![Effect::ToAgent(owner, HostToAgent::Answer(answer))]
+                }
+                // An agent that gives no verdicts judges in silence: the answer is as good
+                // as taken once relayed, as it always was for such an agent.
                 Some(owner) => {
                     self.forget(&answer.id);
-                    vec![Effect::ToAgent(owner, HostToAgent::Answer(answer))]
+                    let mut effects = self.verdict(HostToExtension::Accepted {
+                        id: answer.id.clone(),
+                    });
+                    effects.insert(0, Effect::ToAgent(owner, HostToAgent::Answer(answer)));
+                    effects
                 }
                 // The panel shows this to the person as why their answer did not arrive.
                 None => vec![Effect::ToExtension(HostToExtension::Error {
@@ -254,6 +327,7 @@ impl Relay {
     }
 
     fn forget(&mut self, id: &str) {
+        self.judging.remove(id);
         if let Some(owner) = self.owners.remove(id)
             && let Some(state) = self.agents.get_mut(&owner)
         {
@@ -267,6 +341,7 @@ impl Relay {
             host: self.host.clone(),
             extension: self.extension.clone(),
             panel_open: self.panel_open,
+            verdicts: Some(self.extension_verdicts),
         }
     }
 
@@ -283,6 +358,15 @@ impl Relay {
             .into_iter()
             .map(|id| Effect::ToAgent(id, self.welcome()))
             .collect()
+    }
+}
+
+fn no_answer_to_judge(id: String) -> HostToAgent {
+    HostToAgent::Error {
+        message: format!(
+            "cannot judge {id}: this link was sent no answer to it that awaits a verdict"
+        ),
+        id: Some(id),
     }
 }
 
@@ -311,6 +395,10 @@ mod tests {
     }
 
     fn hello(name: &str) -> Vec<u8> {
+        hello_judging(name, false)
+    }
+
+    fn hello_judging(name: &str, verdicts: bool) -> Vec<u8> {
         encode(&AgentToHost::Hello {
             protocol: PROTOCOL,
             agent: AgentInfo {
@@ -320,8 +408,156 @@ mod tests {
             },
             project: Some("proj".into()),
             pid: 9,
+            verdicts,
         })
         .to_vec()
+    }
+
+    const READY_WITH_VERDICTS: &[u8] = br#"{"type":"ready","protocol":1,"extension":{"id":"abc","version":"1.0"},"verdicts":true}"#;
+
+    fn submit(id: &str) -> Vec<u8> {
+        format!(r#"{{"type":"answer","id":"{id}","action":"submit","values":{{}}}}"#).into_bytes()
+    }
+
+    fn refused(id: &str) -> Vec<u8> {
+        encode(&AgentToHost::Refused(crate::protocol::Refusal {
+            id: id.into(),
+            field: Some("a".into()),
+            message: "is required but was left empty".into(),
+        }))
+        .to_vec()
+    }
+
+    fn accepted(id: &str) -> Vec<u8> {
+        encode(&AgentToHost::Accepted { id: id.into() }).to_vec()
+    }
+
+    /// A relay whose extension shows verdicts, with agents 1 and 2 that give them, and
+    /// agent 1's question Q1 pending.
+    fn judging_relay() -> Relay {
+        let mut r = relay();
+        r.extension_frame(READY_WITH_VERDICTS);
+        for agent in [1, 2] {
+            r.agent_connected(agent);
+            r.agent_frame(agent, &hello_judging("a", true));
+        }
+        r.agent_frame(1, &ask(Q1));
+        r
+    }
+
+    #[test]
+    fn a_refused_answer_leaves_the_question_open_until_a_corrected_one_is_accepted() {
+        let mut r = judging_relay();
+        assert!(matches!(
+            &r.extension_frame(&submit(Q1))[..],
+            [Effect::ToAgent(1, HostToAgent::Answer(a))] if a.id == Q1
+        ));
+        assert!(r.judging(Q1));
+        let effects = r.agent_frame(1, &refused(Q1));
+        let [Effect::ToExtension(HostToExtension::Refused(refusal))] = &effects[..] else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(
+            (refusal.id.as_str(), refusal.field.as_deref()),
+            (Q1, Some("a"))
+        );
+        assert_eq!(r.pending(), 1, "the question is still open");
+        assert!(!r.judging(Q1));
+        // The corrected answer goes to the same agent, which takes it.
+        assert!(matches!(
+            &r.extension_frame(&submit(Q1))[..],
+            [Effect::ToAgent(1, HostToAgent::Answer(_))]
+        ));
+        assert_eq!(
+            r.agent_frame(1, &accepted(Q1)),
+            vec![Effect::ToExtension(HostToExtension::Accepted {
+                id: Q1.into()
+            })]
+        );
+        assert_eq!(r.pending(), 0);
+    }
+
+    #[test]
+    fn only_the_agent_that_asked_may_judge_an_answer_and_only_once_sent_one() {
+        let mut r = judging_relay();
+        // No answer yet: nothing to judge, even for the owner.
+        assert!(matches!(
+            &r.agent_frame(1, &accepted(Q1))[..],
+            [Effect::ToAgent(1, HostToAgent::Error { id: Some(id), .. })] if id == Q1
+        ));
+        r.extension_frame(&submit(Q1));
+        for verdict in [accepted(Q1), refused(Q1)] {
+            let effects = r.agent_frame(2, &verdict);
+            assert!(
+                matches!(&effects[..], [Effect::ToAgent(2, HostToAgent::Error { id: Some(id), .. })] if id == Q1),
+                "{effects:?}"
+            );
+        }
+        assert!(r.judging(Q1), "another agent's verdict changed nothing");
+        assert_eq!(r.pending(), 1);
+    }
+
+    #[test]
+    fn an_agent_that_leaves_while_judging_sends_the_answer_back_as_undelivered() {
+        let mut r = judging_relay();
+        r.agent_frame(1, &ask(Q2));
+        r.extension_frame(&submit(Q1));
+        let effects = r.agent_closed(1, "it left");
+        assert_eq!(
+            effects,
+            vec![
+                Effect::ToExtension(HostToExtension::Error {
+                    id: Some(Q1.into()),
+                    message: "it left".into()
+                }),
+                Effect::ToExtension(HostToExtension::Withdraw {
+                    id: Q2.into(),
+                    reason: WithdrawReason::Cancelled
+                }),
+            ]
+        );
+    }
+
+    #[test]
+    fn for_an_agent_that_judges_in_silence_the_host_says_accepted_when_it_relays() {
+        let mut r = relay();
+        r.extension_frame(READY_WITH_VERDICTS);
+        r.agent_connected(1);
+        r.agent_frame(1, &hello("old"));
+        r.agent_frame(1, &ask(Q1));
+        let effects = r.extension_frame(&submit(Q1));
+        assert!(matches!(
+            &effects[..],
+            [
+                Effect::ToAgent(1, HostToAgent::Answer(_)),
+                Effect::ToExtension(HostToExtension::Accepted { id }),
+            ] if id == Q1
+        ));
+        assert_eq!(r.pending(), 0);
+    }
+
+    #[test]
+    fn an_extension_without_verdicts_is_told_none_and_agents_learn_it_cannot_correct() {
+        let mut r = relay();
+        let effects = r.agent_frame(1, &hello_judging("a", true));
+        assert!(matches!(
+            &effects[..],
+            [Effect::ToAgent(
+                1,
+                HostToAgent::Welcome {
+                    verdicts: Some(false),
+                    ..
+                }
+            )]
+        ));
+        r.agent_frame(1, &ask(Q1));
+        r.extension_frame(&submit(Q1));
+        assert!(r.agent_frame(1, &accepted(Q1)).is_empty());
+        assert_eq!(r.pending(), 0);
+        assert!(matches!(
+            r.hello(),
+            HostToExtension::Hello { verdicts: true, .. }
+        ));
     }
 
     fn ask(id: &str) -> Vec<u8> {
@@ -392,7 +628,7 @@ mod tests {
         r.agent_connected(2);
         r.agent_frame(1, &ask(Q1));
         r.agent_frame(2, &ask(Q2));
-        let effects = r.agent_closed(1);
+        let effects = r.agent_closed(1, "it left");
         assert_eq!(
             effects,
             vec![Effect::ToExtension(HostToExtension::Withdraw {

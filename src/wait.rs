@@ -1,5 +1,6 @@
 //! The wait for the browsers' answer to one question: the first host to answer wins, every
-//! answer is checked against its form ([`judge`]), and the wait ends at the deadline, on
+//! answer is checked against its form ([`judge`]) — one that does not fit goes back to a
+//! browser that can have it corrected, and the wait goes on — and the wait ends at the deadline, on
 //! cancellation, or — when the browsers are the only channel — once every browser has been
 //! gone longer than the reconnect grace. The channel chain (`channels.rs`) owns the question
 //! and runs this wait first alone, then beside the next channel.
@@ -179,7 +180,21 @@ async fn wait_on(
                 }
                 Signal::Hosts(_) => {}
                 Signal::Event(Some(HostEvent::Answer { host, answer })) => {
-                    return (judge(form, answer), Some(host));
+                    let outcome = judge(form, answer);
+                    let Outcome::Invalid(err) = outcome else {
+                        return (outcome, Some(host));
+                    };
+                    match question.verdicts(&host) {
+                        // The person can correct it: the wait goes on, same id, same deadline.
+                        Some(true) => {
+                            tracing::info!(id = question.id(), "refused an answer: {err}");
+                            question.refuse(&host, err.field, err.message);
+                        }
+                        // That host awaits a verdict its extension cannot show: the withdraw
+                        // that closing sends it ends the question there.
+                        Some(false) => return (Outcome::Invalid(err), None),
+                        None => return (Outcome::Invalid(err), Some(host)),
+                    }
                 }
                 Signal::Event(Some(HostEvent::Shown { host })) => {
                     tracing::debug!(id = question.id(), host = %host.display(), "question shown");

@@ -189,3 +189,68 @@ async fn one_agent_cannot_take_over_another_agents_question_id() {
         .await;
     assert_eq!(call.await.unwrap()["answer"], "still mine");
 }
+
+#[tokio::test]
+async fn a_verdict_on_another_agents_answer_is_refused_and_reaches_no_browser() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let send = |stream: &mut UnixStream, message: Value| {
+        write_frame_sync(stream, &serde_json::to_vec(&message).expect("json")).expect("write");
+    };
+    let greet = |name: &str| {
+        let mut agent = raw_agent(&ext);
+        send(
+            &mut agent,
+            json!({"type": "hello", "protocol": 1, "agent": {"name": name}, "pid": 1, "verdicts": true}),
+        );
+        assert_eq!(read_json(&mut agent)["type"], "welcome");
+        agent
+    };
+    let mut owner = greet("owner");
+    let mut other = greet("other");
+    let id = "0123456789abcdef0123456789abcdef";
+    send(
+        &mut owner,
+        json!({"type": "ask", "id": id, "timeout_ms": 60_000, "asked_at_ms": 0,
+               "form": {"title": "Q", "fields": [{"name": "a", "type": "text", "label": "A", "required": true}]}}),
+    );
+    ext.take_ask().await;
+    assert_eq!(read_json(&mut owner)["type"], "shown");
+    ext.submit(&json!(id), json!({})).await;
+    let answer = read_json(&mut owner);
+    assert_eq!(
+        (answer["type"].clone(), answer["id"].clone()),
+        (json!("answer"), json!(id))
+    );
+
+    // The other agent cannot accept or refuse it: it is told so, and the browser hears nothing.
+    for verdict in [
+        json!({"type": "accepted", "id": id}),
+        json!({"type": "refused", "id": id, "message": "no"}),
+    ] {
+        send(&mut other, verdict);
+        let error = read_json(&mut other);
+        assert_eq!(error["type"], "error", "{error}");
+        assert_eq!(error["id"], id);
+        assert!(
+            error["message"].as_str().unwrap().contains("cannot judge"),
+            "{error}"
+        );
+    }
+    assert_eq!(ext.quiet_for(Duration::from_millis(200)).await, None);
+
+    // The owner's verdict still counts: the person is told why, and the question stays open.
+    send(
+        &mut owner,
+        json!({"type": "refused", "id": id, "field": "a", "message": "is required but was left empty"}),
+    );
+    let refused = ext.recv_type("refused").await;
+    assert_eq!(
+        (refused["id"].clone(), refused["field"].clone()),
+        (json!(id), json!("a"))
+    );
+    ext.submit(&json!(id), json!({"a": "fixed"})).await;
+    assert_eq!(read_json(&mut owner)["values"], json!({"a": "fixed"}));
+    send(&mut owner, json!({"type": "accepted", "id": id}));
+    assert_eq!(ext.recv_type("accepted").await["id"], id);
+}

@@ -11,7 +11,7 @@ use him::form::{Choice, Field, FieldType, Form, looks_like_email, looks_like_url
 use him::frame::{FrameCodec, FrameError, HEADER_LEN, read_frame_sync};
 use him::protocol::{
     self, Action, AgentInfo, AgentToHost, Answer, Ask, ExtensionInfo, ExtensionToHost, HostInfo,
-    HostToAgent, HostToExtension, LabelledAsk, WithdrawReason,
+    HostToAgent, HostToExtension, LabelledAsk, Refusal, WithdrawReason,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -219,6 +219,10 @@ fn answer() -> impl Strategy<Value = Answer> {
         })
 }
 
+fn refusal() -> impl Strategy<Value = Refusal> {
+    (text(), opt_text(), text()).prop_map(|(id, field, message)| Refusal { id, field, message })
+}
+
 fn reason() -> impl Strategy<Value = WithdrawReason> {
     prop_oneof![
         Just(WithdrawReason::Timeout),
@@ -239,16 +243,26 @@ fn extension_info() -> impl Strategy<Value = ExtensionInfo> {
 
 fn agent_to_host() -> impl Strategy<Value = AgentToHost> {
     prop_oneof![
-        (any::<u32>(), agent_info(), opt_text(), any::<u32>()).prop_map(
-            |(protocol, agent, project, pid)| AgentToHost::Hello {
-                protocol,
-                agent,
-                project,
-                pid
-            }
-        ),
+        (
+            any::<u32>(),
+            agent_info(),
+            opt_text(),
+            any::<u32>(),
+            any::<bool>()
+        )
+            .prop_map(
+                |(protocol, agent, project, pid, verdicts)| AgentToHost::Hello {
+                    protocol,
+                    agent,
+                    project,
+                    pid,
+                    verdicts
+                }
+            ),
         ask().prop_map(AgentToHost::Ask),
         (text(), reason()).prop_map(|(id, reason)| AgentToHost::Withdraw { id, reason }),
+        text().prop_map(|id| AgentToHost::Accepted { id }),
+        refusal().prop_map(AgentToHost::Refused),
     ]
 }
 
@@ -258,16 +272,18 @@ fn host_to_agent() -> impl Strategy<Value = HostToAgent> {
             any::<u32>(),
             host_info(),
             proptest::option::of(extension_info()),
-            any::<bool>()
+            any::<bool>(),
+            proptest::option::of(any::<bool>())
         )
-            .prop_map(
-                |(protocol, host, extension, panel_open)| HostToAgent::Welcome {
+            .prop_map(|(protocol, host, extension, panel_open, verdicts)| {
+                HostToAgent::Welcome {
                     protocol,
                     host,
                     extension,
-                    panel_open
+                    panel_open,
+                    verdicts,
                 }
-            ),
+            }),
         text().prop_map(|id| HostToAgent::Shown { id }),
         answer().prop_map(HostToAgent::Answer),
         (opt_text(), text()).prop_map(|(id, message)| HostToAgent::Error { id, message }),
@@ -276,8 +292,13 @@ fn host_to_agent() -> impl Strategy<Value = HostToAgent> {
 
 fn host_to_extension() -> impl Strategy<Value = HostToExtension> {
     prop_oneof![
-        (any::<u32>(), host_info())
-            .prop_map(|(protocol, host)| HostToExtension::Hello { protocol, host }),
+        (any::<u32>(), host_info(), any::<bool>()).prop_map(|(protocol, host, verdicts)| {
+            HostToExtension::Hello {
+                protocol,
+                host,
+                verdicts,
+            }
+        }),
         (ask(), agent_info(), opt_text()).prop_map(|(ask, agent, project)| {
             HostToExtension::Ask(LabelledAsk {
                 ask,
@@ -286,19 +307,22 @@ fn host_to_extension() -> impl Strategy<Value = HostToExtension> {
             })
         }),
         (text(), reason()).prop_map(|(id, reason)| HostToExtension::Withdraw { id, reason }),
+        text().prop_map(|id| HostToExtension::Accepted { id }),
+        refusal().prop_map(HostToExtension::Refused),
         (opt_text(), text()).prop_map(|(id, message)| HostToExtension::Error { id, message }),
     ]
 }
 
 fn extension_to_host() -> impl Strategy<Value = ExtensionToHost> {
     prop_oneof![
-        (any::<u32>(), extension_info(), opt_text()).prop_map(|(protocol, extension, browser)| {
-            ExtensionToHost::Ready {
+        (any::<u32>(), extension_info(), opt_text(), any::<bool>()).prop_map(
+            |(protocol, extension, browser, verdicts)| ExtensionToHost::Ready {
                 protocol,
                 extension,
                 browser,
+                verdicts,
             }
-        }),
+        ),
         text().prop_map(|id| ExtensionToHost::Shown { id }),
         answer().prop_map(ExtensionToHost::Answer),
         any::<bool>().prop_map(|open| ExtensionToHost::Panel { open }),
@@ -327,7 +351,8 @@ proptest! {
     fn decoding_never_panics_on_any_object_with_a_known_type(
         kind in prop_oneof![
             Just("hello"), Just("ask"), Just("withdraw"), Just("welcome"), Just("shown"),
-            Just("answer"), Just("error"), Just("ready"), Just("panel"), Just("other")
+            Just("answer"), Just("error"), Just("ready"), Just("panel"), Just("accepted"),
+            Just("refused"), Just("other")
         ],
         mut fields in json_object(),
     ) {

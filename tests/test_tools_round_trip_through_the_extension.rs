@@ -330,3 +330,64 @@ async fn a_client_that_closes_its_input_has_its_questions_withdrawn_and_its_call
     assert_eq!(copy, result["result"]["structuredContent"]);
     assert!(serve.wait().expect("wait").success());
 }
+
+#[tokio::test]
+async fn an_answer_that_does_not_fit_is_refused_back_to_the_browser_and_the_call_waits_for_a_corrected_one()
+ {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let (agent, _) = start_agent(runtime.path(), "strict-agent", &[]).await;
+    let call = tokio::spawn(async move {
+        call(
+            &agent,
+            "ask_choice",
+            json!({"question": "Which?", "options": ["a", "b"], "allow_free_text": true}),
+        )
+        .await
+    });
+    let ask = ext.take_ask().await;
+    // Neither an option nor a note: the agent side refuses it, and says why and where.
+    ext.submit(&ask["id"], json!({})).await;
+    let refused = ext.recv_type("refused").await;
+    assert_eq!(refused["id"], ask["id"]);
+    assert_eq!(refused["field"], "choice");
+    assert_eq!(refused["message"], him::form::NOTHING_GIVEN);
+    assert_eq!(
+        ext.quiet_for(std::time::Duration::from_millis(300)).await,
+        None,
+        "no withdraw: the question stays open"
+    );
+    assert!(!call.is_finished(), "the call still waits for the person");
+    // The corrected answer, under the same id, completes the call.
+    ext.submit(&ask["id"], json!({"choice": "b"})).await;
+    assert_eq!(ext.recv_type("accepted").await["id"], ask["id"]);
+    let result = call.await.expect("call task");
+    assert_eq!(result["status"], "answered");
+    assert_eq!(result["answer"], "b");
+    assert_eq!(result["question_id"], ask["id"]);
+}
+
+#[tokio::test]
+async fn an_answer_that_does_not_fit_ends_the_call_as_invalid_where_the_browser_cannot_correct_it()
+{
+    let runtime = runtime_dir();
+    // An extension from before verdicts: it says nothing of them in `ready`.
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let (agent, _) = start_agent(runtime.path(), "strict-agent", &[]).await;
+    let call = tokio::spawn(async move {
+        call(
+            &agent,
+            "ask_choice",
+            json!({"question": "Which?", "options": ["a", "b"], "allow_free_text": true}),
+        )
+        .await
+    });
+    let ask = ext.take_ask().await;
+    ext.submit(&ask["id"], json!({})).await;
+    let result = call.await.expect("call task");
+    assert_eq!(result["status"], "invalid_response");
+    // Told nothing it does not know: the host forgets the question with a withdraw.
+    let withdraw = ext.recv().await;
+    assert_eq!(withdraw["type"], "withdraw", "{withdraw}");
+    assert_eq!(withdraw["id"], ask["id"]);
+}

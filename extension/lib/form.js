@@ -25,10 +25,17 @@
 //   view.validate()   {ok, errors: {name: message}, problem}; shows each message at its
 //                     field, and a problem of the whole answer in the status line
 //   view.focusFirst() focus the first control (the first invalid one after a failed submit)
-//   view.handleKey(e) number keys 1-9 pick an option when focus is not in a text control;
+//   view.handleKey(e) number keys 1-9 pick an option of the focused option group, or of the
+//                     only field of a one-question form, when focus is not in a text control;
 //                     returns true when it used the key (the form calls it itself; a page
 //                     forwards keys that happen outside the form, e.g. on <body>)
 //   view.setDisabled(bool), view.setStatus(text)
+//   view.setSendable(bool)  false: Submit and Decline are disabled (nothing can be sent
+//                     now) while the fields stay editable, so the draft goes on
+//   view.setReadOnly(bool)  true: nothing can be changed or sent, but typed text can still
+//                     be selected and copied (a disabled text box cannot be, in Chromium)
+//   view.showRefusal({field, message})  the agent side refused the answer sent: its reason
+//                     (src/form.rs's words) at the field it names, or in the status line
 //
 // Answer values follow §4: empty optional text, number, select, radio and confirm fields are
 // left out of values(); checkbox is always a boolean and multi_select always an array.
@@ -36,6 +43,7 @@
 import { renderMarkdown, renderInlineMarkdown } from './markdown.js';
 import {
   draftOf,
+  explain,
   initialRaw,
   isEmptyRaw,
   optionsOf,
@@ -73,6 +81,7 @@ export function renderForm(doc, form, opts = {}) {
   const prefix = opts.idPrefix ?? 'him';
   const fields = Array.isArray(form.fields) ? form.fields : [];
   let disabled = false;
+  let sendable = true;
   let attempted = false;
 
   const root = doc.createElement('form');
@@ -147,13 +156,22 @@ export function renderForm(doc, form, opts = {}) {
   decline.className = 'him-decline';
   decline.textContent = 'Decline';
   actions.append(submit, decline);
-  body.appendChild(actions);
+  // Above Submit, in a long form, which fields stopped the last submit, each a way to it.
+  const summary = doc.createElement('p');
+  summary.className = 'him-summary';
+  summary.id = `${prefix}-summary`;
+  summary.hidden = true;
+  body.append(summary, actions);
 
   const status = doc.createElement('p');
   status.className = 'him-status';
   status.setAttribute('role', 'status');
   root.appendChild(status);
 
+  // Digits pick only where it is plain which field they mean: the group the focus is in,
+  // or the one field there is. Key badges show only there (form.css).
+  const soleControl = controls.length === 1 ? controls[0] : null;
+  root.dataset.keys = soleControl ? 'always' : 'focus';
   const hint = doc.createElement('p');
   hint.className = 'him-hint';
   const hasChoices = controls.some((c) => c.pick);
@@ -161,7 +179,7 @@ export function renderForm(doc, form, opts = {}) {
     'Enter submits',
     noteArea || fields.some((f) => f.type === 'textarea') ? 'Ctrl+Enter in a text area' : null,
     'Esc declines',
-    hasChoices ? '1–9 pick an option' : null,
+    hasChoices ? (soleControl ? '1–9 pick an option' : '1–9 pick an option in the group you are in') : null,
   ]
     .filter(Boolean)
     .join(' · ');
@@ -175,6 +193,26 @@ export function renderForm(doc, form, opts = {}) {
   const pristine = snapshot();
   let escArmedUntil = 0;
 
+  let summarised = '';
+  const showSummary = () => {
+    const invalid = attempted && controls.length > 1 ? controls.filter((c) => c.invalid()) : [];
+    // Rebuilt only when the list changes: the focus leaving a field revalidates it, and a
+    // link replaced between its mousedown and its click would never be clicked.
+    const names = invalid.map((c) => c.field.name).join('\n');
+    if (names === summarised) return;
+    summarised = names;
+    summary.hidden = invalid.length === 0;
+    const n = invalid.length;
+    const links = invalid.flatMap((control, i) => {
+      const link = doc.createElement('button');
+      link.type = 'button';
+      link.appendChild(renderInlineMarkdown(doc, labelText(control.field)));
+      link.addEventListener('click', () => control.focus());
+      return i === 0 ? [link] : [doc.createTextNode(', '), link];
+    });
+    summary.replaceChildren(...(n ? [doc.createTextNode(`${n} ${n === 1 ? 'field needs' : 'fields need'} attention: `), ...links] : []));
+  };
+
   let shownProblem = null;
   const validate = () => {
     const result = validateRaw(form, raws(), note());
@@ -184,6 +222,7 @@ export function renderForm(doc, form, opts = {}) {
       status.textContent = result.problem ?? '';
     }
     shownProblem = result.problem;
+    showSummary();
     return result;
   };
 
@@ -201,6 +240,7 @@ export function renderForm(doc, form, opts = {}) {
     // tabbing through an empty required field is not an error yet.
     if (!attempted && isEmptyRaw(control.field, raw) && !control.invalid()) return;
     control.setError(validateField(control.field, raw));
+    showSummary();
   };
 
   root.addEventListener('input', (event) => {
@@ -219,7 +259,7 @@ export function renderForm(doc, form, opts = {}) {
   });
   root.addEventListener('submit', (event) => {
     event.preventDefault();
-    if (disabled) return;
+    if (disabled || !sendable) return;
     attempted = true;
     const result = validate();
     if (!result.ok) {
@@ -229,15 +269,15 @@ export function renderForm(doc, form, opts = {}) {
     opts.onSubmit?.({ values: typedValues(form, raws()), note: note() });
   });
   decline.addEventListener('click', () => {
-    if (!disabled) opts.onDecline?.();
+    if (!disabled && sendable) opts.onDecline?.();
   });
 
   const handleKey = (event) => {
     if (disabled || event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) return false;
     if (!/^[1-9]$/.test(event.key) || isTextEntry(event.target)) return false;
-    const inside = controls.find((c) => c.pick && c.element.contains(event.target));
-    const control = inside ?? controls.find((c) => c.pick);
-    if (!control || !control.pick(Number(event.key) - 1)) return false;
+    // Only the control the focus is in, or the only one: never another field than meant.
+    const control = controls.find((c) => c.element.contains(event.target)) ?? soleControl;
+    if (!control?.pick || !control.pick(Number(event.key) - 1)) return false;
     event.preventDefault();
     opts.onChange?.(draft());
     revalidate(control);
@@ -255,7 +295,7 @@ export function renderForm(doc, form, opts = {}) {
         status.textContent = 'Press Esc again to decline.';
         return;
       }
-      opts.onDecline?.();
+      if (sendable) opts.onDecline?.();
       return;
     }
     if (event.key === 'Enter' && !event.shiftKey && !event.altKey) {
@@ -286,6 +326,36 @@ export function renderForm(doc, form, opts = {}) {
     },
     setStatus(text) {
       status.textContent = text ?? '';
+    },
+    setReadOnly(value) {
+      const readOnly = Boolean(value);
+      for (const el of body.querySelectorAll('input, textarea, select')) {
+        const isText = el.tagName.toLowerCase() === 'textarea' || isTextEntry(el);
+        if (isText && el.tagName.toLowerCase() !== 'select') el.readOnly = readOnly;
+        else el.disabled = readOnly;
+      }
+      disabled = readOnly;
+      submit.disabled = readOnly || !sendable;
+      decline.disabled = readOnly || !sendable;
+    },
+    setSendable(value) {
+      sendable = Boolean(value);
+      submit.disabled = !sendable;
+      decline.disabled = !sendable;
+    },
+    showRefusal({ field, message }) {
+      attempted = true;
+      const control = controls.find((c) => c.field.name === field);
+      const reason = explain(control?.field ?? null, String(message ?? ''));
+      if (control) {
+        control.setError(reason);
+        showSummary();
+        status.textContent = 'The agent did not accept this answer; correct it and send again.';
+        control.focus();
+      } else {
+        status.textContent = `The agent did not accept this answer: ${reason}`;
+        focusFirst();
+      }
     },
   };
 }

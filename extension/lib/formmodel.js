@@ -117,6 +117,8 @@ function refused(field, message) {
   return { ok: false, field, message };
 }
 
+const REQUIRED = 'is required but was left empty';
+
 /** `Field::is_empty`: what counts as left empty, in a typed answer. */
 function isEmptyValue(field, v) {
   if (v === undefined || v === null) return true;
@@ -130,7 +132,7 @@ const hasBound = (b) => typeof b === 'number';
 /** `Field::check_value`: {value} normalised, or {error}. */
 function checkValue(field, v) {
   if (isEmptyValue(field, v)) {
-    if (field.required) return { error: 'is required but was left empty' };
+    if (field.required) return { error: REQUIRED };
     if (field.type === 'multi_select') {
       // An empty selection is still a selection; its count must meet `min`.
       if (hasBound(field.min) && field.min > 0) return { error: countRule(field) };
@@ -416,11 +418,16 @@ export function validateRaw(form, raws, note = '') {
   return { ok: Object.keys(errors).length === 0 && problem === null, errors, problem };
 }
 
-function explain(field, message) {
+/**
+ * A rule of the agent side (checkAnswer's or src/form.rs's `message`, about `field` or, when
+ * null, the whole answer) in words for the person.
+ */
+export function explain(field, message) {
   if (message === NOTHING_GIVEN) {
     const chooses = field && (CHOOSES_ONE.has(field.type) || field.type === 'multi_select');
     return chooses ? 'Choose an option, or add a note.' : 'Answer this, or add a note.';
   }
+  if (message === REQUIRED) return 'This field is required.';
   // A rule the person-facing checks above missed: say it as the agent side would.
   return `${message.charAt(0).toUpperCase()}${message.slice(1)}.`;
 }

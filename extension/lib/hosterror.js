@@ -56,6 +56,28 @@ function fromBrowser(text, ctx) {
   };
 }
 
+/**
+ * Why an answer to `question` cannot be sent now, for its card, or null when it can: the
+ * browser's link to the him host is down (the host is missing, not the agent), still being
+ * made, or up while the question's agent has yet to ask it again of a new host.
+ * @param {{status: string, problem: ?{summary: string, commands: string[]}}} host
+ * @param {{unconfirmed_since_ms: ?number}} question
+ */
+export function sendBlockedReason(host, question) {
+  const kept = 'Your answer is kept.';
+  if (host.status === 'error') {
+    const fix = host.problem?.commands?.[0];
+    const summary = host.problem?.summary ? ` ${host.problem.summary}` : '';
+    const then = fix ? ` Run ${fix} (see above), then Try again; your answer is kept.` : ` ${kept}`;
+    return `Cannot send: the him host is not connected.${summary}${then}`;
+  }
+  if (host.status !== 'connected') return `Connecting to the him host… ${kept}`;
+  if (question.unconfirmed_since_ms !== null && question.unconfirmed_since_ms !== undefined) {
+    return `Waiting for the agent to reconnect… ${kept}`;
+  }
+  return null;
+}
+
 /** Reconnect delay after `failures` failed attempts in a row: 0.5 s doubling to 30 s. */
 export function backoffMs(failures) {
   return Math.min(30_000, 500 * 2 ** Math.max(0, failures));

@@ -5,7 +5,8 @@
 //
 // state = {
 //   questions: [{id, form, timeout_ms, asked_at_ms, deadline_ms, agent, project,
-//                received_at_ms, draft, unconfirmed_since_ms, undelivered?}],
+//                received_at_ms, draft, unconfirmed_since_ms, undelivered?, judging?, refused?,
+//                closed?}],
 //   notices:   [{key, id, title, agent, text, kind, at_ms}],
 //   sent:      [{question, notice, at_ms}],
 // }
@@ -17,6 +18,13 @@
 // of its "Answer sent." notice: the host may yet report that the answer did not reach the
 // agent, and then the question comes back `undelivered: {message, at_ms}`, for the person to
 // see and copy what did not arrive. Nobody waits for it any more, so it has no deadline.
+// With a host that relays verdicts (its hello says `verdicts`), an answer first waits in the
+// queue as `judging: {answer, at_ms}` until the agent side says `accepted` (then it leaves
+// as above, "Answer sent.") or `refused`: then it stays, `refused: {field, message, at_ms}`,
+// for the person to correct while the agent still waits (same deadline).
+// A question that ends without the person's answer (withdrawn, timed out, its agent gone)
+// after they started typing stays in place as `closed: {reason, text, at_ms}`, no longer
+// answerable, so that what they typed can still be copied, until they dismiss it.
 
 /** How long a notice stays in the panel. */
 export const NOTICE_TTL_MS = 2 * 60 * 1000;
@@ -148,6 +156,44 @@ export function removeQuestion(state, id, reason, now) {
 }
 
 /**
+ * Question `id` ended without the person's answer, for `reason` (a withdraw reason,
+ * 'expired' or 'gone'): one they had started to answer stays, `closed`, with its draft and
+ * no deadline, until dismissed (dismissCard); any other leaves with a notice, as
+ * removeQuestion. Returns {state, removed: the question or null, closed: bool}.
+ */
+export function endQuestion(state, id, reason, now) {
+  const question = state.questions.find((q) => q.id === id);
+  if (!question?.draft || !hasTyped(question.draft) || question.undelivered || question.closed) {
+    return { ...removeQuestion(state, id, reason, now), closed: false };
+  }
+  const { judging, refused, ...rest } = question;
+  const closed = {
+    ...rest,
+    deadline_ms: null,
+    unconfirmed_since_ms: null,
+    closed: { reason, text: leaveText(reason), at_ms: now },
+  };
+  return {
+    state: { ...state, questions: state.questions.map((q) => (q.id === id ? closed : q)) },
+    removed: null,
+    closed: true,
+  };
+}
+
+/** Whether a draft holds anything the person typed or picked. */
+function hasTyped(draft) {
+  const picked = Object.values(draft.values ?? {}).some(
+    (v) => v !== null && v !== '' && v !== false && !(Array.isArray(v) && v.length === 0),
+  );
+  return picked || String(draft.note ?? '').trim() !== '';
+}
+
+/** Questions still waiting for the person: not closed, not undelivered. */
+export function waitingCount(state) {
+  return state.questions.filter((q) => !q.closed && !q.undelivered).length;
+}
+
+/**
  * The person's answer to question `id` went to the host: `answer` is what was sent,
  * {action, values?, note?}. The question leaves as with removeQuestion, and is kept in
  * `sent` a while with the answer as its draft. Returns {state, removed}.
@@ -155,16 +201,62 @@ export function removeQuestion(state, id, reason, now) {
 export function answerSent(state, id, answer, now) {
   const { state: next, removed } = removeQuestion(state, id, answer.action, now);
   if (!removed) return { state, removed };
+  const { judging, refused, ...rest } = removed;
+  const question = { ...rest, draft: answerDraft(removed, answer) };
+  const kept = state.sent.filter((s) => s.question.id !== id);
+  const sent = [{ question, notice: next.notices[0].key, at_ms: now }, ...kept].slice(0, MAX_SENT);
+  return { state: { ...next, sent }, removed };
+}
+
+/** The draft that `answer` leaves in `question`'s form, password fields left out. */
+function answerDraft(question, answer) {
   // What the person had in the form: for a submit, exactly the values sent (a field left
   // out of them was left empty); for a decline, what was typed so far, and the note.
   const values =
     answer.action === 'submit'
-      ? Object.fromEntries(fieldsOf(removed).map((f) => [f.name, answer.values?.[f.name] ?? null]))
-      : (removed.draft?.values ?? {});
-  const question = { ...removed, draft: cleanDraft(removed, { values, note: answer.note ?? '' }) };
-  const kept = state.sent.filter((s) => s.question.id !== id);
-  const sent = [{ question, notice: next.notices[0].key, at_ms: now }, ...kept].slice(0, MAX_SENT);
-  return { state: { ...next, sent }, removed };
+      ? Object.fromEntries(fieldsOf(question).map((f) => [f.name, answer.values?.[f.name] ?? null]))
+      : (question.draft?.values ?? {});
+  return cleanDraft(question, { values, note: answer.note ?? '' });
+}
+
+/**
+ * The person's answer to question `id` went to a host that relays verdicts: the question
+ * stays, `judging`, with the answer as its draft, until the agent side accepts or refuses
+ * it. Returns {state, marked: bool}.
+ */
+export function answerJudging(state, id, answer, now) {
+  const question = state.questions.find((q) => q.id === id);
+  if (!question) return { state, marked: false };
+  const { refused, ...rest } = question;
+  const judged = { ...rest, draft: answerDraft(question, answer), judging: { answer, at_ms: now } };
+  return { state: { ...state, questions: state.questions.map((q) => (q.id === id ? judged : q)) }, marked: true };
+}
+
+/**
+ * The agent side took the answer to `id`: it leaves as answerSent says. Returns {state,
+ * removed}; removed is null when no answer to `id` was being judged.
+ */
+export function answerAccepted(state, id, now) {
+  const question = state.questions.find((q) => q.id === id && q.judging);
+  if (!question) return { state, removed: null };
+  return answerSent(state, id, question.judging.answer, now);
+}
+
+/**
+ * The agent side refused the answer to `id` (`refusal`: {field?, message}) and still waits:
+ * the question is answerable again, with the answer as its draft, and says why.
+ * Returns {state, marked: bool}; false when no answer to `id` was being judged.
+ */
+export function answerRefused(state, id, refusal, now) {
+  const question = state.questions.find((q) => q.id === id && q.judging);
+  if (!question) return { state, marked: false };
+  const { judging, ...rest } = question;
+  const refused = {
+    field: typeof refusal?.field === 'string' ? refusal.field : null,
+    message: typeof refusal?.message === 'string' ? refusal.message : 'the answer does not fit the question',
+    at_ms: now,
+  };
+  return { state: { ...state, questions: state.questions.map((q) => (q.id === id ? { ...rest, refused } : q)) }, marked: true };
 }
 
 /**
@@ -174,13 +266,20 @@ export function answerSent(state, id, answer, now) {
  * when no answer to `id` was sent lately (or the question is back already).
  */
 export function answerUndelivered(state, id, message, now) {
+  const judged = state.questions.find((q) => q.id === id && q.judging);
+  if (judged) {
+    // Its agent left before it said what it made of the answer.
+    const { judging, ...rest } = judged;
+    const question = { ...rest, deadline_ms: null, unconfirmed_since_ms: null, undelivered: undeliveredBecause(message, now) };
+    return { state: { ...state, questions: state.questions.map((q) => (q.id === id ? question : q)) }, restored: true };
+  }
   const sent = state.sent.find((s) => s.question.id === id);
   if (!sent || state.questions.some((q) => q.id === id)) return { state, restored: false };
   const question = {
     ...sent.question,
     deadline_ms: null,
     unconfirmed_since_ms: null,
-    undelivered: { message: typeof message === 'string' ? message : 'the host could not deliver it', at_ms: now },
+    undelivered: undeliveredBecause(message, now),
   };
   // Back where it was among the others, oldest first.
   const at = state.questions.findIndex((q) => q.received_at_ms > question.received_at_ms);
@@ -196,9 +295,16 @@ export function answerUndelivered(state, id, message, now) {
   };
 }
 
-/** The person dismissed undelivered question `id`: it goes, with no notice. */
-export function dismissUndelivered(state, id) {
-  const questions = state.questions.filter((q) => !(q.id === id && q.undelivered));
+function undeliveredBecause(message, now) {
+  return { message: typeof message === 'string' ? message : 'the host could not deliver it', at_ms: now };
+}
+
+/**
+ * The person dismissed question `id`, whose card nobody waits for any more (undelivered or
+ * closed): it goes, with no notice. A question still waiting is not dismissed.
+ */
+export function dismissCard(state, id) {
+  const questions = state.questions.filter((q) => !(q.id === id && (q.undelivered || q.closed)));
   return questions.length === state.questions.length ? state : { ...state, questions };
 }
 
@@ -236,7 +342,7 @@ function cleanDraft(question, draft) {
 export function expire(state, now) {
   const expired = state.questions.filter((q) => q.deadline_ms !== null && q.deadline_ms <= now).map((q) => q.id);
   let next = state;
-  for (const id of expired) next = removeQuestion(next, id, 'expired', now).state;
+  for (const id of expired) next = endQuestion(next, id, 'expired', now).state;
   return { state: next, expired };
 }
 
@@ -248,7 +354,7 @@ export function markUnconfirmed(state, now) {
   return {
     ...state,
     questions: state.questions.map((q) =>
-      q.undelivered ? q : { ...q, unconfirmed_since_ms: q.unconfirmed_since_ms ?? now },
+      q.undelivered || q.closed ? q : { ...q, unconfirmed_since_ms: q.unconfirmed_since_ms ?? now },
     ),
   };
 }
@@ -259,7 +365,7 @@ export function dropUnconfirmed(state, now, graceMs = UNCONFIRMED_GRACE_MS) {
     .filter((q) => q.unconfirmed_since_ms !== null && now - q.unconfirmed_since_ms >= graceMs)
     .map((q) => q.id);
   let next = state;
-  for (const id of dropped) next = removeQuestion(next, id, 'gone', now).state;
+  for (const id of dropped) next = endQuestion(next, id, 'gone', now).state;
   return { state: next, dropped };
 }
 

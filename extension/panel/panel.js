@@ -7,6 +7,7 @@
 
 import { renderForm } from '../lib/form.js';
 import { agentLabel, formatTimeLeft, timeLeft } from '../lib/queue.js';
+import { sendBlockedReason } from '../lib/hosterror.js';
 import { postIfOpen } from '../lib/port.js';
 
 const api = globalThis.browser ?? globalThis.chrome;
@@ -52,7 +53,7 @@ function onWorkerMessage(msg) {
       reconnected = false;
       for (const [id, card] of cards) {
         if (!card.broken) send({ type: 'draft', id, draft: card.view.draft() });
-        if (card.sending && !card.expired) {
+        if (card.sending && !card.expired && !card.question.judging) {
           // The worker restarted with this answer in flight and still lists the question,
           // so the answer did not get through.
           card.sending = false;
@@ -165,13 +166,14 @@ function renderQueue(questions) {
     if (main.children[i] !== card.element) main.insertBefore(card.element, main.children[i] ?? null);
     updateCard(card);
   });
-  $('empty').hidden = questions.length > 0;
+  // Under the banner that says him cannot be reached, "nothing to answer" would mislead.
+  $('empty').hidden = questions.length > 0 || !$('problem').hidden;
   // When a question arrives or leaves and the focus is not in another one, the oldest
   // question gets it: answer one, and the keyboard is already in the next. A question
   // never takes the focus from one the person is in, and a broken card never takes it
   // (Enter there would decline a question the person could not read).
   if (changed && !main.contains(document.activeElement)) {
-    [...cards.values()].find((c) => !c.broken)?.view.focusFirst();
+    [...cards.values()].find((c) => !c.broken && !c.question.closed)?.view.focusFirst();
   }
 }
 
@@ -219,7 +221,11 @@ function createCard(question) {
       draft: question.draft ?? undefined,
       onChange(draft) {
         clearTimeout(card.draftTimer);
-        card.draftTimer = setTimeout(() => send({ type: 'draft', id: question.id, draft }), DRAFT_DELAY_MS);
+        // The first edit goes at once: a question withdrawn a moment later must still know
+        // it was being answered, to stay on the panel with what was typed.
+        const delay = question.draft || card.draftSent ? DRAFT_DELAY_MS : 0;
+        card.draftSent = true;
+        card.draftTimer = setTimeout(() => send({ type: 'draft', id: question.id, draft }), delay);
       },
       onSubmit({ values, note }) {
         answer('submit', { values, note });
@@ -272,19 +278,31 @@ function brokenView(prefix, err, onDecline) {
       onDecline();
     }
   });
+  // Decline waits while anything says nothing can be sent (in flight, no host, closed).
+  const holds = { disabled: false, unsendable: false, readOnly: false };
+  const hold = (key, value) => {
+    holds[key] = Boolean(value);
+    decline.disabled = holds.disabled || holds.unsendable || holds.readOnly;
+  };
   return {
     element,
-    setDisabled(value) {
-      decline.disabled = Boolean(value);
-    },
+    setDisabled: (value) => hold('disabled', value),
+    setSendable: (value) => hold('unsendable', !value),
+    setReadOnly: (value) => hold('readOnly', value),
     setStatus(text) {
       status.textContent = text ?? '';
+    },
+    // Only a decline is ever sent from here, and a decline is never refused.
+    showRefusal({ message }) {
+      status.textContent = message ?? '';
     },
   };
 }
 
 function updateCard(card) {
   if (showUndelivered(card)) return;
+  if (showClosed(card)) return;
+  if (showVerdict(card)) return;
   const left = timeLeft(card.question, Date.now());
   card.timeEl.textContent = left === null ? '' : `${formatTimeLeft(left)} left`;
   card.timeEl.setAttribute('aria-label', left === null ? 'No time limit' : `${formatTimeLeft(left)} left to answer`);
@@ -299,10 +317,70 @@ function updateCard(card) {
     return;
   }
   if (card.expired) return;
-  const waiting = card.question.unconfirmed_since_ms !== null || state.host.status !== 'connected';
-  if (waiting) card.view.setStatus('Reconnecting to the agent… your answer is kept.');
+  const blocked = sendBlockedReason(state.host, card.question);
+  if (blocked) card.view.setStatus(blocked);
   else if (card.waiting) card.view.setStatus('');
-  card.waiting = waiting;
+  // The fields stay editable, so the draft goes on; only sending waits.
+  card.view.setSendable(!blocked);
+  card.waiting = Boolean(blocked);
+}
+
+/**
+ * Shows that this card's question ended before the person answered it (withdrawn, timed
+ * out, its agent gone): the card stays where it is, greyed, says why, and keeps what was
+ * typed readable and copyable until *Dismiss*. Returns whether it is closed.
+ */
+function showClosed(card) {
+  const closed = card.question.closed;
+  if (!closed) return false;
+  if (card.closedAt === closed.at_ms) return true;
+  card.closedAt = closed.at_ms;
+  clearTimeout(card.draftTimer);
+  card.sending = false;
+  card.element.dataset.closed = '';
+  card.timeEl.textContent = '';
+  card.timeEl.removeAttribute('aria-label');
+  card.view.setDisabled(false);
+  card.view.setReadOnly(true);
+  card.view.setStatus(`${closed.text} What you typed stays here to copy until you dismiss it.`);
+  const dismiss = document.createElement('button');
+  dismiss.type = 'button';
+  dismiss.className = 'discard';
+  dismiss.textContent = 'Dismiss';
+  dismiss.setAttribute('aria-label', 'Dismiss this question');
+  dismiss.addEventListener('click', () => send({ type: 'discard', id: card.question.id }));
+  card.timeEl.after(dismiss);
+  return true;
+}
+
+/**
+ * Shows where the agent side's verdict on this card's answer stands (extension/README.md):
+ * while it is judged the card waits, disabled, and nothing says "sent" yet; once refused, the
+ * card is answerable again with the reason at the field it names, the agent still waiting.
+ * Returns whether the answer is being judged (then there is nothing more to update).
+ */
+function showVerdict(card) {
+  const { judging, refused } = card.question;
+  if (judging) {
+    card.judged = true;
+    card.sending = true;
+    card.view.setDisabled(true);
+    card.view.setStatus('Sending…');
+    return true;
+  }
+  const newRefusal = refused && refused.at_ms !== card.refusedAt;
+  if (card.judged) {
+    card.judged = false;
+    card.sending = false;
+    card.view.setDisabled(false);
+    // Asked again with no verdict (the host restarted meanwhile): the answer did not land.
+    if (!newRefusal) card.view.setStatus('');
+  }
+  if (newRefusal) {
+    card.refusedAt = refused.at_ms;
+    card.view.showRefusal(refused);
+  }
+  return false;
 }
 
 /**
@@ -339,7 +417,7 @@ function showUndelivered(card) {
 // Number keys pick options even when focus is outside any form (e.g. on the page itself).
 document.addEventListener('keydown', (event) => {
   if (event.defaultPrevented || $('queue').contains(event.target)) return;
-  const first = [...cards.values()].find((c) => !c.expired && !c.broken);
+  const first = [...cards.values()].find((c) => !c.expired && !c.broken && !c.question.closed);
   first?.view.handleKey(event);
 });
 

@@ -557,6 +557,8 @@ pub fn hello_welcome(stream: &mut (impl Read + Write)) -> Result<Welcome, String
         },
         project: None,
         pid: std::process::id(),
+        // It asks nothing, so it has no answers to judge.
+        verdicts: false,
     });
     write_frame_sync(stream, &hello).map_err(|e| format!("cannot send hello: {e}"))?;
     // A few frames at most: a host answers hello with welcome before anything else.

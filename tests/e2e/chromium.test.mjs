@@ -123,6 +123,26 @@ function card(title) {
   return page.locator('article.card', { has: page.getByRole('heading', { name: title }) });
 }
 
+/** A raw agent on the live host's socket that said hello as `name` (see rawagent.mjs). */
+async function greetedAgent(name) {
+  const agent = rawAgent(path.join(runtimeDir, 'hosts', `${hostPids()[0]}.sock`));
+  await agent.connected;
+  agent.send({ type: 'hello', protocol: 1, agent: { name }, pid: process.pid });
+  await agent.next((m) => m.type === 'welcome');
+  return agent;
+}
+
+/** A one-field text question for a raw agent to ask. */
+function textQuestion(title) {
+  return { id: randomBytes(16).toString('hex'), title, form: { title, fields: [{ name: 'answer', type: 'text', label: title }] } };
+}
+
+/** Waits until `control`'s border has the colour of the error messages in `inCard` (past any transition). */
+async function turnsRed(inCard, control) {
+  const error = await inCard.locator('.him-error').first().evaluate((el) => getComputedStyle(el).color);
+  return until('the error colour', async () => (await control.evaluate((el) => getComputedStyle(el).borderTopColor)) === error, 2000);
+}
+
 async function noticeFor(title) {
   const notice = page.locator('.notice', { hasText: title }).first();
   await notice.waitFor({ timeout: 5000 });
@@ -241,6 +261,39 @@ test('ask_choice: a number key picks an option, with a note', { timeout: STEP_MS
   assert.equal(r.free_text, 'but a dark red');
 });
 
+test('ask_choice with free text: neither is stopped in the panel; an answer the agent refuses comes back to its card (issue 15.1)', { timeout: STEP_MS }, async () => {
+  const title = 'Which queue should it use?';
+  const q = ask('ask_choice', { question: title, options: ['Kafka', 'SQS'], allow_free_text: true });
+  const c = card(title);
+  await c.waitFor();
+  await c.getByRole('button', { name: 'Submit' }).click();
+  await c.getByText('Choose an option, or add a note.').waitFor();
+  await turnsRed(c, c.locator('.him-option').first()); // an invalid radio group too (issue 15.4)
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(q.settled(), false, 'the panel applies the agent side\'s rules: nothing was sent');
+
+  // An answer that gets past the panel (here posted straight to the worker, as a panel of
+  // another version could) is judged by the real agent side, which refuses it and waits.
+  const id = (await stored()).queue.questions.find((x) => x.form.title === title).id;
+  await page.evaluate((id) => {
+    chrome.runtime.connect({ name: 'panel' }).postMessage({ type: 'answer', id, action: 'submit', values: { choice: 'Kinesis' } });
+  }, id);
+  await c.getByText('"Kinesis" is not one of the options.').waitFor();
+  assert.match(await c.locator('.him-status').textContent(), /The agent did not accept this answer; correct it and send again\./);
+  assert.equal(await c.getByRole('radiogroup', { name: title }).getAttribute('aria-invalid'), 'true');
+  assert.equal(await page.locator('.notice', { hasText: title }).count(), 0, 'no "Answer sent." for a refused answer');
+  assert.equal(q.settled(), false, 'the call still waits');
+  assert.match(await c.locator('.time').textContent(), /left/, 'with its deadline');
+
+  await c.getByRole('radio', { name: 'SQS' }).check();
+  await c.getByRole('button', { name: 'Submit' }).click();
+  const r = await q.result();
+  assert.equal(r.status, 'answered');
+  assert.equal(r.answer, 'SQS');
+  assert.equal(r.question_id, id, 'the same question, corrected');
+  assert.match(await noticeFor(title), /Answer sent/);
+});
+
 test('ask_multi_select: too many is stopped at the field, then fixed', { timeout: STEP_MS }, async () => {
   const q = ask('ask_multi_select', { question: 'Which checks should run?', options: ['lint', 'test', 'build', 'deploy'], min: 1, max: 2 });
   const c = card('Which checks should run?');
@@ -248,6 +301,7 @@ test('ask_multi_select: too many is stopped at the field, then fixed', { timeout
   for (const name of ['lint', 'test', 'build']) await c.getByRole('checkbox', { name }).check();
   await c.getByRole('button', { name: 'Submit' }).click();
   await c.getByText('Choose at most 2 options.').waitFor();
+  await turnsRed(c, c.locator('.him-option').first());
   assert.equal(await c.getByRole('checkbox', { name: 'lint' }).getAttribute('aria-invalid'), 'true');
   assert.match(await c.getByRole('group', { name: 'Which checks should run?' }).getAttribute('aria-describedby'), /-error/);
   await new Promise((r) => setTimeout(r, 200));
@@ -270,6 +324,36 @@ test('ask_confirm: 1 means Yes, Enter sends it', { timeout: STEP_MS }, async () 
   const r = await q.result();
   assert.equal(r.status, 'answered');
   assert.equal(r.confirmed, true);
+});
+
+test('in a form, a digit picks only in the focused option group, and only there are key badges (issue 15.2)', { timeout: STEP_MS }, async () => {
+  const q = ask('ask_form', {
+    title: 'Cache settings',
+    fields: [
+      { name: 'warm', type: 'checkbox', label: 'Warm it up first' },
+      { name: 'tier', type: 'radio', label: 'Tier', options: [{ value: 'hot', label: 'Hot' }, { value: 'cold', label: 'Cold' }] },
+    ],
+  });
+  const c = card('Cache settings');
+  const warm = c.getByRole('checkbox', { name: 'Warm it up first' });
+  await warm.waitFor();
+  const badge = c.getByRole('radiogroup', { name: 'Tier' }).locator('kbd').first();
+  assert.equal(await badge.isVisible(), false, 'no badge where a digit does nothing');
+  await warm.focus();
+  await page.keyboard.press('2');
+  await c.getByRole('button', { name: 'Submit' }).focus();
+  await page.keyboard.press('1');
+  assert.equal(await c.getByRole('radio', { name: 'Cold' }).isChecked(), false, 'the digit changed no other field');
+  assert.equal(await c.getByRole('radio', { name: 'Hot' }).isChecked(), false);
+  assert.equal(await warm.isChecked(), false);
+
+  await c.getByRole('radio', { name: 'Hot' }).focus();
+  assert.equal(await badge.isVisible(), true, 'badges in the group the focus is in');
+  await page.keyboard.press('2');
+  assert.equal(await c.getByRole('radio', { name: 'Cold' }).isChecked(), true);
+  await page.keyboard.press('Enter');
+  const r = await q.result();
+  assert.deepEqual(r.values, { warm: false, tier: 'cold' });
 });
 
 test('two questions at once: the new one waits its turn, then gets the keyboard', { timeout: STEP_MS }, async () => {
@@ -385,6 +469,14 @@ test('ask_form: every field type, by label; the password never reaches storage',
   await c.getByLabel('Owner').fill('');
   await c.getByRole('button', { name: 'Deploy' }).click();
   await c.getByText('This field is required.').waitFor();
+  // Invalid fields turn red, whatever their kind (issue 15.4), and a summary by Submit
+  // leads to each.
+  await turnsRed(c, c.getByLabel('Owner'));
+  const summary = c.locator('.him-summary');
+  assert.equal(await summary.textContent(), '1 field needs attention: Owner');
+  await c.getByLabel('Release notes').focus();
+  await summary.getByRole('button', { name: 'Owner' }).click();
+  assert.equal(await c.getByLabel('Owner').evaluate((el) => el === document.activeElement), true);
   assert.deepEqual(await accessibilityViolations(), [], 'light theme');
   await page.emulateMedia({ colorScheme: 'dark' });
   await new Promise((r) => setTimeout(r, 300)); // past the colour transitions
@@ -449,6 +541,61 @@ test('a question that times out leaves the panel with a notice', { timeout: STEP
   assert.equal(r.status, 'timeout');
   await c.waitFor({ state: 'detached', timeout: 5000 });
   assert.match(await noticeFor('Quick: which port?'), /Timed out/);
+});
+
+test('a question that ends while the person types stays in place, greyed, its text there to copy, until dismissed (issue 15.3)', { timeout: 30_000 }, async () => {
+  const title = 'Which changelog entry is this?';
+  const q = ask('ask_text', { question: title, timeout_ms: 2500 });
+  const c = card(title);
+  const box = c.getByRole('textbox', { name: title });
+  await box.waitFor();
+  await box.fill('Fixed the flaky upload');
+  await until('the draft to be stored', async () =>
+    (await stored()).queue?.questions?.some((x) => x.draft?.values?.answer === 'Fixed the flaky upload'),
+  );
+  assert.equal((await q.result()).status, 'timeout');
+  await c.getByText(/^Timed out: the agent stopped waiting for an answer\. What you typed stays here to copy/).waitFor({ timeout: 5000 });
+  assert.equal(await box.inputValue(), 'Fixed the flaky upload');
+  assert.equal(await box.isEditable(), false, 'it can no longer be answered');
+  assert.equal(await box.isDisabled(), false, 'a disabled box could not be selected from');
+  assert.equal(await box.evaluate((el) => (el.select(), el.selectionEnd - el.selectionStart)), 'Fixed the flaky upload'.length);
+  assert.equal(await c.getByRole('button', { name: 'Submit' }).isDisabled(), true);
+  assert.equal(await page.locator('.notice', { hasText: title }).count(), 0, 'the card says it, in place');
+  await until('the badge to clear', async () => (await worker.evaluate(() => chrome.action.getBadgeText({}))) === '');
+
+  // Withdrawn by its agent: the card says so. An untouched one leaves with a notice, which
+  // appears below the questions and never pushes down the card being answered.
+  const agent = await greetedAgent('withdrawing-agent');
+  const [typed, untouched, answering] = ['Which index should it drop?', 'Rebuild it now?', 'Who reviews it?'].map(textQuestion);
+  for (const { id, form } of [typed, untouched, answering]) {
+    agent.send({ type: 'ask', id, form, timeout_ms: 120_000, asked_at_ms: Date.now() });
+    await agent.next((m) => m.type === 'shown' && m.id === id);
+  }
+  await card(typed.title).getByRole('textbox').fill('idx_old_users');
+  await until('the draft to be stored', async () =>
+    (await stored()).queue?.questions?.some((x) => x.draft?.values?.answer === 'idx_old_users'),
+  );
+  const answeringBox = card(answering.title).getByRole('textbox');
+  await answeringBox.fill('Grace');
+  await until('the draft to be stored', async () =>
+    (await stored()).queue?.questions?.some((x) => x.draft?.values?.answer === 'Grace'),
+  );
+  const before = (await card(answering.title).boundingBox()).y;
+  agent.send({ type: 'withdraw', id: untouched.id, reason: 'answered' });
+  await noticeFor(untouched.title);
+  agent.send({ type: 'withdraw', id: typed.id, reason: 'cancelled' });
+  await card(typed.title).getByText(/^Cancelled by the agent\. What you typed stays here/).waitFor();
+  assert.equal(await card(typed.title).getByRole('textbox').inputValue(), 'idx_old_users');
+  assert.ok((await card(answering.title).boundingBox()).y <= before, 'the card being answered did not move down');
+  assert.equal(await answeringBox.evaluate((el) => el === document.activeElement), true, 'nor lost the focus');
+
+  agent.send({ type: 'withdraw', id: answering.id, reason: 'shutdown' });
+  await card(answering.title).getByText(/^The agent shut down\./).waitFor({ timeout: 5000 });
+  agent.destroy();
+  for (const t of [title, typed.title, answering.title]) {
+    await card(t).getByRole('button', { name: 'Dismiss this question' }).click();
+    await card(t).waitFor({ state: 'detached', timeout: 5000 });
+  }
 });
 
 test('the host is killed mid-question: a new one starts, the draft survives, the answer arrives', { timeout: 30_000 }, async () => {
@@ -525,19 +672,8 @@ test('the service worker is stopped mid-question: it restarts from storage and t
 });
 
 test('answers the host cannot deliver come back to their cards, kept, with why, until dismissed or asked again', { timeout: 45_000 }, async () => {
-  const socket = path.join(runtimeDir, 'hosts', `${hostPids()[0]}.sock`);
-  const greeted = async (name) => {
-    const agent = rawAgent(socket);
-    await agent.connected;
-    agent.send({ type: 'hello', protocol: 1, agent: { name }, pid: process.pid });
-    await agent.next((m) => m.type === 'welcome');
-    return agent;
-  };
-  const questions = ['Which tag should ship?', 'Who signs it off?'].map((title) => ({
-    id: randomBytes(16).toString('hex'),
-    title,
-    form: { title, fields: [{ name: 'answer', type: 'text', label: title }] },
-  }));
+  const greeted = greetedAgent;
+  const questions = ['Which tag should ship?', 'Who signs it off?'].map(textQuestion);
   const askAll = async (agent, list) => {
     for (const { id, form } of list) agent.send({ type: 'ask', id, form, timeout_ms: 120_000, asked_at_ms: Date.now() });
     for (const { id } of list) await agent.next((m) => m.type === 'shown' && m.id === id);
@@ -596,12 +732,46 @@ test('a missing host shows the browser error and what to run; Try again reconnec
     assert.match(await problem.textContent(), /Specified native messaging host not found\./);
     assert.equal(await problem.getByText('him install', { exact: true }).count(), 1);
     assert.equal(await problem.getByText('him doctor', { exact: true }).count(), 1);
+    assert.equal(await page.locator('#empty').isVisible(), false, 'no "Nothing to answer" under the banner (issue 15.5)');
   } finally {
     renameSync(hidden, manifestPath);
   }
   await page.getByRole('button', { name: 'Try again' }).click();
   await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });
   assert.equal(await page.getByRole('region', { name: 'him is not installed for this browser.' }).count(), 0);
+  assert.equal(await page.locator('#empty').isVisible(), true);
+});
+
+test('with the host missing, a card says so and how to fix it, keeps the draft, and cannot send until it is back (issue 15.5)', { timeout: 40_000 }, async () => {
+  const title = 'Which mirror should it use?';
+  const q = ask('ask_text', { question: title });
+  const c = card(title);
+  const box = c.getByRole('textbox', { name: title });
+  await box.waitFor();
+  await box.fill('eu-1');
+  const hidden = `${manifestPath}.away`;
+  renameSync(manifestPath, hidden);
+  try {
+    for (const pid of hostPids()) process.kill(pid, 'SIGKILL');
+    await c.getByText(/^Cannot send: the him host is not connected\. him is not installed for this browser\. Run him install/).waitFor({ timeout: 10_000 });
+    assert.equal(await c.getByText(/agent/i).count(), 0, 'it does not blame the agent');
+    assert.equal(await c.getByRole('button', { name: 'Submit' }).isDisabled(), true);
+    await box.press('End');
+    await box.pressSequentially('-b');
+    await box.press('Enter');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(q.settled(), false);
+    assert.equal(await box.inputValue(), 'eu-1-b', 'the draft goes on');
+  } finally {
+    renameSync(hidden, manifestPath);
+  }
+  await page.getByRole('button', { name: 'Try again' }).click();
+  // The agent asks the new host again; then the card can send.
+  await until('Submit to be enabled', async () => !(await c.getByRole('button', { name: 'Submit' }).isDisabled()), 15_000);
+  await box.press('Enter');
+  const r = await q.result();
+  assert.equal(r.status, 'answered');
+  assert.equal(r.answer, 'eu-1-b');
 });
 
 test('a host that cannot start says why, and the panel shows it instead of the browser error', { timeout: 30_000 }, async () => {

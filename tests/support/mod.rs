@@ -124,6 +124,16 @@ impl FakeExtension {
         FakeExtension::start_with_stderr(runtime, Stdio::inherit()).await
     }
 
+    /// As `start`, as the extension of today: its `ready` says it shows the agent side's
+    /// verdict on each answer (`accepted`, `refused`), so a refused answer can be corrected.
+    pub async fn start_correcting(runtime: &Path) -> FakeExtension {
+        let mut command = Command::new(him_bin());
+        command
+            .env("HIM_RUNTIME_DIR", runtime)
+            .env("HIM_LOG", "trace");
+        FakeExtension::launch_saying(command, runtime, true).await
+    }
+
     /// As `start`, with the host's log going to `stderr`.
     pub async fn start_with_stderr(runtime: &Path, stderr: Stdio) -> FakeExtension {
         FakeExtension::start_with(runtime, stderr, &[]).await
@@ -143,7 +153,12 @@ impl FakeExtension {
     /// Starts `command` as Chrome starts the host (its origin as the one argument, stdio
     /// piped) and does the handshake; the host must listen in `runtime`. The command
     /// carries the environment, user and log destination the test chose.
-    pub async fn launch(mut command: Command, runtime: &Path) -> FakeExtension {
+    pub async fn launch(command: Command, runtime: &Path) -> FakeExtension {
+        FakeExtension::launch_saying(command, runtime, false).await
+    }
+
+    /// As `launch`; `verdicts` is what the `ready` says.
+    async fn launch_saying(mut command: Command, runtime: &Path, verdicts: bool) -> FakeExtension {
         let mut child = command
             .arg(origin())
             .stdin(Stdio::piped())
@@ -172,7 +187,8 @@ impl FakeExtension {
         assert_eq!(hello["type"], "hello", "first frame from the host: {hello}");
         assert_eq!(hello["protocol"], 1);
         ext.send(json!({"type": "ready", "protocol": 1,
-                        "extension": {"id": him::EXTENSION_ID, "version": "0.0.0-test"}, "browser": "test"}))
+                        "extension": {"id": him::EXTENSION_ID, "version": "0.0.0-test"}, "browser": "test",
+                        "verdicts": verdicts}))
             .await;
         let socket = ext.socket.clone();
         eventually("the host socket", || socket.exists()).await;

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backoffMs, describeHostProblem } from '../../../extension/lib/hosterror.js';
+import { backoffMs, describeHostProblem, sendBlockedReason } from '../../../extension/lib/hosterror.js';
 
 // The messages are Chromium's own (FACTS.md), and Firefox's for a missing host.
 test("each browser error says what it means and what to run", () => {
@@ -34,4 +34,18 @@ test("each browser error says what it means and what to run", () => {
 test('reconnect backoff doubles from half a second and stops at 30 s', () => {
   assert.deepEqual([0, 1, 2, 3].map(backoffMs), [500, 1000, 2000, 4000]);
   assert.equal(backoffMs(20), 30_000);
+});
+
+test('a card says the him host is missing, and the fix, when that is why its answer cannot be sent (issue 15.5)', () => {
+  const missing = describeHostProblem('Specified native messaging host not found.');
+  const reason = sendBlockedReason({ status: 'error', problem: missing }, { unconfirmed_since_ms: null });
+  assert.equal(
+    reason,
+    'Cannot send: the him host is not connected. him is not installed for this browser. Run him install (see above), then Try again; your answer is kept.',
+  );
+  assert.doesNotMatch(reason, /agent/, 'the agent is not what is missing');
+  assert.match(sendBlockedReason({ status: 'connecting', problem: null }, { unconfirmed_since_ms: null }), /^Connecting to the him host/);
+  const connected = { status: 'connected', problem: null };
+  assert.match(sendBlockedReason(connected, { unconfirmed_since_ms: 5 }), /^Waiting for the agent to reconnect/);
+  assert.equal(sendBlockedReason(connected, { unconfirmed_since_ms: null }), null);
 });

@@ -7,11 +7,15 @@ import {
   SENT_TTL_MS,
   UNCONFIRMED_GRACE_MS,
   addQuestion,
+  answerAccepted,
+  answerJudging,
+  answerRefused,
   answerSent,
   answerUndelivered,
-  dismissUndelivered,
+  dismissCard,
   dropUnconfirmed,
   emptyQueue,
+  endQuestion,
   expire,
   formatTimeLeft,
   markUnconfirmed,
@@ -22,6 +26,7 @@ import {
   removeQuestion,
   setDraft,
   timeLeft,
+  waitingCount,
 } from '../../../extension/lib/queue.js';
 
 const T0 = 1_700_000_000_000;
@@ -212,8 +217,8 @@ test('an undelivered question waits for the person: a host restart leaves it, di
   state = answerUndelivered(state, 'q1', 'gone', T0 + 5).state;
   state = markUnconfirmed(state, T0 + 10);
   assert.deepEqual(dropUnconfirmed(state, T0 + 10 + UNCONFIRMED_GRACE_MS).dropped, ['q2']);
-  assert.equal(dismissUndelivered(state, 'q2'), state, 'a question still waiting is not dismissed');
-  const out = dismissUndelivered(state, 'q1');
+  assert.equal(dismissCard(state, 'q2'), state, 'a question still waiting is not dismissed');
+  const out = dismissCard(state, 'q1');
   assert.deepEqual(out.questions.map((q) => q.id), ['q2']);
   assert.equal(out.notices.length, state.notices.length, 'without a notice');
 });
@@ -237,4 +242,78 @@ test('a question whose fields are not all fields is still declined, drafted and 
   assert.equal(removed.id, 'b');
   assert.deepEqual(after.questions, []);
   assert.equal(after.sent[0].question.id, 'b');
+});
+
+test('an answer being judged stays in the queue, sent only once accepted (issue 15.1)', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = answerJudging(state, 'q1', submit({ a: 'typed', p: 'secret' }), T0 + 10).state;
+  const judged = state.questions[0];
+  assert.deepEqual(judged.judging.at_ms, T0 + 10);
+  assert.deepEqual(judged.draft.values, { a: 'typed' }, 'the draft is the answer, without its password');
+  assert.deepEqual(state.notices, [], 'nothing says "Answer sent." yet');
+  const accepted = answerAccepted(state, 'q1', T0 + 20).state;
+  assert.deepEqual(accepted.questions, []);
+  assert.equal(accepted.notices[0].text, 'Answer sent.');
+  assert.equal(accepted.sent[0].question.judging, undefined);
+  assert.equal(answerAccepted(accepted, 'q1', T0 + 30).removed, null, 'only an answer being judged');
+});
+
+test('a refused answer makes the question answerable again, with the reason and the same deadline', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  assert.equal(answerRefused(state, 'q1', { message: 'no' }, T0 + 5).marked, false, 'nothing was being judged');
+  state = answerJudging(state, 'q1', submit({ a: '' }), T0 + 10).state;
+  state = answerRefused(state, 'q1', { field: 'a', message: 'is required but was left empty' }, T0 + 20).state;
+  const back = state.questions[0];
+  assert.equal(back.judging, undefined);
+  assert.deepEqual(back.refused, { field: 'a', message: 'is required but was left empty', at_ms: T0 + 20 });
+  assert.equal(back.deadline_ms, T0 + 60_000, 'the agent still waits, as long as before');
+  assert.deepEqual(state.notices, []);
+  // Sent again: the old refusal no longer stands.
+  state = answerJudging(state, 'q1', submit({ a: 'fixed' }), T0 + 30).state;
+  assert.equal(state.questions[0].refused, undefined);
+});
+
+test('an answer whose agent left while judging it comes back undelivered', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = answerJudging(state, 'q1', submit({ a: 'typed' }), T0 + 10).state;
+  const out = answerUndelivered(state, 'q1', 'it closed its link to the host first', T0 + 20);
+  assert.equal(out.restored, true);
+  const back = out.state.questions[0];
+  assert.equal(back.judging, undefined);
+  assert.equal(back.undelivered.message, 'it closed its link to the host first');
+  assert.deepEqual(back.draft.values, { a: 'typed' });
+  assert.equal(back.deadline_ms, null);
+});
+
+test('a question that ends after the person started answering stays, closed, until dismissed (issue 15.3)', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = addQuestion(state, ask('q2'), T0 + 1).state;
+  state = setDraft(state, 'q1', { values: { a: 'half an answer' }, note: '' });
+  const out = endQuestion(state, 'q1', 'cancelled', T0 + 10);
+  assert.equal(out.closed, true);
+  const closed = out.state.questions[0];
+  assert.deepEqual(closed.closed, { reason: 'cancelled', text: 'Cancelled by the agent.', at_ms: T0 + 10 });
+  assert.deepEqual(closed.draft.values, { a: 'half an answer' }, 'what was typed stays');
+  assert.equal(closed.deadline_ms, null);
+  assert.deepEqual(out.state.notices, [], 'the card says it; no notice as well');
+  assert.equal(waitingCount(out.state), 1, 'the badge counts only q2');
+  assert.equal(markUnconfirmed(out.state, T0 + 20).questions[0].unconfirmed_since_ms, null, 'no agent will re-send it');
+  assert.equal(dismissCard(out.state, 'q2'), out.state, 'a question still waiting is not dismissed');
+  assert.deepEqual(dismissCard(out.state, 'q1').questions.map((q) => q.id), ['q2']);
+  // One not yet touched leaves with a notice, as before.
+  const untouched = endQuestion(out.state, 'q2', 'timeout', T0 + 30);
+  assert.equal(untouched.closed, false);
+  assert.deepEqual(untouched.state.questions.map((q) => q.id), ['q1']);
+  assert.match(untouched.state.notices[0].text, /Timed out/);
+});
+
+test('a question past its deadline with a draft is closed, not removed', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = setDraft(state, 'q1', { values: { a: '' }, note: '' });
+  state = addQuestion(state, ask('q2'), T0).state;
+  state = setDraft(state, 'q2', { values: { a: 'typed' }, note: '' });
+  const { state: after, expired } = expire(state, T0 + 60_000);
+  assert.deepEqual(expired, ['q1', 'q2']);
+  assert.deepEqual(after.questions.map((q) => [q.id, q.closed?.reason]), [['q2', 'expired']], 'an empty draft is nothing typed');
+  assert.equal(expire(after, T0 + 70_000).expired.length, 0);
 });
