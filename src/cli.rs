@@ -53,6 +53,10 @@ pub struct ServeArgs {
     /// Allow browser pages from this origin to call the HTTP endpoint (repeatable).
     #[arg(long = "allow-origin", value_name = "URL", requires = "http")]
     pub allow_origin: Vec<String>,
+    /// Also offer `approve`, the tool Claude Code's `--permission-prompt-tool
+    /// mcp__him__approve` calls to ask the person for each permission (stdio only).
+    #[arg(long, conflicts_with = "http")]
+    pub permission_tool: bool,
     /// Allow binding to a non-loopback address (anyone who can reach it and has the token can ask).
     #[arg(long, requires = "http")]
     pub allow_remote: bool,

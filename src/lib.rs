@@ -32,6 +32,7 @@ pub mod link;
 pub mod logging;
 pub mod mcp;
 pub mod peer;
+pub mod permission;
 pub mod platform;
 pub mod protocol;
 pub mod random;

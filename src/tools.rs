@@ -315,6 +315,7 @@ fn simple_form(question: &str, field: Field) -> Form {
         submit_label: None,
         fields: vec![field],
         allow_note: false,
+        permission: None,
     }
 }
 
@@ -498,6 +499,7 @@ impl AskFormArgs {
             submit_label: given(&self.submit_label),
             fields,
             allow_note: self.allow_note,
+            permission: None,
         };
         form.validate().map_err(|err| match &err.field {
             Some(name) => {

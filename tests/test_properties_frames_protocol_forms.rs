@@ -416,6 +416,7 @@ fn any_form() -> impl Strategy<Value = Form> {
             submit_label: None,
             fields,
             allow_note,
+            permission: None,
         })
 }
 
@@ -469,6 +470,7 @@ fn valid_form() -> impl Strategy<Value = Form> {
             submit_label: None,
             fields,
             allow_note,
+            permission: None,
         }
     })
 }
