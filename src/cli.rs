@@ -35,6 +35,26 @@ pub enum Command {
     Manifest(ManifestArgs),
     /// Print the snippet that registers `him serve` with an MCP client.
     Config(ConfigArgs),
+    /// Answer an agent's PermissionRequest hook in the side panel (the agent runs this:
+    /// hook JSON on stdin, the decision on stdout; no decision when no one answers).
+    Hook(HookArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookAgent {
+    ClaudeCode,
+    Codex,
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The agent whose hook format to read and write.
+    #[arg(value_enum)]
+    pub agent: HookAgent,
+    /// How long to wait for the person before leaving the decision to the agent's own
+    /// prompt, in milliseconds (default 60000; keep it below the hook's `timeout`).
+    #[arg(long, value_name = "MS")]
+    pub wait_ms: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -26,6 +26,7 @@ pub mod config;
 pub mod fallback;
 pub mod form;
 pub mod frame;
+pub mod hook;
 pub mod host;
 pub mod install;
 pub mod link;

@@ -33,5 +33,6 @@ fn run(cli: Cli) -> Result<ExitCode, BoxError> {
         Command::Doctor(args) => him::install::doctor(&args),
         Command::Manifest(args) => him::install::manifest(&args),
         Command::Config(args) => him::install::config(&args),
+        Command::Hook(args) => him::hook::run(args),
     }
 }
