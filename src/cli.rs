@@ -201,4 +201,8 @@ pub enum Client {
 pub struct ConfigArgs {
     #[arg(value_enum)]
     pub client: Client,
+    /// Print the agent's PermissionRequest hook settings instead (claude-code, codex): a
+    /// settings document of its own, for approving the agent's actions in the side panel.
+    #[arg(long)]
+    pub hooks: bool,
 }
