@@ -39,6 +39,26 @@ pub enum Command {
     /// reply as JSON on stdout (internal; see `fallback/terminal.rs`).
     #[command(hide = true)]
     TerminalPrompt,
+    /// Answer an agent's PermissionRequest hook in the side panel (the agent runs this:
+    /// hook JSON on stdin, the decision on stdout; no decision when no one answers).
+    Hook(HookArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookAgent {
+    ClaudeCode,
+    Codex,
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The agent whose hook format to read and write.
+    #[arg(value_enum)]
+    pub agent: HookAgent,
+    /// How long to wait for the person before leaving the decision to the agent's own
+    /// prompt, in milliseconds (default 60000; keep it below the hook's `timeout`).
+    #[arg(long, value_name = "MS")]
+    pub wait_ms: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -57,6 +77,10 @@ pub struct ServeArgs {
     /// Allow browser pages from this origin to call the HTTP endpoint (repeatable).
     #[arg(long = "allow-origin", value_name = "URL", requires = "http")]
     pub allow_origin: Vec<String>,
+    /// Also offer `approve`, the tool Claude Code's `--permission-prompt-tool
+    /// mcp__him__approve` calls to ask the person for each permission (stdio only).
+    #[arg(long, conflicts_with = "http")]
+    pub permission_tool: bool,
     /// Allow binding to a non-loopback address (anyone who can reach it and has the token can ask).
     #[arg(long, requires = "http")]
     pub allow_remote: bool,
@@ -185,4 +209,8 @@ pub enum Client {
 pub struct ConfigArgs {
     #[arg(value_enum)]
     pub client: Client,
+    /// Print the agent's PermissionRequest hook settings instead (claude-code, codex): a
+    /// settings document of its own, for approving the agent's actions in the side panel.
+    #[arg(long)]
+    pub hooks: bool,
 }

@@ -34,7 +34,29 @@ pub struct Form {
     pub fields: Vec<Field>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_note: bool,
+    /// Set when the form is an agent's permission prompt (DESIGN.md §9): the panel draws it
+    /// as a permission card, where only a deliberate click on Allow allows
+    /// (`crate::permission` makes such forms; [`Form::validate`] holds them to its shape).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<Permission>,
 }
+
+/// What an agent asks permission for, shown to the person verbatim: the tool's name and its
+/// input exactly as the agent will run it, never a summary the agent wrote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Permission {
+    pub tool_name: String,
+    pub input: Value,
+    /// The one call this decision is for, when the agent names it (Claude Code's
+    /// permission-prompt tool does; its hooks run one process per call instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+}
+
+/// The one field of a permission form: a required radio of these two values, no default.
+pub const DECISION_FIELD: &str = "decision";
+pub const ALLOW: &str = "allow";
+pub const DENY: &str = "deny";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -281,6 +303,37 @@ impl Form {
                 return Err(form_error(field, "another field has the same name"));
             }
             field.validate()?;
+        }
+        if self.permission.is_some() {
+            self.validate_permission()?;
+        }
+        Ok(())
+    }
+
+    /// A permission form carries exactly one decision, Allow or Deny, that the person must
+    /// pick: no default, so nothing but a deliberate choice can allow — even where a
+    /// renderer that does not know permission cards shows it as an ordinary form.
+    fn validate_permission(&self) -> Result<(), FormError> {
+        let [field] = self.fields.as_slice() else {
+            return Err(FormError {
+                field: None,
+                message: format!("a permission form has exactly one field, `{DECISION_FIELD}`"),
+            });
+        };
+        let values: Vec<&str> = field.option_values().collect();
+        if field.name != DECISION_FIELD
+            || field.kind != FieldType::Radio
+            || !field.required
+            || field.default.is_some()
+            || values != [ALLOW, DENY]
+        {
+            return Err(form_error(
+                field,
+                format!(
+                    "a permission form's field is `{DECISION_FIELD}`: a required radio of \
+                     `{ALLOW}` and `{DENY}`, with no default"
+                ),
+            ));
         }
         Ok(())
     }

@@ -34,5 +34,6 @@ fn run(cli: Cli) -> Result<ExitCode, BoxError> {
         Command::Manifest(args) => him::install::manifest(&args),
         Command::Config(args) => him::install::config(&args),
         Command::TerminalPrompt => him::fallback::terminal::run_prompt(),
+        Command::Hook(args) => him::hook::run(args),
     }
 }

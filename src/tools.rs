@@ -319,6 +319,7 @@ fn simple_form(question: &str, field: Field) -> Form {
         submit_label: None,
         fields: vec![field],
         allow_note: false,
+        permission: None,
     }
 }
 
@@ -509,6 +510,7 @@ impl AskFormArgs {
             submit_label: given(&self.submit_label),
             fields,
             allow_note: self.allow_note,
+            permission: None,
         };
         form.validate().map_err(|err| match &err.field {
             Some(name) => {

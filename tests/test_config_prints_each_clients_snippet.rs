@@ -13,8 +13,14 @@ struct Out {
 }
 
 fn config(client: &str) -> Out {
+    config_with(&[client])
+}
+
+fn config_with(args: &[&str]) -> Out {
+    let client = args[0];
     let o = Command::new(env!("CARGO_BIN_EXE_him"))
-        .args(["config", client])
+        .arg("config")
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -64,7 +70,13 @@ fn every_json_snippet_parses_and_starts_him_serve_by_absolute_path() {
         assert_eq!(servers.len(), 1, "{client}");
         let him = &servers["him"];
         assert_eq!(him["command"], exe(), "{client}");
-        assert_eq!(him["args"], json!(["serve"]), "{client}");
+        // Claude Code's server also offers its permission-prompt tool.
+        let args = if client == "claude-code" {
+            json!(["serve", "--permission-tool"])
+        } else {
+            json!(["serve"])
+        };
+        assert_eq!(him["args"], args, "{client}");
         assert!(him_timeout_ms(him) >= 30_000, "{client}");
         assert!(
             !out.stderr.is_empty(),
@@ -227,4 +239,29 @@ fn superassistant_gets_the_url_with_the_path_token_and_a_wait_below_its_timeout(
     );
     // The same URL every time, until it is replaced on purpose.
     assert_eq!(run().0, stdout);
+}
+
+#[test]
+fn hooks_are_a_settings_document_of_their_own_for_claude_code_and_codex() {
+    for agent in ["claude-code", "codex"] {
+        let out = config_with(&[agent, "--hooks"]);
+        let v: Value = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{agent}: stdout is not JSON ({e}):\n{}", out.stdout));
+        // Only the hook: nothing of the MCP snippet is mixed in.
+        assert_eq!(v.as_object().unwrap().len(), 1, "{agent}: {v}");
+        let entries = v["hooks"]["PermissionRequest"].as_array().expect("a list");
+        assert_eq!(entries.len(), 1);
+        let hook = &entries[0]["hooks"][0];
+        assert_eq!(hook["type"], "command");
+        assert_eq!(hook["command"], format!("{} hook {agent}", exe()));
+        // The hook's own wait (60 s) ends before the agent kills it.
+        assert!(hook["timeout"].as_u64().unwrap() > 60, "{hook}");
+        assert!(out.stderr.contains("PermissionRequest"), "{}", out.stderr);
+    }
+    let other = Command::new(env!("CARGO_BIN_EXE_him"))
+        .args(["config", "cursor", "--hooks"])
+        .output()
+        .unwrap();
+    assert!(!other.status.success());
+    assert!(other.stdout.is_empty());
 }

@@ -144,6 +144,18 @@ fn a_person_answers_every_ask_tool_in_the_chromium_side_panel() {
 }
 
 #[test]
+fn a_person_allows_only_with_a_click_on_the_permission_card_in_chromium() {
+    if node_ready()
+        && have(
+            chromium().is_file(),
+            "Chromium is not installed (apt-get install chromium)",
+        )
+    {
+        node_test(&["permission.test.mjs"]);
+    }
+}
+
+#[test]
 fn a_person_answers_the_loopback_form_in_chromium() {
     if node_ready()
         && have(

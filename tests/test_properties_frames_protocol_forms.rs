@@ -441,6 +441,7 @@ fn any_form() -> impl Strategy<Value = Form> {
             submit_label: None,
             fields,
             allow_note,
+            permission: None,
         })
 }
 
@@ -494,6 +495,7 @@ fn valid_form() -> impl Strategy<Value = Form> {
             submit_label: None,
             fields,
             allow_note,
+            permission: None,
         }
     })
 }

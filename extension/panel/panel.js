@@ -6,6 +6,7 @@
 // the worker").
 
 import { renderForm } from '../lib/form.js';
+import { isPermissionForm, renderPermission } from '../lib/permission.js';
 import { agentLabel, formatTimeLeft, timeLeft } from '../lib/queue.js';
 import { sendBlockedReason } from '../lib/hosterror.js';
 import { postIfOpen } from '../lib/port.js';
@@ -216,7 +217,9 @@ function createCard(question) {
     }
   };
   try {
-    card.view = renderForm(document, question.form, {
+    // An agent's permission prompt gets its own card, where only a click allows.
+    const render = isPermissionForm(question.form) ? renderPermission : renderForm;
+    card.view = render(document, question.form, {
       idPrefix: prefix,
       draft: question.draft ?? undefined,
       onChange(draft) {

@@ -72,7 +72,7 @@ struct StdioServer<'a> {
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     kind: Option<&'static str>,
     command: &'a str,
-    args: [&'static str; 1],
+    args: &'static [&'static str],
     env: BTreeMap<&'static str, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     timeout: Option<u64>,
@@ -108,10 +108,66 @@ fn stdio<'a>(
     StdioServer {
         kind,
         command: exe,
-        args: ["serve"],
+        // Claude Code's server also offers `approve`, its permission-prompt tool (stdio only).
+        args: if client == Client::ClaudeCode {
+            &["serve", "--permission-tool"]
+        } else {
+            &["serve"]
+        },
         env,
         timeout,
     }
+}
+
+/// `him config <agent> --hooks`: the PermissionRequest hook that runs `him hook <agent>`,
+/// a settings document of its own (never mixed into the MCP snippet). Both agents read the
+/// same shape (Claude Code 2.1.197 `~/.claude/settings.json`, Codex 0.171.0
+/// `~/.codex/hooks.json`): `{"hooks": {"PermissionRequest": [{"hooks": [{"type": "command",
+/// "command": …, "timeout": seconds}]}]}}`; no `matcher`, so every tool's prompt comes.
+/// `None` for clients without permission hooks.
+pub fn hook_settings(client: Client, exe: &Path) -> Option<Snippet> {
+    let (title, agent, place, trust) = match client {
+        Client::ClaudeCode => (
+            "Claude Code PermissionRequest hook",
+            "claude-code",
+            "~/.claude/settings.json (all projects), or .claude/settings.json in a project",
+            "Claude Code runs it at its next start.",
+        ),
+        Client::Codex => (
+            "Codex PermissionRequest hook",
+            "codex",
+            "~/.codex/hooks.json (or .codex/hooks.json in a trusted project)",
+            "Codex runs only hooks you trusted: review it in Codex's /hooks first.",
+        ),
+        _ => return None,
+    };
+    let command = format!("{} hook {agent}", shell_quote(&exe.to_string_lossy()));
+    let wait_s = crate::hook::DEFAULT_WAIT_MS / 1000;
+    let timeout_s = crate::hook::HOOK_TIMEOUT_S;
+    let doc = serde_json::json!({"hooks": {"PermissionRequest": [
+        {"hooks": [{"type": "command", "command": command, "timeout": timeout_s}]}
+    ]}});
+    let mut body = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    body.push('\n');
+    Some(Snippet {
+        title,
+        place: place.into(),
+        format: Format::Json,
+        body,
+        notes: vec![
+            "Merge \"hooks\".\"PermissionRequest\" into the file (keep any hooks already there).".into(),
+            trust.into(),
+            format!(
+                "It fires only where the terminal would ask for a permission (not in `claude -p` or \
+                 `codex exec`). The card waits {wait_s} s in the side panel, below the hook's \
+                 timeout of {timeout_s} s; with no browser connected or no answer by then, the \
+                 terminal asks as usual (him writes no decision: it never allows or denies on its own)."
+            ),
+            "him only prints this; `him uninstall` leaves your agent settings alone, so remove the \
+             entry by hand to stop."
+                .into(),
+        ],
+    })
 }
 
 /// Quotes a word for a POSIX shell, leaving plain paths as they are.
@@ -151,8 +207,14 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
             notes: vec![
                 "Or register him for all your projects with:".into(),
                 format!(
-                    "  claude mcp add --scope user --transport stdio him --env HIM_TIMEOUT_MS={him_wait} -- {exe_sh} serve"
+                    "  claude mcp add --scope user --transport stdio him --env HIM_TIMEOUT_MS={him_wait} -- {exe_sh} serve --permission-tool"
                 ),
+                "--permission-tool offers `approve`: run `claude -p --permission-prompt-tool mcp__him__approve …` \
+                 and its permission prompts (and AskUserQuestion) are answered in the side panel."
+                    .into(),
+                "For interactive sessions, `him config claude-code --hooks` prints the PermissionRequest hook \
+                 for ~/.claude/settings.json."
+                    .into(),
                 format!(
                     "Timeout: Claude Code gives a tool MCP_TOOL_TIMEOUT ms; set it above him's wait, e.g. \
                      \"env\": {{\"MCP_TOOL_TIMEOUT\": \"{CLIENT_TIMEOUT_MS}\"}} in ~/.claude/settings.json, \
@@ -249,6 +311,9 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
                     ),
                     "Codex auto-declines elicitation in some approval modes; him then hands the \
                      question back to the chat."
+                        .into(),
+                    "To approve Codex's own permission prompts in the side panel, `him config codex \
+                     --hooks` prints its PermissionRequest hook."
                         .into(),
                 ],
             }
@@ -392,7 +457,12 @@ mod tests {
                 };
                 let him = &v[key]["him"];
                 assert_eq!(him["command"], exe.to_str().unwrap(), "{client:?}");
-                assert_eq!(him["args"], serde_json::json!(["serve"]), "{client:?}");
+                let args = if client == Client::ClaudeCode {
+                    serde_json::json!(["serve", "--permission-tool"])
+                } else {
+                    serde_json::json!(["serve"])
+                };
+                assert_eq!(him["args"], args, "{client:?}");
                 assert!(him["env"]["HIM_TIMEOUT_MS"].is_string(), "{client:?}");
             }
         }

@@ -312,7 +312,12 @@ pub fn manifest(args: &ManifestArgs) -> Result<ExitCode, BoxError> {
 
 pub fn config(args: &ConfigArgs) -> Result<ExitCode, BoxError> {
     let exe = current_exe()?;
-    let mut snippet = clients::snippet(args.client, &exe, Os::current());
+    let mut snippet = if args.hooks {
+        clients::hook_settings(args.client, &exe)
+            .ok_or_else(|| "--hooks: only claude-code and codex have permission hooks".to_owned())?
+    } else {
+        clients::snippet(args.client, &exe, Os::current())
+    };
     if snippet.body.contains(clients::PATH_TOKEN_PLACEHOLDER) {
         // The URL is only useful with the real secret in it; made now if there is none yet.
         let token = crate::mcp::http::path_token()?;

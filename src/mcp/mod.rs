@@ -37,7 +37,11 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let server = HimServer::new(config);
+        let server = if args.permission_tool {
+            HimServer::new(config).with_permission_tool()
+        } else {
+            HimServer::new(config)
+        };
         let pool_owner = server.clone();
         // Non-blocking pipes when the client gave us pipes (the usual case), on their own
         // open file descriptions so our stdio stays blocking for anything we spawn.

@@ -19,7 +19,7 @@ use rmcp::service::{Peer, PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -188,6 +188,14 @@ impl HimServer {
             ticks: Arc::new(OnceLock::new()),
             tool_router: Self::tool_router(),
         }
+    }
+
+    /// Also offer `approve`, Claude Code's permission-prompt tool. Only `him serve
+    /// --permission-tool` on stdio does: a tool that can allow an agent's actions is never
+    /// offered over HTTP, nor to a client that did not ask for it.
+    pub fn with_permission_tool(mut self) -> HimServer {
+        self.tool_router += Self::permission_router();
+        self
     }
 
     /// Withdraws every question still open.
@@ -647,6 +655,90 @@ impl HimServer {
         let value = serde_json::to_value(&status)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         Ok(CallToolResult::structured(value))
+    }
+}
+
+/// The arguments Claude Code's `--permission-prompt-tool` passes (verified with Claude Code
+/// 2.1.197): `{"tool_name": "Bash", "input": {…}, "tool_use_id": "toolu_…"}`. Keys this
+/// struct does not name are accepted and ignored (no `deny_unknown_fields`, so the schema
+/// has no `additionalProperties: false`): a newer Claude Code may send more.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct ApproveArgs {
+    /// The tool the agent wants to run (Bash, Edit, Write, WebFetch, mcp__server__tool, …).
+    pub tool_name: String,
+    /// Its input, exactly as it would run; shown to the person verbatim.
+    #[serde(default)]
+    #[schemars(schema_with = "input_schema")]
+    pub input: Value,
+    /// The one call this decision is for.
+    #[serde(default)]
+    pub tool_use_id: String,
+}
+
+fn input_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "description": "The tool's input, exactly as it would run"
+    })
+}
+
+#[tool_router(router = permission_router)]
+impl HimServer {
+    /// Claude Code's permission prompt, answered by the person in the browser side panel:
+    /// register with `--permission-prompt-tool mcp__him__approve`. Shows the tool and its
+    /// input verbatim with Allow and Deny; returns `{"behavior":"allow","updatedInput":…}`
+    /// or `{"behavior":"deny","message":…}`. Denies when the person denies, no answer comes
+    /// in time, or no browser is connected. Not for agents to call on their own.
+    #[tool(
+        name = "approve",
+        annotations(
+            title = "Ask the person to approve a tool call",
+            read_only_hint = true,
+            open_world_hint = true
+        )
+    )]
+    async fn approve(
+        &self,
+        Parameters(args): Parameters<ApproveArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = crate::permission::Request {
+            tool_name: args.tool_name,
+            input: args.input,
+            tool_use_id: Some(args.tool_use_id).filter(|id| !id.is_empty()),
+        };
+        let agent = ctx
+            .client_info()
+            .map(|info| info.title.unwrap_or(info.name))
+            .unwrap_or_else(|| "The agent".into());
+        let prompt = crate::permission::prompt_for(&request, &agent);
+        let config = &self.shared.config;
+        let asking = crate::permission::ask(
+            self.pool(&ctx),
+            &prompt,
+            config.timeout,
+            config.reconnect_grace,
+            ctx.ct.cancelled_owned(),
+        );
+        // No notices: the permission prompt has no loopback form to announce.
+        let (_notices, notice_rx) = futures::channel::mpsc::unbounded();
+        let heartbeat = heartbeat(
+            ctx.peer.clone(),
+            ctx.meta.get_progress_token(),
+            self.ticks(),
+            notice_rx,
+        );
+        let outcome = tokio::select! {
+            outcome = asking => outcome,
+            never = heartbeat => match never {},
+        };
+        let decision = crate::permission::decide(&request, &prompt, outcome);
+        // The decision only: the tool's input may hold secrets (a command line, a file).
+        tracing::info!(decision = decision.name(), "permission prompt decided");
+        // Exactly one text block and no structuredContent: Claude Code 2.1.197 refuses any
+        // other result ("Permission prompt tool returned an invalid result").
+        let text = decision.prompt_tool_json().to_string();
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
     }
 }
 

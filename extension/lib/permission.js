@@ -1,0 +1,199 @@
+// The permission card: an agent asks to run one tool call (DESIGN.md §9, a form with
+// `permission: {tool_name, input, tool_use_id?}`), and the person allows or denies it.
+//
+// Two rules shape this file:
+//   - The person sees exactly what will run: the tool's name and its input verbatim, drawn
+//     with textContent only. A shell command is shown as code, a file edit as its path and
+//     the old/new text as a diff, a web fetch as its URL, anything else as formatted JSON;
+//     whatever input the tool-specific view does not show is listed below it as JSON, so
+//     nothing of the input is ever hidden (a Bash `description` is the agent's own words and
+//     is shown as such, never as the heading).
+//   - Allow is a deliberate act. Nothing allows by default, Enter never allows (not even on
+//     the focused Allow button), no letter key does; only a click on Allow (or Space on it,
+//     once the person has moved the focus there) does. The card starts focused on Deny;
+//     Esc and Enter on Deny deny.
+//
+// The view has renderForm's interface (lib/form.js), so the panel treats both alike:
+//   const view = renderPermission(doc, form, {idPrefix, draft, onChange, onSubmit, onDecline});
+// onSubmit gets {values: {decision: 'allow' | 'deny'}, note}. Like form.js it uses no
+// extension API and takes the document from its caller.
+
+/** Whether `form` is a permission prompt, drawn by this module rather than lib/form.js. */
+export function isPermissionForm(form) {
+  return Boolean(form && typeof form.permission === 'object' && form.permission);
+}
+
+export function renderPermission(doc, form, opts = {}) {
+  const prefix = opts.idPrefix ?? 'him';
+  const permission = form.permission;
+  const tool = String(permission.tool_name ?? '');
+  const input = permission.input;
+  let disabled = false;
+
+  const el = (tag, className, text) => {
+    const node = doc.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  };
+
+  const root = el('form', 'him-form him-permission');
+  root.setAttribute('novalidate', '');
+  root.setAttribute('aria-labelledby', `${prefix}-title`);
+  // Nothing in this card submits the form: a stray Enter in a control would otherwise.
+  root.addEventListener('submit', (event) => event.preventDefault());
+
+  const title = el('h2', 'him-title');
+  title.id = `${prefix}-title`;
+  title.append('Allow ', el('code', 'him-perm-tool', tool), '?');
+  root.append(title);
+
+  const body = el('fieldset', 'him-body');
+  root.append(body);
+  body.append(...inputView(doc, el, tool, input));
+
+  const noteWrap = el('div', 'him-field him-note');
+  const noteLabel = el('label', 'him-label', 'Note (optional, sent to the agent with your decision)');
+  noteLabel.htmlFor = `${prefix}-note`;
+  const noteArea = el('textarea');
+  noteArea.id = `${prefix}-note`;
+  noteArea.rows = 2;
+  noteArea.placeholder = 'Why not, or what to do instead';
+  noteArea.value = typeof opts.draft?.note === 'string' ? opts.draft.note : '';
+  noteWrap.append(noteLabel, noteArea);
+  body.append(noteWrap);
+
+  const actions = el('div', 'him-actions');
+  const deny = el('button', 'him-deny', 'Deny');
+  deny.type = 'button';
+  const allow = el('button', 'him-allow', 'Allow');
+  allow.type = 'button';
+  actions.append(deny, allow);
+  body.append(actions);
+
+  const status = el('p', 'him-status');
+  status.setAttribute('role', 'status');
+  root.append(status);
+  root.append(el('p', 'him-hint', 'Allow needs a click · Esc or Enter denies'));
+
+  // Anything that says nothing can be sent (in flight, no host, closed) holds the buttons.
+  const holds = { disabled: false, unsendable: false, readOnly: false };
+  const hold = (key, value) => {
+    holds[key] = Boolean(value);
+    disabled = holds.disabled || holds.unsendable || holds.readOnly;
+    body.disabled = disabled;
+  };
+  const note = () => noteArea.value;
+  const decide = (decision) => {
+    if (!disabled) opts.onSubmit?.({ values: { decision }, note: note() });
+  };
+  allow.addEventListener('click', () => decide('allow'));
+  deny.addEventListener('click', () => decide('deny'));
+  noteArea.addEventListener('input', () => opts.onChange?.({ values: {}, note: note() }));
+
+  root.addEventListener('keydown', (event) => {
+    if (disabled || event.isComposing || event.keyCode === 229) return;
+    if (event.key === 'Escape' && !event.defaultPrevented) {
+      event.preventDefault();
+      opts.onDecline?.();
+      return;
+    }
+    if (event.key === 'Enter') {
+      // Enter on a focused button "clicks" it; on Allow that would be an allow by reflex.
+      if (event.target === allow) {
+        event.preventDefault();
+        status.textContent = 'Enter does not allow: click Allow.';
+        return;
+      }
+      // Elsewhere Enter decides nothing: on Deny it is Deny's own click, in the note a
+      // new line; anywhere else (Ctrl/⌘+Enter included) it does nothing at all.
+      if (event.target !== deny && (event.target !== noteArea || event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+      }
+    }
+  });
+
+  return {
+    element: root,
+    values: () => ({}),
+    note,
+    draft: () => ({ values: {}, note: note() }),
+    validate: () => ({ ok: true, errors: {}, problem: null }),
+    focusFirst: () => deny.focus(),
+    // No number or letter key picks anything on a permission card.
+    handleKey: () => false,
+    setDisabled: (value) => hold('disabled', value),
+    // No host to send to, or the question closed: nothing can be decided, the input can
+    // still be read and copied.
+    setSendable: (value) => hold('unsendable', !value),
+    setReadOnly: (value) => hold('readOnly', value),
+    setStatus(text) {
+      status.textContent = text ?? '';
+    },
+    showRefusal({ message }) {
+      status.textContent = message ?? '';
+    },
+  };
+}
+
+/** The input, drawn for a person: the view for its tool, then whatever it did not show. */
+function inputView(doc, el, tool, input) {
+  const parts = [];
+  const shown = new Set();
+  const obj = input && typeof input === 'object' && !Array.isArray(input) ? input : null;
+  const str = (key) => (obj && typeof obj[key] === 'string' ? obj[key] : null);
+  const section = (label, content) => {
+    const wrap = el('div', 'him-perm-part');
+    wrap.append(el('p', 'him-perm-label', label), content);
+    parts.push(wrap);
+  };
+  const code = (text, className = 'him-perm-code') => {
+    const pre = el('pre', className);
+    pre.append(el('code', '', text));
+    return pre;
+  };
+  const diff = (oldText, newText) => {
+    const pre = el('pre', 'him-perm-diff');
+    const lines = (text, sign, className) => {
+      if (text === null) return;
+      for (const line of text.split('\n')) pre.append(el('span', className, `${sign} ${line}\n`));
+    };
+    lines(oldText, '-', 'him-del');
+    lines(newText, '+', 'him-add');
+    return pre;
+  };
+
+  if (obj && tool === 'Bash' && str('command') !== null) {
+    section('Command', code(str('command')));
+    shown.add('command');
+  } else if (obj && (tool === 'Edit' || tool === 'Write' || tool === 'MultiEdit') && str('file_path') !== null) {
+    section('File', code(str('file_path'), 'him-perm-path'));
+    shown.add('file_path');
+    if (tool === 'Write' && str('content') !== null) {
+      section('New content', diff(null, str('content')));
+      shown.add('content');
+    } else if (tool === 'Edit' && str('old_string') !== null && str('new_string') !== null) {
+      section('Change', diff(str('old_string'), str('new_string')));
+      shown.add('old_string');
+      shown.add('new_string');
+    } else if (tool === 'MultiEdit' && Array.isArray(obj.edits)) {
+      const edits = obj.edits;
+      if (edits.every((e) => typeof e?.old_string === 'string' && typeof e?.new_string === 'string')) {
+        edits.forEach((e, i) => section(`Change ${i + 1} of ${edits.length}`, diff(e.old_string, e.new_string)));
+        // Other keys of an edit (replace_all) must still be seen: keep them in the rest.
+        if (edits.every((e) => Object.keys(e).length === 2)) shown.add('edits');
+      }
+    }
+  } else if (obj && tool === 'WebFetch' && str('url') !== null) {
+    section('URL', code(str('url'), 'him-perm-path'));
+    shown.add('url');
+  }
+
+  if (!shown.size) {
+    section('Input', code(JSON.stringify(input ?? null, null, 2)));
+  } else {
+    const rest = Object.fromEntries(Object.entries(obj).filter(([key]) => !shown.has(key)));
+    if (Object.keys(rest).length) section('Other input (as the agent gave it)', code(JSON.stringify(rest, null, 2)));
+  }
+  return parts;
+}

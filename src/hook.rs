@@ -1,0 +1,225 @@
+//! `him hook claude-code|codex`: an agent's `PermissionRequest` hook, one process per
+//! permission prompt. Reads the hook's JSON on stdin, asks the side panel with the same
+//! permission card as the `approve` tool (`permission.rs`), writes the decision in the
+//! agent's format on stdout, and always exits 0.
+//!
+//! Formats, verified with Claude Code 2.1.197 and Codex 0.171.0 (offline, against loopback
+//! model stand-ins):
+//! - stdin, Claude Code: `{"session_id", "transcript_path", "cwd", "prompt_id",
+//!   "permission_mode", "hook_event_name": "PermissionRequest", "tool_name": "Bash",
+//!   "tool_input": {"command", "description"}, "permission_suggestions": […]}` (no
+//!   `tool_use_id`: the process itself is the one call). Codex: `{"session_id", "turn_id",
+//!   "transcript_path", "cwd", "hook_event_name": "PermissionRequest", "model",
+//!   "permission_mode", "tool_name": "Bash", "tool_input": {…}}`.
+//! - stdout, both: `{"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+//!   "decision": {"behavior": "allow"}}}`, or `"behavior": "deny", "message": M`. Claude Code
+//!   also takes `updatedInput` in an allow (used for AskUserQuestion's answers); Codex fails
+//!   closed on it, so Codex never gets one.
+//! - No decision, which leaves the agent's own terminal prompt to ask, is empty stdout and
+//!   exit 0. There is no "ask" behaviour, and exit 2 is a deny for Codex, so when nobody
+//!   decides (no browser, no answer in time, the hook is stopped) this writes nothing and
+//!   exits 0: it never denies and never allows on its own.
+//!
+//! Hooks run with no controlling terminal, so this never prompts in one, and it offers no
+//! loopback form: the agent's terminal is the fallback.
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::BoxError;
+use crate::agent::{Identity, Pool};
+use crate::cli::{HookAgent, HookArgs};
+use crate::config::{Config, clamp_wait};
+use crate::permission::{self, Decision, Request};
+use crate::protocol::AgentInfo;
+
+/// How long `him hook` waits for the panel by default: well below both agents' default
+/// command-hook timeout (600 s in Claude Code 2.1 and Codex 0.171), and short enough that
+/// a person at the terminal is not kept long from the agent's own prompt. `him config`
+/// sets the hook's `timeout` to [`HOOK_TIMEOUT_S`], above this.
+pub const DEFAULT_WAIT_MS: u64 = 60_000;
+/// The hook `timeout` (seconds) `him config` writes: the wait plus room to start and exit.
+pub const HOOK_TIMEOUT_S: u64 = 90;
+
+/// The hook's stdin is a few KiB; a tool input can be a whole file for Write.
+const MAX_INPUT: u64 = 8 * 1024 * 1024;
+
+/// The part of the hook's input this reads; everything else is ignored.
+#[derive(Debug, Deserialize)]
+struct HookInput {
+    #[serde(default)]
+    hook_event_name: String,
+    tool_name: String,
+    #[serde(default)]
+    tool_input: Value,
+    #[serde(default)]
+    cwd: String,
+}
+
+impl HookAgent {
+    fn label(self) -> &'static str {
+        match self {
+            HookAgent::ClaudeCode => "Claude Code",
+            HookAgent::Codex => "Codex",
+        }
+    }
+}
+
+pub fn run(args: HookArgs) -> Result<ExitCode, BoxError> {
+    crate::logging::init();
+    let agent = args.agent;
+    let defer = |why: &str| {
+        eprintln!("him hook: {why}; leaving the decision to {}", agent.label());
+        Ok(ExitCode::SUCCESS)
+    };
+    let mut text = String::new();
+    if let Err(err) = std::io::stdin().take(MAX_INPUT).read_to_string(&mut text) {
+        return defer(&format!("cannot read the hook input ({err})"));
+    }
+    let input: HookInput = match serde_json::from_str(&text) {
+        Ok(input) => input,
+        Err(err) => {
+            return defer(&format!(
+                "the hook input is not what {} sends ({err})",
+                agent.label()
+            ));
+        }
+    };
+    if input.hook_event_name != "PermissionRequest" {
+        return defer(&format!(
+            "him answers PermissionRequest hooks only, not {:?}",
+            input.hook_event_name
+        ));
+    }
+    let config = Config::from_env()?;
+    let wait = clamp_wait(args.wait_ms.unwrap_or(DEFAULT_WAIT_MS));
+    let decision = ask(agent, input, &config, wait)?;
+    tracing::info!(decision = decision.name(), "hook decided");
+    match decision_json(agent, &decision) {
+        Some(output) => {
+            let mut stdout = std::io::stdout().lock();
+            serde_json::to_writer(&mut stdout, &output)?;
+            writeln!(stdout)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            let Decision::Undecided { why } = decision else {
+                return Ok(ExitCode::SUCCESS);
+            };
+            defer(why.trim_end_matches('.'))
+        }
+    }
+}
+
+fn ask(
+    agent: HookAgent,
+    input: HookInput,
+    config: &Config,
+    wait: Duration,
+) -> Result<Decision, BoxError> {
+    let request = Request {
+        tool_name: input.tool_name,
+        input: input.tool_input,
+        tool_use_id: None,
+    };
+    let prompt = permission::prompt_for(&request, agent.label());
+    // The project is the agent's, which the hook input names; him's own working directory
+    // is normally the same.
+    let project = std::path::Path::new(&input.cwd)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    let info = AgentInfo {
+        name: agent.label().into(),
+        title: None,
+        version: None,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let outcome = runtime.block_on(async {
+        let identity = match project {
+            Some(project) => Identity {
+                agent: info,
+                project: Some(project),
+            },
+            None => Identity::with_cwd_project(info),
+        };
+        let pool = Pool::new(config.runtime.search(), identity);
+        let outcome =
+            permission::ask(&pool, &prompt, wait, config.reconnect_grace, stopped()).await;
+        // The withdrawal is queued on each host's link; let those tasks write it before the
+        // runtime goes, so the panel says why the card left (timed out, answered) rather
+        // than seeing the link close. Each needs one turn on this one thread.
+        pool.shutdown();
+        for _ in 0..8 {
+            tokio::task::yield_now().await;
+        }
+        outcome
+    });
+    Ok(permission::decide(&request, &prompt, outcome))
+}
+
+/// Resolves when the agent stops the hook (its own timeout, or the person answered in the
+/// terminal): the question is then withdrawn from the panel rather than left there.
+async fn stopped() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// The decision in the agent's hook format; `None` for no decision (empty stdout).
+fn decision_json(agent: HookAgent, decision: &Decision) -> Option<Value> {
+    let decision = match decision {
+        Decision::Allow { updated_input } => match agent {
+            // Only where the answers are the point (AskUserQuestion) does the input change.
+            HookAgent::ClaudeCode if updated_input.get("answers").is_some() => {
+                json!({"behavior": "allow", "updatedInput": updated_input})
+            }
+            _ => json!({"behavior": "allow"}),
+        },
+        Decision::Deny { message } => json!({"behavior": "deny", "message": message}),
+        Decision::Undecided { .. } => return None,
+    };
+    Some(json!({
+        "hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codex_never_gets_an_updated_input() {
+        let allow = Decision::Allow {
+            updated_input: json!({"questions": [], "answers": {}}),
+        };
+        let codex = decision_json(HookAgent::Codex, &allow).unwrap();
+        assert_eq!(
+            codex,
+            json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})
+        );
+        let claude = decision_json(HookAgent::ClaudeCode, &allow).unwrap();
+        assert!(claude["hookSpecificOutput"]["decision"]["updatedInput"].is_object());
+    }
+
+    #[test]
+    fn nobody_deciding_writes_nothing() {
+        let undecided = Decision::Undecided { why: "x".into() };
+        assert_eq!(decision_json(HookAgent::ClaudeCode, &undecided), None);
+        assert_eq!(decision_json(HookAgent::Codex, &undecided), None);
+    }
+}

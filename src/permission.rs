@@ -1,0 +1,468 @@
+//! An agent's own permission prompts (DESIGN.md §9), asked in the side panel like any other
+//! question: Claude Code's permission-prompt tool (`mcp/server.rs`, tool `approve`) and the
+//! agents' `PermissionRequest` hooks (`hook.rs`).
+//!
+//! ```text
+//!  request {tool_name, input, tool_use_id?} ── prompt_for ──► Prompt (a form)
+//!      ask: the browsers only (same queue, labels, first answer wins, validation)
+//!  Outcome ── decide ──► Decision: Allow {updated_input} | Deny {message} | Undecided {why}
+//! ```
+//!
+//! Pure but for [`ask`]. The front ends turn a [`Decision`] into their agent's format, and
+//! differ only on `Undecided`: the permission tool denies, a hook defers to the agent's own
+//! prompt. Nothing else is ever allowed: Allow comes only from a submitted, validated
+//! `decision: "allow"` (or, for `AskUserQuestion`, submitted answers).
+//!
+//! The browsers are the only channel. MCP elicitation would go back to the very client that
+//! asks for permission (and `claude -p` declines it at once), and neither it nor the
+//! loopback form draws the permission card, whose Allow only a deliberate click gives.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::time::Instant;
+
+use crate::agent::Pool;
+use crate::channels::{self, PrepareError};
+use crate::form::{ALLOW, Choice, DECISION_FIELD, DENY, Field, FieldType, Form, Permission};
+use crate::tools::ToolKind;
+use crate::wait::{self, Outcome, WaitOptions};
+
+/// Claude Code's built-in tool that asks the person questions. In `claude -p` it reaches
+/// the permission-prompt tool like any tool (verified with Claude Code 2.1.197): input
+/// `{"questions": [{"question", "header", "options": [{"label", "description"}],
+/// "multiSelect"}]}`; allowing it with `updatedInput` = the input plus `"answers":
+/// {"<question text>": "<label or free text>"}` answers them.
+pub const ASK_USER_QUESTION: &str = "AskUserQuestion";
+
+/// How several picked labels of one multi-select question go back in `answers` (a map of
+/// strings). Claude Code's own documentation names no separator; ", " is what its terminal
+/// UI shows for a multi-select answer, and reads naturally to the model either way.
+pub const MULTI_SELECT_SEPARATOR: &str = ", ";
+
+/// One call an agent asks permission for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub tool_name: String,
+    pub input: Value,
+    pub tool_use_id: Option<String>,
+}
+
+/// What the person is shown for a request, and how to read their reply.
+#[derive(Debug, Clone)]
+pub struct Prompt {
+    pub form: Form,
+    kind: PromptKind,
+}
+
+#[derive(Debug, Clone)]
+enum PromptKind {
+    /// A permission card: Allow or Deny, with an optional note.
+    Card,
+    /// `AskUserQuestion`'s questions as a form; each question's text, by field order.
+    Questions(Vec<AskedQuestion>),
+}
+
+#[derive(Debug, Clone)]
+struct AskedQuestion {
+    text: String,
+    multi: bool,
+}
+
+/// The person's decision on one call, before it is written in an agent's format.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Run the call with this input (the input as asked, plus answers for AskUserQuestion).
+    Allow { updated_input: Value },
+    /// The person said no; `message` tells the agent, with the person's note if any.
+    Deny { message: String },
+    /// Nobody decided (no browser, no answer in time, the call was cancelled, an answer
+    /// that did not fit). Never an allow.
+    Undecided { why: String },
+}
+
+impl Decision {
+    /// The permission-prompt tool's result text (Claude Code 2.1.197): `{"behavior":
+    /// "allow","updatedInput":{…}}` (updatedInput required) or `{"behavior":"deny",
+    /// "message":M}`. Undecided is a deny: the tool has no way to defer.
+    pub fn prompt_tool_json(&self) -> Value {
+        match self {
+            Decision::Allow { updated_input } => {
+                json!({"behavior": "allow", "updatedInput": updated_input})
+            }
+            Decision::Deny { message } => json!({"behavior": "deny", "message": message}),
+            Decision::Undecided { why } => json!({
+                "behavior": "deny",
+                "message": format!(
+                    "Not approved: {why} The person has not allowed this call; do not retry it \
+                     on your own. Ask the person in chat, or wait and try again later."
+                ),
+            }),
+        }
+    }
+
+    /// The name logged for the decision: the decision is all that is logged.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Decision::Allow { .. } => "allow",
+            Decision::Deny { .. } => "deny",
+            Decision::Undecided { .. } => "undecided",
+        }
+    }
+}
+
+/// The form for a request: `AskUserQuestion`'s questions as the form they are, anything
+/// else a permission card. `agent` names who asks in the card's title ("Claude Code").
+pub fn prompt_for(request: &Request, agent: &str) -> Prompt {
+    if request.tool_name == ASK_USER_QUESTION
+        && let Some(prompt) = questions_prompt(request, agent)
+    {
+        return prompt;
+    }
+    Prompt {
+        form: card_form(request, agent),
+        kind: PromptKind::Card,
+    }
+}
+
+fn card_form(request: &Request, agent: &str) -> Form {
+    let mut decision = Field::new(DECISION_FIELD, FieldType::Radio, "Decision");
+    decision.required = true;
+    decision.options = vec![Choice::plain(ALLOW), Choice::plain(DENY)];
+    decision.options[0].label = "Allow".into();
+    decision.options[1].label = "Deny".into();
+    // For a renderer that does not draw permission cards: the input verbatim, as code. A
+    // pretty-printed JSON line always holds a quote or a bracket, so no line of it can
+    // close the fence early.
+    let pretty = serde_json::to_string_pretty(&request.input).unwrap_or_default();
+    Form {
+        title: format!("{agent} asks to use {}", request.tool_name),
+        description: Some(format!(
+            "Input, exactly as it will run:\n\n```\n{pretty}\n```"
+        )),
+        submit_label: None,
+        fields: vec![decision],
+        allow_note: true,
+        permission: Some(Permission {
+            tool_name: request.tool_name.clone(),
+            input: request.input.clone(),
+            tool_use_id: request.tool_use_id.clone(),
+        }),
+    }
+}
+
+/// `AskUserQuestion`'s input as a form: per question a radio (multi_select where
+/// `multiSelect`) of its options, and an "Other" text field for an answer of one's own.
+/// `None` when the input is not the shape Claude Code sends, or makes no valid form; the
+/// request is then shown as a permission card like any other tool.
+fn questions_prompt(request: &Request, agent: &str) -> Option<Prompt> {
+    let questions = request.input.get("questions")?.as_array()?;
+    let mut fields = Vec::new();
+    let mut asked = Vec::new();
+    for (i, question) in questions.iter().enumerate() {
+        let text = question.get("question")?.as_str()?.to_owned();
+        let header = question.get("header").and_then(Value::as_str).unwrap_or("");
+        let multi = question
+            .get("multiSelect")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let kind = if multi {
+            FieldType::MultiSelect
+        } else {
+            FieldType::Radio
+        };
+        let mut field = Field::new(&format!("q{i}"), kind, text.clone());
+        field.description = Some(header.to_owned()).filter(|h| !h.trim().is_empty());
+        for option in question.get("options")?.as_array()? {
+            let label = option.get("label")?.as_str()?.to_owned();
+            let mut choice = Choice::plain(label);
+            choice.description = option
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .filter(|d| !d.trim().is_empty());
+            field.options.push(choice);
+        }
+        let other = Field::new(
+            &format!("q{i}_other"),
+            FieldType::Text,
+            "Other (an answer of your own)",
+        );
+        fields.push(field);
+        fields.push(other);
+        asked.push(AskedQuestion { text, multi });
+    }
+    let form = Form {
+        title: format!("{agent} asks you"),
+        description: None,
+        submit_label: Some("Answer".into()),
+        fields,
+        allow_note: false,
+        permission: None,
+    };
+    form.validate().ok()?;
+    Some(Prompt {
+        form,
+        kind: PromptKind::Questions(asked),
+    })
+}
+
+/// What the person's reply (or its absence) decides for `request`.
+pub fn decide(request: &Request, prompt: &Prompt, outcome: Outcome) -> Decision {
+    let tool = &request.tool_name;
+    let denied = |note: Option<String>, what: &str| Decision::Deny {
+        message: match note {
+            Some(note) => format!("The person {what} this {tool} call, saying: {note}"),
+            None => format!("The person {what} this {tool} call."),
+        },
+    };
+    match outcome {
+        Outcome::Answered { values, note } => match &prompt.kind {
+            PromptKind::Card => match values.get(DECISION_FIELD).and_then(Value::as_str) {
+                Some(ALLOW) => Decision::Allow {
+                    updated_input: request.input.clone(),
+                },
+                _ => denied(note, "denied"),
+            },
+            PromptKind::Questions(asked) => Decision::Allow {
+                updated_input: with_answers(&request.input, asked, &values),
+            },
+        },
+        Outcome::Declined { note } => match prompt.kind {
+            PromptKind::Card => denied(note, "denied"),
+            PromptKind::Questions(_) => denied(note, "declined to answer"),
+        },
+        Outcome::Dismissed => Decision::Undecided {
+            why: "the person closed the prompt without deciding.".into(),
+        },
+        Outcome::Invalid(err) => Decision::Undecided {
+            why: format!("the reply did not fit the prompt ({err})."),
+        },
+        Outcome::Timeout => Decision::Undecided {
+            why: "no answer came in time.".into(),
+        },
+        Outcome::Cancelled => Decision::Undecided {
+            why: "the request was cancelled before the person decided.".into(),
+        },
+        Outcome::NoBrowser { was_connected } => Decision::Undecided {
+            why: if was_connected {
+                "the browser went away before the person decided."
+            } else {
+                "no browser with the him side panel is connected, so the person could not be asked."
+            }
+            .into(),
+        },
+        Outcome::Refused(message) => Decision::Undecided {
+            why: format!("the browser could not show the prompt ({message})."),
+        },
+    }
+}
+
+/// The input with `answers` added: each question's text → the picked label(s) or the
+/// person's own answer (which wins over a pick of a single-choice question, and joins the
+/// picks of a multi-select one). A question left unanswered is left out, which Claude Code
+/// reads as "the user did not answer" for it.
+fn with_answers(input: &Value, asked: &[AskedQuestion], values: &Map<String, Value>) -> Value {
+    let mut answers = Map::new();
+    for (i, question) in asked.iter().enumerate() {
+        let other = values
+            .get(&format!("q{i}_other"))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        let picked: Vec<&str> = match values.get(&format!("q{i}")) {
+            Some(Value::String(label)) => vec![label.as_str()],
+            Some(Value::Array(labels)) => labels.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let answer = match (question.multi, other) {
+            (false, Some(own)) => own.to_owned(),
+            (true, Some(own)) => {
+                let mut all = picked;
+                all.push(own);
+                all.join(MULTI_SELECT_SEPARATOR)
+            }
+            (_, None) => picked.join(MULTI_SELECT_SEPARATOR),
+        };
+        if !answer.is_empty() {
+            answers.insert(question.text.clone(), Value::String(answer));
+        }
+    }
+    let mut updated = input.as_object().cloned().unwrap_or_default();
+    updated.insert("answers".into(), Value::Object(answers));
+    Value::Object(updated)
+}
+
+/// Asks the browsers, and only them, until an answer, `timeout`, `cancelled`, or no
+/// browser (none connected, or all gone longer than `reconnect_grace`).
+pub async fn ask(
+    pool: &Pool,
+    prompt: &Prompt,
+    timeout: Duration,
+    reconnect_grace: Duration,
+    cancelled: impl Future<Output = ()>,
+) -> Outcome {
+    let prepared = match channels::prepare(ToolKind::Form, prompt.form.clone(), timeout) {
+        Ok(prepared) => prepared,
+        Err(PrepareError::TooLarge(err)) => {
+            return Outcome::Refused(format!("the request is too large to show: {}", err.message));
+        }
+        Err(err) => return Outcome::Refused(err.to_string()),
+    };
+    let options = WaitOptions {
+        deadline: Instant::now() + timeout,
+        reconnect_grace,
+    };
+    let mut question = pool.open(prepared.ask).await;
+    let (outcome, answered_by) =
+        wait::wait(pool, &mut question, &prompt.form, &options, cancelled).await;
+    question.close(wait::withdraw_reason(&outcome), answered_by.as_deref());
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bash() -> Request {
+        Request {
+            tool_name: "Bash".into(),
+            input: json!({"command": "rm -rf build", "description": "Clean"}),
+            tool_use_id: Some("toolu_1".into()),
+        }
+    }
+
+    fn answered(values: Value, note: Option<&str>) -> Outcome {
+        Outcome::Answered {
+            values: values.as_object().cloned().unwrap_or_default(),
+            note: note.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_permission_card_is_a_valid_form_that_carries_the_input_verbatim() {
+        let prompt = prompt_for(&bash(), "Claude Code");
+        prompt.form.validate().unwrap();
+        let permission = prompt.form.permission.as_ref().unwrap();
+        assert_eq!(permission.input, bash().input);
+        assert_eq!(permission.tool_use_id.as_deref(), Some("toolu_1"));
+        let field = &prompt.form.fields[0];
+        assert!(field.required && field.default.is_none());
+    }
+
+    #[test]
+    fn a_permission_form_with_a_default_is_refused() {
+        let mut form = prompt_for(&bash(), "Claude Code").form;
+        form.fields[0].default = Some(json!("allow"));
+        assert!(form.validate().is_err());
+        let mut form = prompt_for(&bash(), "Claude Code").form;
+        form.fields[0].required = false;
+        assert!(form.validate().is_err());
+    }
+
+    #[test]
+    fn only_a_submitted_allow_allows_and_it_returns_the_input_unchanged() {
+        let prompt = prompt_for(&bash(), "Claude Code");
+        assert_eq!(
+            decide(
+                &bash(),
+                &prompt,
+                answered(json!({"decision": "allow"}), None)
+            ),
+            Decision::Allow {
+                updated_input: bash().input
+            }
+        );
+        for outcome in [
+            answered(json!({"decision": "deny"}), Some("not today")),
+            Outcome::Declined { note: None },
+            Outcome::Dismissed,
+            Outcome::Timeout,
+            Outcome::Cancelled,
+            Outcome::NoBrowser {
+                was_connected: false,
+            },
+        ] {
+            let decision = decide(&bash(), &prompt, outcome.clone());
+            assert!(
+                !matches!(decision, Decision::Allow { .. }),
+                "{outcome:?} allowed"
+            );
+            assert_eq!(decision.prompt_tool_json()["behavior"], "deny");
+        }
+    }
+
+    #[test]
+    fn a_deny_carries_the_note() {
+        let prompt = prompt_for(&bash(), "Claude Code");
+        let decision = decide(
+            &bash(),
+            &prompt,
+            answered(json!({"decision": "deny"}), Some("use make clean")),
+        );
+        let Decision::Deny { message } = decision else {
+            panic!("not a deny: {decision:?}")
+        };
+        assert!(message.contains("use make clean"), "{message}");
+    }
+
+    fn questions() -> Request {
+        Request {
+            tool_name: ASK_USER_QUESTION.into(),
+            input: json!({"questions": [
+                {"question": "Which database?", "header": "DB", "multiSelect": false,
+                 "options": [{"label": "Postgres", "description": "server"}, {"label": "SQLite", "description": "file"}]},
+                {"question": "Which checks?", "header": "CI", "multiSelect": true,
+                 "options": [{"label": "lint", "description": ""}, {"label": "test", "description": ""}]}
+            ]}),
+            tool_use_id: None,
+        }
+    }
+
+    #[test]
+    fn ask_user_question_becomes_a_form_and_its_answers_go_back_by_question_text() {
+        let prompt = prompt_for(&questions(), "Claude Code");
+        assert!(prompt.form.permission.is_none());
+        let names: Vec<&str> = prompt.form.fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["q0", "q0_other", "q1", "q1_other"]);
+        assert_eq!(prompt.form.fields[2].kind, FieldType::MultiSelect);
+        let values =
+            json!({"q0": "SQLite", "q0_other": null, "q1": ["lint", "test"], "q1_other": null});
+        let Decision::Allow { updated_input } =
+            decide(&questions(), &prompt, answered(values, None))
+        else {
+            panic!("not allowed")
+        };
+        assert_eq!(updated_input["questions"], questions().input["questions"]);
+        assert_eq!(
+            updated_input["answers"],
+            json!({"Which database?": "SQLite", "Which checks?": "lint, test"})
+        );
+    }
+
+    #[test]
+    fn an_answer_of_ones_own_wins_and_an_unanswered_question_is_left_out() {
+        let prompt = prompt_for(&questions(), "Claude Code");
+        let values = json!({"q0": "SQLite", "q0_other": "DuckDB", "q1": [], "q1_other": null});
+        let Decision::Allow { updated_input } =
+            decide(&questions(), &prompt, answered(values, None))
+        else {
+            panic!("not allowed")
+        };
+        assert_eq!(
+            updated_input["answers"],
+            json!({"Which database?": "DuckDB"})
+        );
+    }
+
+    #[test]
+    fn an_ask_user_question_of_another_shape_is_shown_as_a_card() {
+        let request = Request {
+            tool_name: ASK_USER_QUESTION.into(),
+            input: json!({"questions": "not a list"}),
+            tool_use_id: None,
+        };
+        assert!(prompt_for(&request, "x").form.permission.is_some());
+    }
+}

@@ -1,0 +1,253 @@
+// Real Claude Code, headless, asks him for its permissions: `claude -p
+// --permission-prompt-tool mcp__him__approve` against a loopback stand-in of its model API
+// (a scripted model that asks to run one Bash command), with him's native host started as
+// Chrome starts it and an extension stand-in on its stdio that allows or denies. The test
+// checks what Claude Code then did: ran the command, or not, and what the model was told.
+//
+// Needs HIM_BIN and the Claude Code CLI: HIM_CLAUDE, or `npm install
+// @anthropic-ai/claude-code` (its native binary is used; written against 2.1.332). Without
+// the CLI it skips, saying so — and fails instead under HIM_E2E=1.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+const HIM_BIN = process.env.HIM_BIN;
+const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
+
+function findClaude() {
+  if (process.env.HIM_CLAUDE) return process.env.HIM_CLAUDE;
+  try {
+    const require = createRequire(import.meta.url);
+    const pkg = require.resolve(`@anthropic-ai/claude-code-${process.platform}-${process.arch}/package.json`);
+    const bin = path.join(path.dirname(pkg), 'claude');
+    if (existsSync(bin)) return bin;
+  } catch {}
+  return null;
+}
+const CLAUDE = findClaude();
+const skip = CLAUDE ? false : 'the Claude Code CLI is not installed (npm install @anthropic-ai/claude-code, or set HIM_CLAUDE)';
+if (skip && process.env.HIM_E2E === '1') throw new Error(`HIM_E2E=1: ${skip}`);
+if (skip) console.log(`# skipped: ${skip}`);
+
+let tmp;
+let runtimeDir;
+let model;
+let modelUrl;
+/** Every request the scripted model got, parsed. */
+const requests = [];
+let host;
+
+/** The scripted model: ask to run `command` with Bash once, then say "done". */
+let command = '';
+
+function sse(res, events) {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  for (const [event, data] of events) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  res.end();
+}
+
+function reply(req, res, body) {
+  const last = body.messages?.at(-1);
+  const content = Array.isArray(last?.content) ? last.content : [];
+  const sawResult = content.some((c) => c.type === 'tool_result');
+  const hasBash = (body.tools ?? []).some((t) => t.name === 'Bash');
+  const usage = { input_tokens: 10, output_tokens: 5 };
+  const block =
+    hasBash && !sawResult
+      ? { type: 'tool_use', id: `toolu_him_${requests.length}`, name: 'Bash', input: { command, description: 'Write the marker' } }
+      : { type: 'text', text: 'done' };
+  const message = { id: `msg_${requests.length}`, type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, usage };
+  const stop = block.type === 'tool_use' ? 'tool_use' : 'end_turn';
+  if (!body.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ ...message, content: [block], stop_reason: stop }));
+    return;
+  }
+  const start = block.type === 'tool_use' ? { ...block, input: {} } : { type: 'text', text: '' };
+  const delta =
+    block.type === 'tool_use'
+      ? { type: 'input_json_delta', partial_json: JSON.stringify(block.input) }
+      : { type: 'text_delta', text: block.text };
+  sse(res, [
+    ['message_start', { type: 'message_start', message }],
+    ['content_block_start', { type: 'content_block_start', index: 0, content_block: start }],
+    ['content_block_delta', { type: 'content_block_delta', index: 0, delta }],
+    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+    ['message_delta', { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage }],
+    ['message_stop', { type: 'message_stop' }],
+  ]);
+}
+
+/** him's native host, started as Chrome starts it, and an extension stand-in on its stdio. */
+function startHost(decide) {
+  const child = spawn(HIM_BIN, [`chrome-extension://${EXTENSION_ID}/`], {
+    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn' },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const asks = [];
+  const send = (msg) => {
+    const body = Buffer.from(JSON.stringify(msg));
+    const head = Buffer.alloc(4);
+    head.writeUInt32LE(body.length);
+    child.stdin.write(Buffer.concat([head, body]));
+  };
+  let buf = Buffer.alloc(0);
+  child.stdout.on('data', (chunk) => {
+    buf = Buffer.concat([buf, chunk]);
+    while (buf.length >= 4 && buf.length >= 4 + buf.readUInt32LE(0)) {
+      const len = buf.readUInt32LE(0);
+      const msg = JSON.parse(buf.subarray(4, 4 + len).toString());
+      buf = buf.subarray(4 + len);
+      if (msg.type === 'hello') send({ type: 'ready', protocol: 1, extension: { id: EXTENSION_ID, version: '0.0.0-e2e' } });
+      if (msg.type === 'ask') {
+        asks.push(msg);
+        send({ type: 'shown', id: msg.id });
+        send({ type: 'answer', id: msg.id, ...decide(msg) });
+      }
+    }
+  });
+  return { child, asks, stop: () => child.kill() };
+}
+
+async function untilHostListens() {
+  const end = Date.now() + 10_000;
+  while (Date.now() < end) {
+    try {
+      if (readdirSync(path.join(runtimeDir, 'hosts')).some((n) => n.endsWith('.sock'))) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('the host did not listen');
+}
+
+/** Runs `claude -p` in a fresh project and home; returns its parsed JSON result. */
+function runClaude(project) {
+  const home = path.join(tmp, `home-${path.basename(project)}`);
+  mkdirSync(home, { recursive: true });
+  const mcpConfig = path.join(tmp, 'mcp.json');
+  writeFileSync(
+    mcpConfig,
+    JSON.stringify({
+      mcpServers: { him: { command: HIM_BIN, args: ['serve', '--permission-tool'], env: { HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn' } } },
+    }),
+  );
+  const args = ['-p', 'Write the marker file.', '--permission-prompt-tool', 'mcp__him__approve', '--mcp-config', mcpConfig, '--strict-mcp-config', '--output-format', 'json', '--model', 'claude-sonnet-4-5'];
+  return new Promise((resolve, reject) => {
+    execFile(
+      CLAUDE,
+      args,
+      {
+        cwd: project,
+        timeout: 90_000,
+        env: {
+          PATH: process.env.PATH,
+          HOME: home,
+          ANTHROPIC_BASE_URL: modelUrl,
+          ANTHROPIC_API_KEY: 'sk-ant-test',
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+          DISABLE_AUTOUPDATER: '1',
+        },
+      },
+      (err, stdout, stderr) => {
+        try {
+          resolve(JSON.parse(stdout));
+        } catch {
+          reject(new Error(`claude gave no JSON (${err?.message}):\n${stdout}\n${stderr}`));
+        }
+      },
+    );
+  });
+}
+
+before(async () => {
+  if (skip) return;
+  assert.ok(HIM_BIN, 'HIM_BIN must name the him binary (cargo test sets it)');
+  tmp = mkdtempSync(path.join(tmpdir(), 'him-claude-'));
+  runtimeDir = path.join(tmp, 'run');
+  mkdirSync(runtimeDir, { mode: 0o700 });
+  model = createServer((req, res) => {
+    let data = '';
+    req.on('data', (c) => (data += c));
+    req.on('end', () => {
+      if (req.method !== 'POST' || !req.url.startsWith('/v1/messages') || req.url.includes('count_tokens')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ input_tokens: 10 }));
+        return;
+      }
+      const body = JSON.parse(data);
+      requests.push(body);
+      reply(req, res, body);
+    });
+  });
+  await new Promise((r) => model.listen(0, '127.0.0.1', r));
+  modelUrl = `http://127.0.0.1:${model.address().port}`;
+});
+
+after(() => {
+  host?.stop();
+  model?.close();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+/** The tool_result Claude Code sent the model for its Bash call. */
+function toolResult() {
+  for (const body of requests) {
+    for (const m of body.messages ?? []) {
+      for (const c of Array.isArray(m.content) ? m.content : []) if (c.type === 'tool_result') return c;
+    }
+  }
+  return null;
+}
+
+test('Claude Code runs the command once the person allows it in the panel', { skip, timeout: 120_000 }, async () => {
+  const project = path.join(tmp, 'allow-project');
+  mkdirSync(project);
+  command = 'echo him-was-here > marker.txt';
+  requests.length = 0;
+  host = startHost(() => ({ action: 'submit', values: { decision: 'allow' } }));
+  await untilHostListens();
+  const result = await runClaude(project);
+  host.stop();
+  assert.equal(host.asks.length, 1, 'one permission prompt reached the panel');
+  const ask = host.asks[0];
+  assert.equal(ask.form.permission.tool_name, 'Bash');
+  assert.equal(ask.form.permission.input.command, command, 'the command verbatim');
+  assert.match(ask.form.permission.tool_use_id, /^toolu_him_/);
+  assert.equal(readFileSync(path.join(project, 'marker.txt'), 'utf8').trim(), 'him-was-here', 'the command ran');
+  assert.deepEqual(result.permission_denials ?? [], []);
+});
+
+test('Claude Code does not run it when the person denies, and the model reads the note', { skip, timeout: 120_000 }, async () => {
+  const project = path.join(tmp, 'deny-project');
+  mkdirSync(project);
+  command = 'echo should-not-run > marker.txt';
+  requests.length = 0;
+  host = startHost(() => ({ action: 'submit', values: { decision: 'deny' }, note: 'not on a Friday' }));
+  await untilHostListens();
+  const result = await runClaude(project);
+  host.stop();
+  assert.equal(host.asks.length, 1);
+  assert.equal(existsSync(path.join(project, 'marker.txt')), false, 'the command did not run');
+  assert.equal(result.permission_denials?.length, 1, JSON.stringify(result));
+  const denied = toolResult();
+  assert.ok(denied, 'the model got a tool result');
+  assert.match(JSON.stringify(denied.content), /not on a Friday/);
+});
+
+test('with no browser connected Claude Code is denied, never allowed', { skip, timeout: 120_000 }, async () => {
+  const project = path.join(tmp, 'none-project');
+  mkdirSync(project);
+  command = 'echo should-not-run > marker.txt';
+  requests.length = 0;
+  rmSync(path.join(runtimeDir, 'hosts'), { recursive: true, force: true });
+  const result = await runClaude(project);
+  assert.equal(existsSync(path.join(project, 'marker.txt')), false);
+  assert.equal(result.permission_denials?.length, 1, JSON.stringify(result));
+  assert.match(JSON.stringify(toolResult()?.content), /no browser/);
+});

@@ -1,0 +1,186 @@
+// The permission card in real Chromium: the TypeScript SDK calls `approve` on
+// `him serve --permission-tool` as Claude Code's --permission-prompt-tool does; the card
+// shows the tool's input verbatim; Enter and Y never allow, a click on Allow does; Deny
+// carries the note; AskUserQuestion is answered as the form it is.
+//
+// Needs HIM_BIN (the him binary; `cargo test` sets it) and Debian's Chromium (or
+// HIM_CHROMIUM).
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
+const EXT_DIR = fileURLToPath(new URL('../../extension/', import.meta.url));
+const HIM_BIN = process.env.HIM_BIN;
+const CHROMIUM = process.env.HIM_CHROMIUM ?? '/usr/lib/chromium/chromium';
+const STEP_MS = 20_000;
+
+let tmp;
+let context;
+let page;
+let client;
+const problems = [];
+
+before(async () => {
+  assert.ok(HIM_BIN, 'HIM_BIN must name the him binary (cargo test sets it)');
+  tmp = mkdtempSync(path.join(tmpdir(), 'him-permission-'));
+  const runtimeDir = path.join(tmp, 'run');
+  mkdirSync(runtimeDir, { mode: 0o700 });
+  const profile = path.join(tmp, 'profile');
+  mkdirSync(path.join(profile, 'NativeMessagingHosts'), { recursive: true });
+  const manifest = execFileSync(HIM_BIN, ['manifest', 'chromium'], { encoding: 'utf8' });
+  writeFileSync(path.join(profile, 'NativeMessagingHosts', 'dev.him.host.json'), manifest);
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir },
+    args: [`--disable-extensions-except=${EXT_DIR}`, `--load-extension=${EXT_DIR}`, '--no-first-run'],
+  });
+  context.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`);
+  });
+  context.on('weberror', (err) => problems.push(`uncaught: ${err.error()}`));
+  context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
+  page = await context.newPage();
+  await page.goto(`chrome-extension://${EXTENSION_ID}/panel/panel.html`);
+  await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });
+
+  const transport = new StdioClientTransport({
+    command: HIM_BIN,
+    args: ['serve', '--permission-tool'],
+    env: { HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn' },
+    stderr: 'inherit',
+  });
+  client = new Client({ name: 'claude-code', version: '2.1.332' });
+  await client.connect(transport);
+});
+
+after(async () => {
+  await client?.close().catch(() => {});
+  await context?.close().catch(() => {});
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+/** Calls approve as Claude Code does; the person decides in the panel meanwhile. */
+function approve(args) {
+  const call = client.callTool({ name: 'approve', arguments: args }, undefined, { timeout: 60_000 });
+  let settled = false;
+  call.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  return {
+    settled: () => settled,
+    async decision() {
+      const res = await call;
+      assert.equal(res.structuredContent, undefined, 'no structuredContent');
+      assert.equal(res.content.length, 1, 'exactly one block');
+      assert.equal(res.content[0].type, 'text');
+      return JSON.parse(res.content[0].text);
+    },
+  };
+}
+
+function card(name) {
+  return page.locator('article.card', { has: page.getByRole('heading', { name }) });
+}
+
+test('a Bash card shows the command verbatim; Enter and Y do not allow; a click on Allow does', { timeout: STEP_MS }, async () => {
+  const command = 'terraform apply -auto-approve && rm -rf "$TMP/<b>x</b>"';
+  const input = { command, description: 'Apply the plan (the agent says it is safe)' };
+  const call = approve({ tool_name: 'Bash', input, tool_use_id: 'toolu_e2e_1' });
+  const c = card('Allow Bash?');
+  await c.waitFor();
+  assert.equal(await c.locator('pre.him-perm-code').first().textContent(), command, 'the command, verbatim');
+  assert.equal(await c.locator('b').count(), 0, 'agent text is never markup');
+  assert.match(await c.textContent(), /the agent says it is safe/, 'the rest of the input is shown too');
+  assert.match(await c.locator('.card-head').textContent(), /claude-code/);
+
+  const deny = c.getByRole('button', { name: 'Deny' });
+  const allow = c.getByRole('button', { name: 'Allow' });
+  assert.equal(await deny.evaluate((el) => el === document.activeElement), true, 'focus starts on Deny');
+  await page.keyboard.press('y');
+  await page.keyboard.press('Y');
+  await allow.focus();
+  await page.keyboard.press('Enter');
+  await c.getByText('Enter does not allow: click Allow.').waitFor();
+  await c.getByLabel(/Note/).press('Control+Enter');
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(call.settled(), false, 'nothing was decided by a key');
+
+  await allow.click();
+  assert.deepEqual(await call.decision(), { behavior: 'allow', updatedInput: input });
+  await c.waitFor({ state: 'detached' });
+});
+
+test('an Edit card shows the path and a diff; Deny sends the note', { timeout: STEP_MS }, async () => {
+  const input = { file_path: '/srv/app/deploy.yaml', old_string: 'replicas: 2', new_string: 'replicas: 20' };
+  const call = approve({ tool_name: 'Edit', input, tool_use_id: 'toolu_e2e_2' });
+  const c = card('Allow Edit?');
+  await c.waitFor();
+  assert.equal(await c.locator('.him-perm-path').textContent(), '/srv/app/deploy.yaml');
+  assert.equal(await c.locator('.him-del').textContent(), '- replicas: 2\n');
+  assert.equal(await c.locator('.him-add').textContent(), '+ replicas: 20\n');
+  await c.getByLabel(/Note/).fill('20 is too many; try 4');
+  await c.getByRole('button', { name: 'Deny' }).click();
+  const decision = await call.decision();
+  assert.equal(decision.behavior, 'deny');
+  assert.match(decision.message, /20 is too many; try 4/);
+});
+
+test('Esc on a card denies', { timeout: STEP_MS }, async () => {
+  const call = approve({ tool_name: 'WebFetch', input: { url: 'https://example.com/x', prompt: 'summarise' } });
+  const c = card('Allow WebFetch?');
+  await c.waitFor();
+  assert.equal(await c.locator('.him-perm-path').textContent(), 'https://example.com/x');
+  await c.getByRole('button', { name: 'Deny' }).press('Escape');
+  assert.equal((await call.decision()).behavior, 'deny');
+});
+
+test('AskUserQuestion is answered as a form, its answers keyed by question text', { timeout: STEP_MS }, async () => {
+  const input = {
+    questions: [
+      {
+        question: 'Which database?',
+        header: 'DB',
+        multiSelect: false,
+        options: [
+          { label: 'Postgres', description: 'A server' },
+          { label: 'SQLite', description: 'One file' },
+        ],
+      },
+      {
+        question: 'Which checks?',
+        header: 'CI',
+        multiSelect: true,
+        options: [
+          { label: 'lint', description: 'clippy' },
+          { label: 'test', description: 'cargo test' },
+        ],
+      },
+    ],
+  };
+  const call = approve({ tool_name: 'AskUserQuestion', input, tool_use_id: 'toolu_e2e_3' });
+  const c = card('claude-code asks you');
+  await c.waitFor();
+  await c.getByRole('radio', { name: /SQLite/ }).check();
+  await c.getByRole('checkbox', { name: /lint/ }).check();
+  await c.getByRole('textbox').nth(1).fill('clippy pedantic');
+  await c.getByRole('button', { name: 'Answer' }).click();
+  const decision = await call.decision();
+  assert.equal(decision.behavior, 'allow');
+  assert.deepEqual(decision.updatedInput.questions, input.questions);
+  assert.deepEqual(decision.updatedInput.answers, { 'Which database?': 'SQLite', 'Which checks?': 'lint, clippy pedantic' });
+});
+
+test('no console errors or warnings', () => {
+  assert.deepEqual(problems, []);
+});

@@ -1,0 +1,239 @@
+//! `him hook claude-code|codex`, run as the agents run a PermissionRequest hook: the hook's
+//! JSON on stdin, the fake extension answering through the real host, the decision in the
+//! agent's format on stdout — and nothing at all (exit 0) when nobody decides.
+
+mod support;
+
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::*;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+/// Claude Code 2.1.197's PermissionRequest input for a Bash call.
+fn claude_input() -> Value {
+    json!({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": "/home/me/shop-api",
+           "prompt_id": "p1", "permission_mode": "default", "hook_event_name": "PermissionRequest",
+           "tool_name": "Bash", "tool_input": {"command": "git push --force", "description": "Push"},
+           "permission_suggestions": [{"type": "addRules"}]})
+}
+
+/// Codex 0.171.0's PermissionRequest input for a shell call.
+fn codex_input() -> Value {
+    json!({"session_id": "s2", "turn_id": "t1", "transcript_path": null, "cwd": "/home/me/infra",
+           "hook_event_name": "PermissionRequest", "model": "gpt-test", "permission_mode": "default",
+           "tool_name": "Bash", "tool_input": {"command": "terraform destroy"}})
+}
+
+/// Starts `him hook <agent> <args>` with `input` on its stdin (then closed).
+async fn start_hook(
+    runtime: &std::path::Path,
+    agent: &str,
+    args: &[&str],
+    input: &Value,
+) -> tokio::process::Child {
+    let mut child = Command::new(him_bin())
+        .arg("hook")
+        .arg(agent)
+        .args(args)
+        .env("HIM_RUNTIME_DIR", runtime)
+        .env("HIM_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn him hook");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(input.to_string().as_bytes())
+        .await
+        .expect("write hook input");
+    drop(stdin);
+    child
+}
+
+async fn finish(child: tokio::process::Child) -> Output {
+    tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("the hook did not exit")
+        .expect("wait")
+}
+
+fn stdout_json(output: &Output) -> Value {
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    serde_json::from_slice(&output.stdout).expect("stdout is one JSON document")
+}
+
+/// No decision: nothing on stdout, exit 0; stderr says why.
+fn assert_deferred(output: &Output) {
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(
+        output.stdout.is_empty(),
+        "stdout must stay empty: {:?}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("leaving the decision to"), "{stderr}");
+}
+
+/// Runs the hook while the fake extension answers its ask with `reply`.
+async fn decided(agent: &str, input: Value, reply: Value) -> (Output, Value) {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let hook = start_hook(runtime.path(), agent, &[], &input).await;
+    let ask = ext.take_ask().await;
+    let mut answer = reply;
+    answer["type"] = json!("answer");
+    answer["id"] = ask["id"].clone();
+    ext.send(answer).await;
+    (finish(hook).await, ask)
+}
+
+#[tokio::test]
+async fn claude_code_hook_writes_an_allow_when_the_person_clicks_allow() {
+    let (output, ask) = decided(
+        "claude-code",
+        claude_input(),
+        json!({"action": "submit", "values": {"decision": "allow"}}),
+    )
+    .await;
+    assert_eq!(
+        stdout_json(&output),
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                                      "decision": {"behavior": "allow"}}})
+    );
+    assert_eq!(ask["form"]["permission"]["tool_name"], "Bash");
+    assert_eq!(
+        ask["form"]["permission"]["input"],
+        claude_input()["tool_input"]
+    );
+    assert_eq!(ask["agent"]["name"], "Claude Code");
+    assert_eq!(ask["project"], "shop-api", "the project of the hook's cwd");
+    // Nothing of the input in the log: only the decision.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("git push"),
+        "the command was logged: {stderr}"
+    );
+}
+
+#[tokio::test]
+async fn claude_code_hook_writes_a_deny_with_the_note() {
+    let (output, _) = decided(
+        "claude-code",
+        claude_input(),
+        json!({"action": "submit", "values": {"decision": "deny"}, "note": "never force-push main"}),
+    )
+    .await;
+    let decision = &stdout_json(&output)["hookSpecificOutput"]["decision"];
+    assert_eq!(decision["behavior"], "deny");
+    assert!(
+        decision["message"]
+            .as_str()
+            .unwrap()
+            .contains("never force-push main")
+    );
+}
+
+#[tokio::test]
+async fn codex_hook_writes_its_allow_and_deny() {
+    let (output, ask) = decided(
+        "codex",
+        codex_input(),
+        json!({"action": "submit", "values": {"decision": "allow"}}),
+    )
+    .await;
+    assert_eq!(
+        stdout_json(&output),
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                                      "decision": {"behavior": "allow"}}})
+    );
+    assert_eq!(ask["agent"]["name"], "Codex");
+    let (output, _) = decided("codex", codex_input(), json!({"action": "decline"})).await;
+    assert_eq!(
+        stdout_json(&output)["hookSpecificOutput"]["decision"]["behavior"],
+        "deny"
+    );
+}
+
+#[tokio::test]
+async fn claude_code_hook_answers_ask_user_question_in_updated_input() {
+    let mut input = claude_input();
+    input["tool_name"] = json!("AskUserQuestion");
+    input["tool_input"] = json!({"questions": [{"question": "Ship it?", "header": "Ship",
+        "multiSelect": false, "options": [{"label": "Yes", "description": ""}, {"label": "No", "description": ""}]}]});
+    let (output, _) = decided(
+        "claude-code",
+        input.clone(),
+        json!({"action": "submit", "values": {"q0": "Yes"}}),
+    )
+    .await;
+    let decision = &stdout_json(&output)["hookSpecificOutput"]["decision"];
+    assert_eq!(decision["behavior"], "allow");
+    assert_eq!(
+        decision["updatedInput"]["answers"],
+        json!({"Ship it?": "Yes"})
+    );
+    assert_eq!(
+        decision["updatedInput"]["questions"],
+        input["tool_input"]["questions"]
+    );
+}
+
+#[tokio::test]
+async fn with_no_browser_the_hook_defers_at_once() {
+    let runtime = runtime_dir();
+    for (agent, input) in [("claude-code", claude_input()), ("codex", codex_input())] {
+        let started = Instant::now();
+        let output = finish(start_hook(runtime.path(), agent, &[], &input).await).await;
+        assert_deferred(&output);
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}
+
+#[tokio::test]
+async fn with_no_answer_in_its_wait_the_hook_defers_and_withdraws_the_card() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let started = Instant::now();
+    let hook = start_hook(
+        runtime.path(),
+        "claude-code",
+        &["--wait-ms", "1000"],
+        &claude_input(),
+    )
+    .await;
+    ext.take_ask().await;
+    let withdraw = ext.recv_type("withdraw").await;
+    assert_eq!(withdraw["reason"], "timeout");
+    assert_deferred(&finish(hook).await);
+    assert!(started.elapsed() >= Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn a_hook_stopped_by_its_agent_withdraws_the_card() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let hook = start_hook(runtime.path(), "codex", &[], &codex_input()).await;
+    ext.take_ask().await;
+    let pid = nix::unistd::Pid::from_raw(hook.id().expect("pid") as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM the hook");
+    ext.recv_type("withdraw").await;
+    assert_deferred(&finish(hook).await);
+}
+
+#[tokio::test]
+async fn other_events_and_bad_input_are_left_to_the_agent() {
+    let runtime = runtime_dir();
+    let mut pre_tool_use = claude_input();
+    pre_tool_use["hook_event_name"] = json!("PreToolUse");
+    assert_deferred(
+        &finish(start_hook(runtime.path(), "claude-code", &[], &pre_tool_use).await).await,
+    );
+    assert_deferred(
+        &finish(start_hook(runtime.path(), "codex", &[], &json!("not an object")).await).await,
+    );
+}
