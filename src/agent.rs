@@ -98,6 +98,8 @@ struct State {
 struct Shared {
     /// The runtime directories searched for hosts (DESIGN.md §1), where hosts listen first.
     runtime_dirs: Vec<PathBuf>,
+    /// Kept for channels that show who asks themselves (the loopback form).
+    identity: Identity,
     hello: Bytes,
     state: Mutex<State>,
     link_count: watch::Sender<usize>,
@@ -130,20 +132,26 @@ impl Pool {
     pub fn new(runtime_dirs: Vec<PathBuf>, identity: Identity) -> Pool {
         let hello = protocol::encode(&AgentToHost::Hello {
             protocol: PROTOCOL,
-            agent: identity.agent,
-            project: identity.project,
+            agent: identity.agent.clone(),
+            project: identity.project.clone(),
             pid: std::process::id(),
             verdicts: true,
         });
         Pool {
             shared: Arc::new(Shared {
                 runtime_dirs,
+                identity,
                 hello,
                 state: Mutex::new(State::default()),
                 link_count: watch::channel(0).0,
                 scanning: tokio::sync::Mutex::new(()),
             }),
         }
+    }
+
+    /// Who asks, as every host is told.
+    pub fn identity(&self) -> &Identity {
+        &self.shared.identity
     }
 
     /// Connects to any host not yet linked. Returns how many hosts are linked now.

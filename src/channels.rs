@@ -323,7 +323,7 @@ pub async fn ask(
     if config.fallback != FallbackMode::Http {
         return done(fallback(&cx(started), config.fallback, &reason));
     }
-    let loopback = match Loopback::bind(form, &prepared.ask.id).await {
+    let loopback = match Loopback::bind(form, &prepared.ask.id, pool.identity(), deadline).await {
         Ok(loopback) => loopback,
         Err(err) => {
             tracing::warn!("the loopback form could not start: {err}");

@@ -163,6 +163,144 @@ fn post(path: &str, host: &str, body: &Value) -> Vec<u8> {
 
 const CHOICE: [&str; 4] = ["choice", "Which database?", "Postgres", "SQLite"];
 
+/// The inline JSON the page script reads: the form, who asks, the time left.
+fn page_data(html: &str) -> Value {
+    let open = "<script type=\"application/json\" id=\"him-question\">";
+    let start = html.find(open).expect("the data script") + open.len();
+    let end = start + html[start..].find("</script>").expect("its end");
+    serde_json::from_str(&html[start..end]).expect("the data is JSON")
+}
+
+/// Asserts the headers every response of the form carries (`web::secure`).
+fn assert_secure(reply: &Reply) {
+    let csp = reply.header("content-security-policy").expect("CSP");
+    assert!(csp.contains("default-src 'none'"), "{csp}");
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert_eq!(reply.header("cache-control").as_deref(), Some("no-store"));
+    assert_eq!(
+        reply.header("x-content-type-options").as_deref(),
+        Some("nosniff")
+    );
+    assert_eq!(
+        reply.header("referrer-policy").as_deref(),
+        Some("no-referrer")
+    );
+}
+
+#[tokio::test]
+async fn the_page_carries_who_asks_and_the_time_left_as_data() {
+    let asked = Asked::start(&["--timeout-ms", "60000", "text", "Which branch?"]).await;
+    let page = send(asked.port(), &get(&asked.path(), &asked.host()))
+        .await
+        .expect("page");
+    assert_eq!(page.status, 200, "{}", page.head);
+    let data = page_data(&page.body);
+    assert_eq!(data["agent"]["name"], "him ask", "{data}");
+    // `him ask` names its project after the directory it runs in, as the panel shows it.
+    let cwd = std::env::current_dir().expect("cwd");
+    let project = cwd.file_name().expect("a directory name").to_string_lossy();
+    assert_eq!(data["project"], project.as_ref(), "{data}");
+    let remaining = data["remaining_ms"].as_u64().expect("remaining_ms");
+    assert!(
+        (50_000..=60_000).contains(&remaining),
+        "the time left when served: {remaining}"
+    );
+    assert!(
+        page.body.contains("id=\"him-time\""),
+        "a place for the countdown"
+    );
+    // Asked again later, the page tells the time left then, not the whole wait again.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let later = send(asked.port(), &get(&asked.path(), &asked.host()))
+        .await
+        .expect("page");
+    let later = page_data(&later.body)["remaining_ms"].as_u64().expect("ms");
+    assert!(later + 1000 <= remaining, "{later} after {remaining}");
+    send(
+        asked.port(),
+        &post(
+            &asked.path(),
+            &asked.host(),
+            &json!({"action": "submit", "values": {"answer": "main"}}),
+        ),
+    )
+    .await
+    .expect("answer");
+    let (result, _) = asked.finish().await;
+    assert_eq!(result["status"], "answered", "{result}");
+}
+
+/// A connection that has started its GET of the page and finishes it on `finish`.
+async fn half_sent_get(port: u16, path: &str, host: &str) -> (TcpStream, Vec<u8>) {
+    let mut tab = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let request = get(path, host);
+    let (start, rest) = request.split_at(10);
+    tab.write_all(start).await.expect("first bytes");
+    // Accepted and being read by the server before the form closes.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    (tab, rest.to_vec())
+}
+
+#[tokio::test]
+async fn a_reload_after_the_answer_gets_a_page_saying_so_with_the_same_headers() {
+    let form = json!({"title": "The deploy key?", "fields": [
+        {"name": "key", "type": "password", "label": "Key", "required": true}]});
+    let asked = Asked::start(&["form", &form.to_string()]).await;
+    let (port, path, host) = (asked.port(), asked.path(), asked.host());
+    let (reload, rest) = half_sent_get(port, &path, &host).await;
+    let reply = send(
+        port,
+        &post(
+            &path,
+            &host,
+            &json!({"action": "submit", "values": {"key": "hunter2-secret"}}),
+        ),
+    )
+    .await
+    .expect("answer");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let closed = send_on(reload, &rest).await.expect("the reload");
+    assert_eq!(closed.status, 410, "{}", closed.head);
+    assert_eq!(
+        closed.header("content-type").as_deref(),
+        Some("text/html; charset=utf-8")
+    );
+    assert_secure(&closed);
+    assert!(
+        closed.body.contains("This question was answered.")
+            && closed.body.contains("You can close this tab."),
+        "{}",
+        closed.body
+    );
+    // Nothing of the question or its answer, and no script.
+    for absent in ["The deploy key?", "hunter2-secret", "<script"] {
+        assert!(!closed.body.contains(absent), "{absent}: {}", closed.body);
+    }
+    let (result, _) = asked.finish().await;
+    assert_eq!(result["status"], "answered", "{result}");
+}
+
+#[tokio::test]
+async fn a_reload_after_the_timeout_gets_a_page_saying_it_timed_out() {
+    let asked = Asked::start(&["--timeout-ms", "1500", "text", "Quick?"]).await;
+    let (port, path, host) = (asked.port(), asked.path(), asked.host());
+    let (reload, rest) = half_sent_get(port, &path, &host).await;
+    // Past the deadline, within the moment the form gives requests under way.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let closed = send_on(reload, &rest).await.expect("the reload");
+    assert_eq!(closed.status, 410, "{}", closed.head);
+    assert_secure(&closed);
+    assert!(
+        closed.body.contains("it timed out") && closed.body.contains("You can close this tab."),
+        "{}",
+        closed.body
+    );
+    let (result, _) = asked.finish().await;
+    assert_eq!(result["status"], "timeout", "{result}");
+}
+
 #[tokio::test]
 async fn the_page_is_served_with_a_strict_policy_and_the_answer_is_taken_once() {
     let asked = Asked::start(&CHOICE).await;
@@ -469,6 +607,9 @@ async fn through_mcp_the_url_comes_as_progress_and_as_form_url() {
     let rest = url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_once('/').unwrap();
     let port: u16 = host.rsplit(':').next().unwrap().parse().unwrap();
+    // The page says who asks with the MCP client's own name (its `clientInfo`).
+    let page = send(port, &get(&format!("/{path}"), host)).await.unwrap();
+    assert_eq!(page_data(&page.body)["agent"]["name"], "loopback-agent");
     let reply = send(
         port,
         &post(

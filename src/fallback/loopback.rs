@@ -2,8 +2,9 @@
 //!
 //! ```text
 //!   Loopback::bind ──► 127.0.0.1:<random port>, token = 128 random bits
-//!   GET  /q/<token>            the page: form JSON inline, no inline script
-//!   GET  /q/<token>/<asset>    page.js, form.js, markdown.js (the extension's lib), css
+//!   GET  /q/<token>            the page: form, who asks and the time left as inline JSON,
+//!                              no inline script; once closed, a short page saying so (410)
+//!   GET  /q/<token>/<asset>    page.js, form.js, markdown.js, queue.js (the extension's lib), css
 //!   POST /q/<token>            {action, values, note} → the answer, once (then 410)
 //!   anything else              404; a Host other than 127.0.0.1:<port> → 421, two → 400
 //! ```
@@ -17,6 +18,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,10 +35,12 @@ use serde_json::{Map, Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::admission::{Admission, Proof, Ticket};
+use crate::agent::Identity;
 use crate::form::Form;
 use crate::peer::{self, Peer};
 use crate::protocol::{Action, Answer};
@@ -57,7 +61,8 @@ const MAX_CONNECTIONS: usize = 32;
 const MAX_PENDING_CONNECTIONS: usize = 32;
 /// How long the oldest of them may wait for its request before a newer one takes its place.
 const PENDING_GRACE: Duration = Duration::from_millis(200);
-/// How long requests already under way when the answer came may take to be told 410 Gone.
+/// How long requests already under way when the form closed (an answer, the timeout, the
+/// agent's cancellation) may take to be told 410 Gone.
 const LINGER: Duration = Duration::from_secs(1);
 /// A request's first byte, then its head, then its body must each arrive within this time.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -67,6 +72,8 @@ const PAGE_CSS: &str = include_str!("page.css");
 const FORM_JS: &str = include_str!("../../extension/lib/form.js");
 const FORM_MODEL_JS: &str = include_str!("../../extension/lib/formmodel.js");
 const MARKDOWN_JS: &str = include_str!("../../extension/lib/markdown.js");
+// The panel's own time-left wording and agent label, so both say them alike.
+const QUEUE_JS: &str = include_str!("../../extension/lib/queue.js");
 const FORM_CSS: &str = include_str!("../../extension/lib/form.css");
 
 /// The files a page may load, by the name after `/q/<token>/`.
@@ -78,6 +85,7 @@ fn asset(name: &str) -> Option<(&'static str, &'static str)> {
         "form.js" => Some((JS, FORM_JS)),
         "formmodel.js" => Some((JS, FORM_MODEL_JS)),
         "markdown.js" => Some((JS, MARKDOWN_JS)),
+        "queue.js" => Some((JS, QUEUE_JS)),
         "form.css" => Some((CSS, FORM_CSS)),
         "page.css" => Some((CSS, PAGE_CSS)),
         _ => None,
@@ -100,11 +108,19 @@ pub struct Loopback {
     token: String,
     form: Form,
     question_id: String,
+    asker: Identity,
+    deadline: Instant,
 }
 
 impl Loopback {
-    /// Binds 127.0.0.1 on a port the system picks and makes the question's token.
-    pub async fn bind(form: &Form, question_id: &str) -> std::io::Result<Loopback> {
+    /// Binds 127.0.0.1 on a port the system picks and makes the question's token. The page
+    /// shows `asker` and counts down to `deadline`, as the side panel does.
+    pub async fn bind(
+        form: &Form,
+        question_id: &str,
+        asker: &Identity,
+        deadline: Instant,
+    ) -> std::io::Result<Loopback> {
         let listener = crate::admission::listen(SocketAddr::from(([127, 0, 0, 1], 0)))?;
         let port = listener.local_addr()?.port();
         Ok(Loopback {
@@ -113,6 +129,8 @@ impl Loopback {
             token: crate::random::random_hex(16)?,
             form: form.clone(),
             question_id: question_id.to_owned(),
+            asker: asker.clone(),
+            deadline,
         })
     }
 
@@ -128,29 +146,32 @@ impl Loopback {
     /// Serves until the first answer or `stop`; the port is closed when this returns.
     pub async fn serve(self, stop: CancellationToken) -> LoopbackEnd {
         let (answer_tx, mut answer_rx) = oneshot::channel();
-        let page = page(&self.form, &format!("/q/{}", self.token));
         let shared = Arc::new(Shared {
             port: self.port,
+            base: format!("/q/{}", self.token),
             token: self.token,
-            page: Bytes::from(page),
             form: self.form,
             question_id: self.question_id,
+            asker: self.asker,
+            deadline: self.deadline,
             answer: Mutex::new(Some(answer_tx)),
+            stopped: AtomicBool::new(false),
             busy: TaskTracker::new(),
         });
         let mut connections = JoinSet::new();
         let admission = Admission::new(MAX_PENDING_CONNECTIONS, PENDING_GRACE, MAX_CONNECTIONS);
         loop {
             tokio::select! {
-                _ = stop.cancelled() => return LoopbackEnd::Stopped,
+                _ = stop.cancelled() => {
+                    shared.stopped.store(true, Ordering::SeqCst);
+                    // An answer racing the stop is told 410, not taken.
+                    drop(shared.take_answer_slot());
+                    close(self.listener, &shared).await;
+                    return LoopbackEnd::Stopped;
+                }
                 answer = &mut answer_rx => match answer {
                     Ok(answer) => {
-                        // The port closes now. A request already under way on an open
-                        // connection (a second tab's submit) is still told 410 Gone, for a
-                        // moment; idle connections are simply closed.
-                        drop(self.listener);
-                        shared.busy.close();
-                        let _ = tokio::time::timeout(LINGER, shared.busy.wait()).await;
+                        close(self.listener, &shared).await;
                         return LoopbackEnd::Answer(answer);
                     }
                     // `shared` holds the sender for as long as this loop runs.
@@ -182,14 +203,29 @@ impl Loopback {
     }
 }
 
+/// The port closes now. A request already under way on an open connection (a second tab's
+/// submit, a reload) is still told 410 Gone with a page saying why, for a moment; idle
+/// connections are simply closed.
+async fn close(listener: TcpListener, shared: &Shared) {
+    drop(listener);
+    shared.busy.close();
+    let _ = tokio::time::timeout(LINGER, shared.busy.wait()).await;
+}
+
 struct Shared {
     port: u16,
     token: String,
-    page: Bytes,
+    /// `/q/<token>`: where the page's assets are.
+    base: String,
     form: Form,
     question_id: String,
+    asker: Identity,
+    deadline: Instant,
     /// Taken by the one request whose answer counts.
     answer: Mutex<Option<oneshot::Sender<Answer>>>,
+    /// Told to stop before an answer came (the timeout, the agent's cancellation, an
+    /// answer in the browser extension).
+    stopped: AtomicBool,
     /// Connections that have started a request and not yet been answered.
     busy: TaskTracker,
 }
@@ -202,11 +238,43 @@ impl Shared {
             .take()
     }
 
-    fn answered(&self) -> bool {
+    fn closed(&self) -> bool {
         self.answer
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .is_none()
+    }
+
+    /// Why the form no longer takes an answer, in the person's words.
+    fn closed_because(&self) -> ClosedBecause {
+        if !self.stopped.load(Ordering::SeqCst) {
+            ClosedBecause::Answered
+        } else if Instant::now() >= self.deadline {
+            ClosedBecause::TimedOut
+        } else {
+            ClosedBecause::Withdrawn
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ClosedBecause {
+    Answered,
+    TimedOut,
+    /// Cancelled by the agent, or answered in the browser extension: from here the two look
+    /// the same.
+    Withdrawn,
+}
+
+impl ClosedBecause {
+    fn sentence(self) -> &'static str {
+        match self {
+            ClosedBecause::Answered => "This question was answered.",
+            ClosedBecause::TimedOut => "This question is closed: it timed out.",
+            ClosedBecause::Withdrawn => {
+                "This question is closed: the agent stopped waiting, or it was answered elsewhere."
+            }
+        }
     }
 }
 
@@ -468,11 +536,27 @@ async fn respond(request: Request<Incoming>, shared: &Shared, ticket: &Ticket) -
     }
     match route {
         Route::Refuse(refusal) => not_taken(refusal.response()),
-        Route::Page | Route::Asset(..) if shared.answered() => not_taken(gone()),
+        // A reload after the end gets a page that says so rather than JSON; the styles
+        // carry nothing of the question, so that page may still load them.
+        Route::Page if shared.closed() => not_taken(content(
+            StatusCode::GONE,
+            "text/html; charset=utf-8",
+            Bytes::from(closed_page(shared.closed_because(), &shared.base)),
+        )),
+        Route::Asset(content_type, _)
+            if shared.closed() && !content_type.starts_with("text/css") =>
+        {
+            not_taken(gone())
+        }
         Route::Page => not_taken(content(
             StatusCode::OK,
             "text/html; charset=utf-8",
-            shared.page.clone(),
+            Bytes::from(page(
+                &shared.form,
+                &shared.base,
+                &shared.asker,
+                shared.deadline.saturating_duration_since(Instant::now()),
+            )),
         )),
         Route::Asset(content_type, body) => not_taken(content(
             StatusCode::OK,
@@ -537,10 +621,17 @@ fn take(body: &[u8], shared: &Shared) -> Handled {
     (json_reply(StatusCode::OK, &told), Some((slot, answer)))
 }
 
-/// The page: static markup, the form as inline JSON data (not script: CSP allows no inline
-/// script), and module scripts from the same origin.
-fn page(form: &Form, base: &str) -> String {
-    let data = json!({ "form": form }).to_string();
+/// The page: static markup, the question as inline JSON data (not script: CSP allows no
+/// inline script), and module scripts from the same origin. `remaining` is the time left
+/// when the page is served; the page counts down from its own load, so no clocks need agree.
+fn page(form: &Form, base: &str, asker: &Identity, remaining: Duration) -> String {
+    let data = json!({
+        "form": form,
+        "agent": asker.agent,
+        "project": asker.project,
+        "remaining_ms": remaining.as_millis() as u64,
+    })
+    .to_string();
     format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
@@ -552,11 +643,30 @@ fn page(form: &Form, base: &str) -> String {
          <script type=\"application/json\" id=\"him-question\">{data}</script>\n\
          <script type=\"module\" src=\"{base}/page.js\"></script>\n\
          </head>\n<body>\n<header class=\"bar\"><h1>him</h1>\
-         <p>Your AI agent is asking you. Answer here, once; this page closes with the question.</p></header>\n\
+         <p id=\"him-asker\">Your AI agent is asking you. Answer here, once; this page closes with the question.</p>\
+         <p id=\"him-time\" role=\"timer\"></p></header>\n\
          <main id=\"him-main\"><noscript>This form needs JavaScript.</noscript></main>\n\
          </body>\n</html>\n",
         title = escape_html(&first_line(&form.title)),
         data = escape_script_json(&data),
+    )
+}
+
+/// What a reload finds once the form is closed: why, and that the tab can go. No script and
+/// nothing of the question, which may have held a secret.
+fn closed_page(why: ClosedBecause, base: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"color-scheme\" content=\"light dark\">\n\
+         <meta name=\"referrer\" content=\"no-referrer\">\n\
+         <title>him: question closed</title>\n\
+         <link rel=\"stylesheet\" href=\"{base}/form.css\">\n\
+         <link rel=\"stylesheet\" href=\"{base}/page.css\">\n\
+         </head>\n<body data-him-done=\"closed\">\n<header class=\"bar\"><h1>him</h1></header>\n\
+         <main id=\"him-main\"><p class=\"closed\">{why} You can close this tab.</p></main>\n\
+         </body>\n</html>\n",
+        why = why.sentence(),
     )
 }
 
@@ -766,8 +876,17 @@ mod tests {
             "fields": [{"name": "a", "type": "text", "label": "<!--"}]
         }))
         .unwrap();
-        let html = page(&form, "/q/t");
+        let asker = Identity {
+            agent: crate::protocol::AgentInfo {
+                name: "</script><b>".into(),
+                title: None,
+                version: None,
+            },
+            project: Some("<!-- p".into()),
+        };
+        let html = page(&form, "/q/t", &asker, Duration::from_secs(5));
         assert_eq!(html.matches("</script>").count(), 2, "{html}");
+        assert!(!html.contains("<b>"));
         assert!(!html.contains("<!--"));
         assert!(html.contains("<title>him: &lt;/script&gt;"));
     }

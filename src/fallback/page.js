@@ -3,11 +3,26 @@
 // and answers to the keyboard as in the side panel, and posts the answer once as JSON
 // {action, values, note} to the page's own URL. It loads nothing else: the question comes
 // inline as JSON data, and the Content-Security-Policy allows no other origin.
+//
+// Like a panel card it says who asks and counts down the time left (from the remaining
+// milliseconds the server put in the page, counted from this page's load, so the person's
+// clock need not agree with him's). After an answer it replaces the form with what was
+// sent, in text only and never a password; a reload finds the port closed soon after, so
+// that state says plainly that the tab can go.
 
 import { renderForm } from './form.js';
+import { optionsOf } from './formmodel.js';
+import { agentLabel, formatTimeLeft } from './queue.js';
 
 const main = document.getElementById('him-main');
-const { form } = JSON.parse(document.getElementById('him-question').textContent);
+const question = JSON.parse(document.getElementById('him-question').textContent);
+const { form } = question;
+const loadedAt = Date.now();
+const deadline = typeof question.remaining_ms === 'number' ? loadedAt + question.remaining_ms : null;
+const asker = agentLabel(question.agent);
+
+// Who asks, as the panel's card head says it: "claude-code · him".
+document.getElementById('him-asker').textContent = `${[asker, question.project].filter(Boolean).join(' · ')} asks you. Answer here, once.`;
 
 const view = renderForm(document, form, {
   idPrefix: 'him',
@@ -23,6 +38,36 @@ document.addEventListener('keydown', (event) => {
 });
 
 let sent = false;
+let done = false;
+
+// ---- the time left ----
+
+/** Under this, the time left is marked urgent (the panel's threshold). */
+const URGENT_MS = 60_000;
+const timeEl = document.getElementById('him-time');
+let ticker = null;
+
+function tick() {
+  if (done || deadline === null) return;
+  const left = Math.max(0, deadline - Date.now());
+  timeEl.textContent = `${formatTimeLeft(left)} left`;
+  timeEl.setAttribute('aria-label', `${formatTimeLeft(left)} left to answer`);
+  if (left < URGENT_MS) timeEl.dataset.urgent = '';
+  if (left === 0 && !sent) {
+    // him closes the port at the deadline too; say so before a submit finds it closed.
+    finish('This question timed out: the agent stopped waiting for an answer. You can close this tab.', 'timeout');
+    view.setDisabled(true);
+  }
+}
+
+if (deadline !== null) {
+  tick();
+  ticker = setInterval(tick, 1000);
+} else {
+  timeEl.remove();
+}
+
+// ---- sending ----
 
 // A post that never reached him (connection refused or reset) or found every connection
 // slot taken (503) is tried again before the page gives up: a burst of other connections
@@ -52,7 +97,7 @@ async function post(answer) {
 }
 
 async function send(answer) {
-  if (sent) return;
+  if (sent || done) return;
   sent = true;
   view.setDisabled(true);
   view.setStatus('Sending…');
@@ -62,7 +107,9 @@ async function send(answer) {
     return;
   }
   const body = await response.json().catch(() => ({}));
-  if (response.ok) {
+  if (response.ok && (body.status === 'answered' || body.status === 'declined')) {
+    showSent(answer, body.status);
+  } else if (response.ok) {
     finish(body.message || 'Sent. You can close this tab.', body.status);
   } else if (response.status === 410) {
     finish('This question was already answered. You can close this tab.');
@@ -75,6 +122,79 @@ async function send(answer) {
 }
 
 function finish(message, status) {
+  done = true;
+  if (ticker !== null) clearInterval(ticker);
+  timeEl.textContent = '';
   view.setStatus(message);
   document.body.dataset.himDone = status || 'closed';
+  forgetTheForm();
+}
+
+// ---- after the answer ----
+
+/** What a value reads as in the summary; a password never reaches here. */
+function shown(field, value) {
+  const options = optionsOf(field);
+  const label = (v) => {
+    const option = options.find((o) => (typeof o === 'object' && o !== null ? (o.value ?? o.label) : o) === v);
+    if (option === undefined) return String(v);
+    return typeof option === 'object' ? String(option.label) : String(option);
+  };
+  if (Array.isArray(value)) return value.length ? value.map(label).join(', ') : '(none)';
+  if (field.type === 'checkbox') return value ? 'Yes' : 'No';
+  return label(value);
+}
+
+/** The form gives way to a summary of what was sent: text only, passwords as dots. */
+function showSent(answer, status) {
+  const section = document.createElement('section');
+  section.className = 'sent';
+  section.setAttribute('role', 'status');
+  const heading = document.createElement('h2');
+  heading.textContent = status === 'declined' ? `Declined; ${asker} was told` : `Sent to ${asker}`;
+  section.append(heading);
+
+  const list = document.createElement('dl');
+  const row = (term, detail) => {
+    const dt = document.createElement('dt');
+    dt.textContent = term;
+    const dd = document.createElement('dd');
+    dd.textContent = detail;
+    list.append(dt, dd);
+  };
+  if (status === 'answered') {
+    for (const field of form.fields ?? []) {
+      if (!answer.values || !Object.hasOwn(answer.values, field.name)) continue;
+      // Not even its length: a summary on screen is one more place a secret could be read.
+      const value = field.type === 'password' ? '••••' : shown(field, answer.values[field.name]);
+      row(field.label || field.name, value);
+    }
+  }
+  if (answer.note) row('Note', answer.note);
+  if (list.childElementCount) section.append(list);
+
+  const closing = document.createElement('p');
+  closing.textContent = status === 'declined'
+    ? 'You declined; the agent was told. You can close this tab.'
+    : 'Your answer was sent to the agent. You can close this tab.';
+  section.append(closing);
+
+  done = true;
+  if (ticker !== null) clearInterval(ticker);
+  timeEl.textContent = '';
+  main.replaceChildren(section);
+  document.body.dataset.himDone = status;
+  forgetTheForm();
+}
+
+// The port closes with the answer, so a reload would find a browser error; marking the
+// history entry answered at least keeps a back/forward restore (bfcache) of this state
+// from showing the form again, and the document title says it is done in the tab strip.
+function forgetTheForm() {
+  try {
+    history.replaceState({ him: 'done' }, '');
+  } catch {
+    // Only the state is lost; the page already says what happened.
+  }
+  document.title = 'him: done — you can close this tab';
 }
