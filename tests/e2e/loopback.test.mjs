@@ -118,6 +118,10 @@ test('a person fills in the loopback form with keyboard and mouse, fixes a mista
 
   // The question renders from the shared form code: Markdown title, description link.
   await page.getByRole('heading', { name: 'Deploy the billing service' }).waitFor();
+  // Who asks and the time left, as a panel card says them.
+  assert.match(await page.locator('#him-asker').textContent(), /^him ask · [^ ]+ asks you/);
+  const shownLeft = await page.getByRole('timer').textContent();
+  assert.match(shownLeft, /^\d+:\d\d left$|^\d+ h( \d+ min)? left$/);
   assert.equal(await page.getByRole('link', { name: 'runbook' }).getAttribute('href'), 'https://example.com/runbook');
   // The first field has focus: type as a person would.
   await page.keyboard.type('Ada');
@@ -157,7 +161,14 @@ test('a person fills in the loopback form with keyboard and mouse, fixes a mista
   assert.equal(answer.free_text, 'after lunch');
   assert.deepEqual(problems, []);
 
-  // The form is gone with the answer: a reload cannot reach it.
+  // The form gives way to what was sent, and the tab says it is done.
+  const sent = page.locator('section.sent');
+  await sent.getByRole('heading', { name: 'Sent to him ask' }).waitFor();
+  assert.equal(await page.locator('form').count(), 0);
+  assert.equal(await page.title(), 'him: done — you can close this tab');
+  assert.deepEqual(await page.evaluate(() => history.state), { him: 'done' });
+  // The form is gone with the answer and the port with it: a reload cannot reach him, and
+  // the browser's own error page is all it can show (see the README).
   await assert.rejects(page.reload(), /ERR_CONNECTION_REFUSED/);
   await page.close();
 });
@@ -209,4 +220,59 @@ test('an answer whose post is refused or finds the form busy is tried again, not
   assert.equal(answer.status, 'answered', JSON.stringify(answer));
   assert.equal(answer.answer, 'main');
   assert.deepEqual(problems.filter((p) => !/Failed to load resource|503/.test(p)), []);
+});
+
+test('the sent answer is echoed as text, never a password', async () => {
+  const login = {
+    title: 'Log in to staging',
+    allowNote: true,
+    fields: [
+      { name: 'user', type: 'text', label: 'User', required: true },
+      { name: 'pw', type: 'password', label: 'Password', required: true },
+      { name: 'env', type: 'select', label: 'Where', options: [{ label: 'Staging (eu)', value: 'stg' }, 'prod'] },
+      { name: 'remember', type: 'checkbox', label: 'Remember me' },
+    ],
+  };
+  const { url, result } = await ask('echo', ['form', JSON.stringify(login)]);
+  const { page, problems } = await open(url);
+  const secret = 'hunter2-correct-horse';
+  await page.getByLabel('User').fill('<b>ada</b>');
+  await page.getByLabel('Password').fill(secret);
+  await page.getByLabel('Where').selectOption({ label: 'Staging (eu)' });
+  await page.getByLabel('Note (optional)').fill('from the train');
+  await page.getByRole('button', { name: 'Submit' }).click();
+  const sent = page.locator('section.sent');
+  await sent.getByRole('heading', { name: 'Sent to him ask' }).waitFor({ timeout: STEP_MS });
+  const rows = await sent.locator('dt, dd').allTextContents();
+  assert.deepEqual(rows, [
+    'User', '<b>ada</b>', // agent and person text as text, not markup
+    'Password', '••••',
+    'Where', 'Staging (eu)',
+    'Remember me', 'No',
+    'Note', 'from the train',
+  ]);
+  assert.equal(await sent.locator('b').count(), 0);
+  assert.ok(!(await page.content()).includes(secret), 'the password is on the page');
+  const answer = await result;
+  assert.equal(answer.status, 'answered', JSON.stringify(answer));
+  assert.equal(answer.values.pw, secret);
+  assert.equal(answer.values.env, 'stg');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the countdown reaching zero says the question timed out and disables the form', async () => {
+  const { url, result } = await ask('expire', ['--timeout-ms', '3000', 'text', 'Quick?']);
+  const { page, problems } = await open(url);
+  const box = page.getByRole('textbox');
+  await box.waitFor();
+  assert.match(await page.getByRole('timer').textContent(), /^[1-3] s left$/);
+  await page.getByText('This question timed out').waitFor({ timeout: STEP_MS });
+  assert.equal(await box.isDisabled(), true);
+  assert.equal(await page.getByRole('button', { name: 'Submit' }).isDisabled(), true);
+  assert.equal(await page.evaluate(() => document.body.dataset.himDone), 'timeout');
+  const answer = await result;
+  assert.equal(answer.status, 'timeout', JSON.stringify(answer));
+  assert.deepEqual(problems, []);
+  await page.close();
 });
