@@ -15,9 +15,13 @@
 //     draft,      // {values: {name: raw}, note} from an earlier view.draft(), or undefined
 //     onChange,   // (draft) => void, after every edit; the draft never holds password values
 //     onSubmit,   // ({values, note}) => void, only once validate() passed
-//     onDecline,  // () => void, from the Decline button or Esc (twice, once anything
-//                 // was changed: a reflex Esc must not throw away a typed answer)
+//     onDecline,  // () => void, from the Decline button or Esc pressed twice within 2 s
+//                 // (in a side panel Esc is a reflex: one press must not decline)
+//     now,        // () => Unix ms, the clock for that 2 s (default Date.now)
 //   });
+// A one-question yes/no form (ask_confirm) is two buttons, Yes and No, that send at once;
+// Y and N press them, Enter presses the default (only when the question has one), and
+// Decline is a small text button.
 //   view.element      the <form> to insert
 //   view.values()     typed answer values (§4): string | number | boolean | option values[]
 //   view.note()       the optional note ('' when none or not allowed)
@@ -27,6 +31,7 @@
 //   view.focusFirst() focus the first control (the first invalid one after a failed submit)
 //   view.handleKey(e) number keys 1-9 pick an option of the focused option group, or of the
 //                     only field of a one-question form, when focus is not in a text control;
+//                     on a yes/no card, Y, N and Enter (the default) answer instead;
 //                     returns true when it used the key (the form calls it itself; a page
 //                     forwards keys that happen outside the form, e.g. on <body>)
 //   view.setDisabled(bool), view.setStatus(text)
@@ -76,6 +81,15 @@ export function isTextEntry(target) {
   return !['radio', 'checkbox', 'button', 'submit', 'reset'].includes(type);
 }
 
+/** Whether the browser runs on Apple's systems, whose modifier key is ⌘ rather than Ctrl. */
+export function isApplePlatform(nav) {
+  const platform = nav?.userAgentData?.platform || nav?.platform || '';
+  return /mac|iphone|ipad|ipod/i.test(platform);
+}
+
+const ESC_AGAIN_MS = 2000;
+const ESC_AGAIN = 'Press Esc again to decline.';
+
 /** Render `form` with `doc`; see the contract at the top of this file. */
 export function renderForm(doc, form, opts = {}) {
   const prefix = opts.idPrefix ?? 'him';
@@ -122,8 +136,11 @@ export function renderForm(doc, form, opts = {}) {
   // The one-question tools label their only field with the question itself; showing it
   // twice is noise, so the label is then kept for assistive technology only.
   const soleLabelIsTitle = fields.length === 1 && String(fields[0].label ?? '').trim() === String(form.title ?? '').trim();
+  // A yes/no question alone on its card: two buttons answer it in one press. In a form of
+  // several fields a confirm stays a pair of options, sent with the rest.
+  const yesNo = fields.length === 1 && fields[0].type === 'confirm';
   const controls = fields.map((field, index) => {
-    const control = buildField(doc, field, `${prefix}-f${index}`, initialRaw(field, opts.draft), soleLabelIsTitle);
+    const control = buildField(doc, field, `${prefix}-f${index}`, initialRaw(field, opts.draft), soleLabelIsTitle, yesNo);
     body.appendChild(control.element);
     return control;
   });
@@ -155,7 +172,15 @@ export function renderForm(doc, form, opts = {}) {
   decline.type = 'button';
   decline.className = 'him-decline';
   decline.textContent = 'Decline';
-  actions.append(submit, decline);
+  const hint = doc.createElement('p');
+  hint.className = 'him-hint';
+  hint.setAttribute('aria-hidden', 'true');
+  if (yesNo) {
+    // The two answer buttons send; Submit would be a third big button meaning nothing more.
+    submit.hidden = true;
+    decline.classList.add('him-quiet');
+  }
+  actions.append(submit, decline, hint);
   // Above Submit, in a long form, which fields stopped the last submit, each a way to it.
   const summary = doc.createElement('p');
   summary.className = 'him-summary';
@@ -172,26 +197,36 @@ export function renderForm(doc, form, opts = {}) {
   // or the one field there is. Key badges show only there (form.css).
   const soleControl = controls.length === 1 ? controls[0] : null;
   root.dataset.keys = soleControl ? 'always' : 'focus';
-  const hint = doc.createElement('p');
-  hint.className = 'him-hint';
-  const hasChoices = controls.some((c) => c.pick);
-  hint.textContent = [
-    'Enter submits',
-    noteArea || fields.some((f) => f.type === 'textarea') ? 'Ctrl+Enter in a text area' : null,
-    'Esc declines',
-    hasChoices ? (soleControl ? '1–9 pick an option' : '1–9 pick an option in the group you are in') : null,
-  ]
-    .filter(Boolean)
-    .join(' · ');
-  root.appendChild(hint);
+  const yesNoControl = yesNo ? soleControl : null;
+  const defaultAnswer = yesNoControl && typeof yesNoControl.field.default === 'boolean' ? yesNoControl.field.default : null;
+
+  // The hint names only keys that work here and now: digits where a digit picks (in a form
+  // of several fields, only while the focus is in an option group), ⌘ on Apple's systems.
+  const modifier = isApplePlatform(doc.defaultView?.navigator) ? '⌘' : 'Ctrl+';
+  const hasTextArea = Boolean(noteArea) || fields.some((f) => f.type === 'textarea');
+  const showHint = (focused) => {
+    const picker = soleControl ?? focused;
+    const count = picker?.pick && !yesNo ? Math.min(9, optionsOf(picker.field).length) : 0;
+    const parts = yesNo
+      ? [
+          'Y / N',
+          defaultAnswer === null ? null : `Enter for ${defaultAnswer ? 'Yes' : 'No'}`,
+          'Esc Esc to decline',
+        ]
+      : [
+          hasTextArea ? `${modifier}Enter to send` : 'Enter to send',
+          count > 1 ? `1–${count} to pick` : count === 1 ? '1 to pick' : null,
+          'Esc Esc to decline',
+        ];
+    hint.textContent = parts.filter(Boolean).join(' · ');
+  };
+  showHint(null);
 
   const raws = () => Object.fromEntries(controls.map((c) => [c.field.name, c.read()]));
   const note = () => (noteArea ? noteArea.value : '');
   const draft = () => draftOf(form, raws(), note());
-  // Everything the person can change, passwords included, as first shown.
-  const snapshot = () => JSON.stringify([raws(), note()]);
-  const pristine = snapshot();
   let escArmedUntil = 0;
+  const now = opts.now ?? Date.now;
 
   let summarised = '';
   const showSummary = () => {
@@ -256,6 +291,10 @@ export function renderForm(doc, form, opts = {}) {
   root.addEventListener('focusout', (event) => {
     const control = controls.find((c) => c.element.contains(event.target));
     if (control && !control.element.contains(event.relatedTarget)) revalidate(control);
+    if (!root.contains(event.relatedTarget)) showHint(null);
+  });
+  root.addEventListener('focusin', (event) => {
+    showHint(controls.find((c) => c.element.contains(event.target)) ?? null);
   });
   root.addEventListener('submit', (event) => {
     event.preventDefault();
@@ -272,8 +311,36 @@ export function renderForm(doc, form, opts = {}) {
     if (!disabled && sendable) opts.onDecline?.();
   });
 
+  // Pressing Yes or No is the whole answer: it goes through the same check as Submit.
+  const answerYesNo = (value) => {
+    if (disabled || !sendable) return;
+    yesNoControl.set(value);
+    opts.onChange?.(draft());
+    root.requestSubmit ? root.requestSubmit() : root.dispatchEvent(new doc.defaultView.Event('submit', { cancelable: true }));
+  };
+  yesNoControl?.onPress(answerYesNo);
+
+  const handleYesNoKey = (event) => {
+    if (event.altKey || event.metaKey || isTextEntry(event.target)) return false;
+    const tag = event.target?.tagName?.toLowerCase();
+    let value = null;
+    if (!event.ctrlKey && /^[yn]$/i.test(event.key)) value = event.key.toLowerCase() === 'y';
+    // Enter on a button presses that button; elsewhere it means the default, and with no
+    // default it means nothing: a yes or a no is never guessed.
+    else if (event.key === 'Enter' && !event.shiftKey && tag !== 'button' && tag !== 'a') {
+      event.preventDefault();
+      if (defaultAnswer === null) return true;
+      value = defaultAnswer;
+    } else return false;
+    event.preventDefault();
+    answerYesNo(value);
+    return true;
+  };
+
   const handleKey = (event) => {
-    if (disabled || event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) return false;
+    if (disabled || event.defaultPrevented) return false;
+    if (yesNoControl) return handleYesNoKey(event);
+    if (event.altKey || event.ctrlKey || event.metaKey) return false;
     if (!/^[1-9]$/.test(event.key) || isTextEntry(event.target)) return false;
     // Only the control the focus is in, or the only one: never another field than meant.
     const control = controls.find((c) => c.element.contains(event.target)) ?? soleControl;
@@ -289,15 +356,23 @@ export function renderForm(doc, form, opts = {}) {
     if (disabled || event.isComposing || event.keyCode === 229) return;
     if (event.key === 'Escape' && !event.defaultPrevented) {
       event.preventDefault();
-      const now = Date.now();
-      if (snapshot() !== pristine && now > escArmedUntil) {
-        escArmedUntil = now + 3000;
-        status.textContent = 'Press Esc again to decline.';
+      // In a side panel Esc is a reflex (it closes things elsewhere): one press only asks
+      // for a second, typed text or not, so nothing is declined by accident.
+      const at = now();
+      if (at > escArmedUntil) {
+        escArmedUntil = at + ESC_AGAIN_MS;
+        status.textContent = ESC_AGAIN;
+        doc.defaultView?.setTimeout(() => {
+          if (status.textContent === ESC_AGAIN && now() > escArmedUntil) status.textContent = '';
+        }, ESC_AGAIN_MS + 50);
         return;
       }
+      escArmedUntil = 0;
+      if (status.textContent === ESC_AGAIN) status.textContent = '';
       if (sendable) opts.onDecline?.();
       return;
     }
+    if (yesNoControl && handleYesNoKey(event)) return;
     if (event.key === 'Enter' && !event.shiftKey && !event.altKey) {
       const tag = event.target?.tagName?.toLowerCase();
       const onButton = tag === 'button' || tag === 'a';
@@ -334,12 +409,14 @@ export function renderForm(doc, form, opts = {}) {
         if (isText && el.tagName.toLowerCase() !== 'select') el.readOnly = readOnly;
         else el.disabled = readOnly;
       }
+      for (const el of body.querySelectorAll('.him-yesno button')) el.disabled = readOnly || !sendable;
       disabled = readOnly;
       submit.disabled = readOnly || !sendable;
       decline.disabled = readOnly || !sendable;
     },
     setSendable(value) {
       sendable = Boolean(value);
+      for (const el of body.querySelectorAll('.him-yesno button')) el.disabled = !sendable;
       submit.disabled = !sendable;
       decline.disabled = !sendable;
     },
@@ -376,13 +453,13 @@ const BUILDERS = {
   textarea: buildTextarea,
 };
 
-function buildField(doc, field, id, raw, hideLabel) {
+function buildField(doc, field, id, raw, hideLabel, yesNo) {
   const wrap = doc.createElement(isGroup(field) ? 'fieldset' : 'div');
   wrap.className = `him-field him-type-${field.type}`;
   wrap.dataset.name = field.name;
   const parts = { wrap, id, descId: `${id}-desc`, description: fieldDescription(doc, field, `${id}-desc`), hideLabel };
-  const build = BUILDERS[field.type] ?? buildInput;
-  const { focusables, read, pick, described } = build(doc, field, raw, parts);
+  const build = yesNo ? buildYesNo : (BUILDERS[field.type] ?? buildInput);
+  const { focusables, read, pick, described, set, onPress, focusTarget } = build(doc, field, raw, parts);
 
   const errorId = `${id}-error`;
   const error = doc.createElement('p');
@@ -399,8 +476,10 @@ function buildField(doc, field, id, raw, hideLabel) {
     element: wrap,
     read,
     pick,
+    set,
+    onPress,
     focus() {
-      const target = focusables.find((el) => el.checked) ?? focusables[0];
+      const target = focusTarget?.() ?? focusables.find((el) => el.checked) ?? focusables[0];
       target?.focus();
     },
     invalid: () => !error.hidden,
@@ -469,6 +548,53 @@ function buildOptionGroup(doc, field, raw, { wrap, id, descId, description, hide
       input.focus();
       return true;
     },
+  };
+}
+
+/**
+ * A yes/no question on its own: a group of two buttons, Yes and No, each sending at once.
+ * Focus starts on the default's button, so Enter presses it; with no default it starts on
+ * the group itself, where Enter presses nothing.
+ */
+function buildYesNo(doc, field, raw, { wrap, descId, description, hideLabel }) {
+  const legend = doc.createElement('legend');
+  legend.className = labelClass(hideLabel);
+  legend.appendChild(renderInlineMarkdown(doc, labelText(field)));
+  wrap.appendChild(legend);
+  if (description) {
+    wrap.appendChild(description);
+    wrap.setAttribute('aria-describedby', descId);
+  }
+  wrap.tabIndex = -1;
+  let chosen = typeof raw === 'boolean' ? raw : null;
+  const row = doc.createElement('div');
+  row.className = 'him-yesno';
+  const buttons = optionsOf(field).map((option) => {
+    const button = doc.createElement('button');
+    button.type = 'button';
+    button.className = option.value ? 'him-yes' : 'him-no';
+    if (field.default === option.value) button.classList.add('him-default');
+    const text = doc.createElement('span');
+    text.textContent = option.label;
+    const key = doc.createElement('kbd');
+    key.setAttribute('aria-hidden', 'true');
+    key.textContent = option.value ? 'Y' : 'N';
+    button.append(text, key);
+    row.appendChild(button);
+    return { button, value: option.value };
+  });
+  wrap.appendChild(row);
+  return {
+    focusables: buttons.map((b) => b.button),
+    described: wrap,
+    read: () => chosen,
+    set(value) {
+      chosen = value;
+    },
+    onPress(answer) {
+      for (const { button, value } of buttons) button.addEventListener('click', () => answer(value));
+    },
+    focusTarget: () => buttons.find((b) => b.value === field.default)?.button ?? wrap,
   };
 }
 

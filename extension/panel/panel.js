@@ -253,7 +253,7 @@ function createCard(question) {
 
 /**
  * What a card shows in place of a form that could not be drawn: why, and Decline (the button
- * or Esc). Of a form's view it has what the panel asks of every card (disabling, a status
+ * or Esc twice). Of a form's view it has what the panel asks of every card (disabling, a status
  * line); drafts, the focus and number keys pass broken cards by.
  */
 function brokenView(prefix, err, onDecline) {
@@ -275,9 +275,17 @@ function brokenView(prefix, err, onDecline) {
   status.className = 'him-status';
   status.setAttribute('role', 'status');
   element.append(message, actions, status);
+  // Esc twice within 2 s, as on every other card (lib/form.js): a reflex Esc declines nothing.
+  let escArmedUntil = 0;
   element.addEventListener('keydown', (event) => {
     if (event.key === 'Escape' && !decline.disabled) {
       event.preventDefault();
+      if (Date.now() > escArmedUntil) {
+        escArmedUntil = Date.now() + 2000;
+        status.textContent = 'Press Esc again to decline.';
+        return;
+      }
+      escArmedUntil = 0;
       onDecline();
     }
   });

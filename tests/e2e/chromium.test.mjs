@@ -313,17 +313,31 @@ test('ask_multi_select: too many is stopped at the field, then fixed', { timeout
   assert.deepEqual(r.selected, ['lint', 'test']);
 });
 
-test('ask_confirm: 1 means Yes, Enter sends it', { timeout: STEP_MS }, async () => {
+test('ask_confirm is two buttons: Y answers yes at once, though the default is No', { timeout: STEP_MS }, async () => {
   const q = ask('ask_confirm', { question: 'Delete the merged branch?', default: false });
-  const no = page.getByRole('radio', { name: 'No' });
+  const c = card('Delete the merged branch?');
+  const no = c.getByRole('button', { name: 'No', exact: true });
   await no.waitFor();
-  assert.equal(await no.isChecked(), true, 'the default is selected');
-  await page.keyboard.press('1');
-  assert.equal(await page.getByRole('radio', { name: 'Yes' }).isChecked(), true);
-  await page.keyboard.press('Enter');
+  assert.equal(await no.evaluate((el) => el === document.activeElement), true, 'the default button has the focus');
+  assert.equal(await c.getByRole('button', { name: 'Submit' }).count(), 0, 'no third big button');
+  assert.equal(await c.locator('.him-hint').textContent(), 'Y / N · Enter for No · Esc Esc to decline');
+  await page.keyboard.press('y');
   const r = await q.result();
   assert.equal(r.status, 'answered');
   assert.equal(r.confirmed, true);
+});
+
+test('ask_confirm: a click on No sends no; with no default, Enter sends nothing', { timeout: STEP_MS }, async () => {
+  const q = ask('ask_confirm', { question: 'Rotate the signing key?' });
+  const c = card('Rotate the signing key?');
+  await c.getByRole('button', { name: 'Yes', exact: true }).waitFor();
+  await page.keyboard.press('Enter');
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(q.settled(), false, 'Enter guesses no answer');
+  await c.getByRole('button', { name: 'No', exact: true }).click();
+  const r = await q.result();
+  assert.equal(r.status, 'answered');
+  assert.equal(r.confirmed, false);
 });
 
 test('in a form, a digit picks only in the focused option group, and only there are key badges (issue 15.2)', { timeout: STEP_MS }, async () => {
@@ -371,8 +385,7 @@ test('two questions at once: the new one waits its turn, then gets the keyboard'
   await until('the focus to reach the next question', () =>
     page.evaluate(() => document.activeElement?.closest('article')?.textContent.includes('Enable it for everyone?')),
   );
-  await page.keyboard.press('2');
-  await page.keyboard.press('Enter');
+  await page.keyboard.press('n');
   const r = await second.result();
   assert.equal(r.status, 'answered');
   assert.equal(r.confirmed, false);
@@ -389,8 +402,7 @@ test('with the panel closed, a question raises a notification; opening the panel
   await page.goto(PANEL_URL);
   // Seeing the panel is enough: the notification has done its job.
   await until('the notification to clear', async () => !(shown in (await all())));
-  await page.getByRole('radio', { name: 'No' }).check();
-  await page.keyboard.press('Enter');
+  await page.getByRole('button', { name: 'No', exact: true }).click();
   const r = await q.result();
   assert.equal(r.confirmed, false);
   assert.equal(r.answer, 'no');
@@ -505,10 +517,15 @@ test('ask_form: every field type, by label; the password never reaches storage',
   assert.ok(!JSON.stringify(await stored()).includes(secret));
 });
 
-test('Esc declines', { timeout: STEP_MS }, async () => {
+test('on an untouched card one Esc only asks for another; the second declines', { timeout: STEP_MS }, async () => {
   const q = ask('ask_text', { question: 'Anything to add to the changelog?' });
-  const box = page.getByRole('textbox', { name: 'Anything to add to the changelog?' });
+  const c = card('Anything to add to the changelog?');
+  const box = c.getByRole('textbox', { name: 'Anything to add to the changelog?' });
   await box.waitFor();
+  await box.press('Escape');
+  await c.getByText('Press Esc again to decline.').waitFor();
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(q.settled(), false, 'a reflex Esc declines nothing');
   await box.press('Escape');
   const r = await q.result();
   assert.equal(r.status, 'declined');

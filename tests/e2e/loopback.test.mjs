@@ -173,10 +173,12 @@ test('a person fills in the loopback form with keyboard and mouse, fixes a mista
   await page.close();
 });
 
-test('Escape declines, and the page says so', async () => {
+test('Escape twice declines, and the page says so', async () => {
   const { url, result } = await ask('decline', ['confirm', 'Delete the **old** branch?']);
   const { page, problems } = await open(url);
-  await page.getByRole('radio', { name: 'Yes' }).waitFor();
+  await page.getByRole('button', { name: 'Yes', exact: true }).waitFor();
+  await page.keyboard.press('Escape');
+  await page.getByText('Press Esc again to decline.').waitFor({ timeout: STEP_MS });
   await page.keyboard.press('Escape');
   await page.getByText('You declined').waitFor({ timeout: STEP_MS });
   const answer = await result;

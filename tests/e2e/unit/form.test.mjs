@@ -219,9 +219,23 @@ test('Esc after typing asks to be pressed again, so a reflex cannot discard an a
   key(window, input, 'Escape');
   assert.equal(calls.decline, 1);
 
-  const untouched = mount({ title: 'T', fields: [{ name: 'a', type: 'text', label: 'A', default: 'x' }] });
-  key(untouched.window, untouched.el.querySelector('input'), 'Escape');
-  assert.equal(untouched.calls.decline, 1, 'nothing changed: one Esc declines');
+});
+
+test('Esc on an untouched card only asks for a second Esc, which declines within 2 s', () => {
+  let clock = 1_000;
+  const { el, window, calls } = mount({ title: 'T', fields: [{ name: 'a', type: 'text', label: 'A', default: 'x' }] }, { now: () => clock });
+  const input = el.querySelector('input');
+  const status = el.querySelector('.him-status');
+  key(window, input, 'Escape');
+  assert.equal(calls.decline, 0, 'a reflex Esc declines nothing');
+  assert.equal(status.textContent, 'Press Esc again to decline.');
+  clock += 2_500;
+  key(window, input, 'Escape');
+  assert.equal(calls.decline, 0, 'too late: this Esc asks again');
+  clock += 1_500;
+  key(window, input, 'Escape');
+  assert.equal(calls.decline, 1);
+  assert.equal(status.textContent, '', 'the request to press again is gone');
 });
 
 test('keys that compose text in an input method are left alone', () => {
@@ -356,7 +370,12 @@ test('a digit on a checkbox or a button changes no other field; badges show only
     ],
   });
   assert.equal(el.dataset.keys, 'focus', 'badges only in the focused group (form.css)');
-  assert.match(el.querySelector('.him-hint').textContent, /1–9 pick an option in the group you are in/);
+  const hint = el.querySelector('.him-hint');
+  assert.equal(hint.textContent, 'Enter to send · Esc Esc to decline', 'no digits named while they would do nothing');
+  el.querySelector('#t-f1-o0').focus();
+  assert.equal(hint.textContent, 'Enter to send · 1–2 to pick · Esc Esc to decline', 'in the group, digits work');
+  el.querySelector('#t-f0').focus();
+  assert.equal(hint.textContent, 'Enter to send · Esc Esc to decline');
   for (const target of [el.querySelector('#t-f0'), el.querySelector('.him-submit')]) {
     target.focus();
     assert.equal(key(window, target, '1').defaultPrevented, false);
@@ -371,4 +390,73 @@ test('a digit on a checkbox or a button changes no other field; badges show only
   assert.equal(one.view.values().c, 'b');
   assert.equal(one.view.handleKey(new one.window.KeyboardEvent('keydown', { key: '1', cancelable: true })), true);
   assert.equal(one.view.values().c, 'a');
+});
+
+test('a yes/no question is two buttons that send at once; Decline is a small text button', () => {
+  const { el, calls } = mount({ title: 'Ship it?', fields: [{ name: 'confirmed', type: 'confirm', label: 'Ship it?', required: true }] });
+  const yes = el.querySelector('.him-yesno .him-yes');
+  const no = el.querySelector('.him-yesno .him-no');
+  assert.equal(yes.querySelector('span').textContent, 'Yes');
+  assert.equal(no.querySelector('span').textContent, 'No');
+  assert.equal(el.querySelector('.him-submit').hidden, true, 'no third big button');
+  assert.ok(el.querySelector('.him-decline').classList.contains('him-quiet'));
+  assert.equal(el.querySelectorAll('input').length, 0);
+  no.click();
+  assert.deepEqual(calls.submit, [{ values: { confirmed: false }, note: '' }]);
+  yes.click();
+  assert.deepEqual(calls.submit.at(-1), { values: { confirmed: true }, note: '' });
+  el.querySelector('.him-decline').click();
+  assert.equal(calls.decline, 1);
+});
+
+test('on a yes/no card Y and N answer, and Enter answers only with a default', () => {
+  const bare = mount({ title: 'Ship it?', fields: [{ name: 'confirmed', type: 'confirm', label: 'Ship it?', required: true }] });
+  bare.view.focusFirst();
+  const group = bare.el.querySelector('.him-type-confirm');
+  assert.equal(bare.document.activeElement, group, 'no default: the focus is on the group, not on a button');
+  assert.equal(key(bare.window, group, 'Enter').defaultPrevented, true);
+  assert.equal(bare.calls.submit.length, 0, 'Enter guesses no answer');
+  assert.equal(key(bare.window, group, '1').defaultPrevented, false, 'digits are not the keys here');
+  assert.equal(bare.el.querySelector('.him-hint').textContent, 'Y / N · Esc Esc to decline');
+  key(bare.window, group, 'N');
+  assert.deepEqual(bare.calls.submit, [{ values: { confirmed: false }, note: '' }]);
+  // From the page (the panel forwards keys outside the cards).
+  assert.equal(bare.view.handleKey(new bare.window.KeyboardEvent('keydown', { key: 'y', cancelable: true })), true);
+  assert.deepEqual(bare.calls.submit.at(-1), { values: { confirmed: true }, note: '' });
+
+  const withDefault = mount({ title: 'Delete?', fields: [{ name: 'confirmed', type: 'confirm', label: 'Delete?', required: true, default: false }] });
+  withDefault.view.focusFirst();
+  const no = withDefault.el.querySelector('.him-no');
+  assert.equal(withDefault.document.activeElement, no, 'the default button has the focus');
+  assert.ok(no.classList.contains('him-default'));
+  assert.equal(withDefault.el.querySelector('.him-hint').textContent, 'Y / N · Enter for No · Esc Esc to decline');
+  key(withDefault.window, withDefault.el.querySelector('.him-type-confirm'), 'Enter');
+  assert.deepEqual(withDefault.calls.submit, [{ values: { confirmed: false }, note: '' }]);
+});
+
+test('a yes/no card that cannot send now, or is read-only, answers to neither buttons nor keys', () => {
+  const { el, window, view, calls } = mount({ title: 'Q', fields: [{ name: 'confirmed', type: 'confirm', label: 'Q', required: true }] });
+  view.setSendable(false);
+  assert.equal(el.querySelector('.him-yes').disabled, true);
+  key(window, el.querySelector('.him-type-confirm'), 'y');
+  view.setSendable(true);
+  view.setReadOnly(true);
+  assert.equal(el.querySelector('.him-no').disabled, true);
+  key(window, el.querySelector('.him-type-confirm'), 'n');
+  assert.deepEqual(calls.submit, []);
+});
+
+test('the send hint is platform-aware and names digits only where they work', async () => {
+  const { isApplePlatform } = await import('../../../extension/lib/form.js');
+  assert.equal(isApplePlatform({ platform: 'MacIntel' }), true);
+  assert.equal(isApplePlatform({ userAgentData: { platform: 'macOS' }, platform: '' }), true);
+  assert.equal(isApplePlatform({ platform: 'Linux x86_64' }), false);
+  assert.equal(isApplePlatform(undefined), false);
+
+  const { document, window } = freshDocument();
+  Object.defineProperty(window.navigator, 'platform', { value: 'MacIntel' });
+  const mac = renderForm(document, { title: 'T', fields: [{ name: 'a', type: 'textarea', label: 'A' }] }, {});
+  assert.equal(mac.element.querySelector('.him-actions .him-hint').textContent, '⌘Enter to send · Esc Esc to decline');
+  const linux = mount({ title: 'T', allow_note: true, fields: [{ name: 'c', type: 'radio', label: 'C', options: opts(['a', 'b', 'c', 'd']) }] });
+  assert.equal(linux.el.querySelector('.him-hint').textContent, 'Ctrl+Enter to send · 1–4 to pick · Esc Esc to decline');
 });

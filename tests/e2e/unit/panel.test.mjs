@@ -90,11 +90,9 @@ test('a form that cannot be drawn shows as an error card; the other questions sh
   assert.equal(document.getElementById('empty').hidden, true);
   assert.ok(good.contains(document.activeElement), 'the focus goes to the question that can be answered');
 
-  // Number keys outside the cards go to the first question that takes them.
-  const one = new window.KeyboardEvent('keydown', { key: '1', bubbles: true, cancelable: true });
-  document.body.dispatchEvent(one);
-  assert.equal(good.querySelector('input[type=radio]').checked, true, '1 picked Yes');
-  good.querySelector('button.him-submit').click();
+  // Keys outside the cards go to the first question that takes them: Y answers Yes.
+  const y = new window.KeyboardEvent('keydown', { key: 'y', bubbles: true, cancelable: true });
+  document.body.dispatchEvent(y);
   assert.deepEqual(
     sent.filter((m) => m.type === 'answer'),
     [{ type: 'answer', id: 'good', action: 'submit', values: { ok: true }, note: '' }],
@@ -113,12 +111,15 @@ test('a form that cannot be drawn shows as an error card; the other questions sh
   ]);
   const titles = [...document.querySelectorAll('article.card')].map((c) => c.querySelector('h2')?.textContent);
   assert.deepEqual(titles, [undefined, 'And this?'], 'the broken card first, as queued');
-  // The worker could not send the decline: the card takes it back, and Esc declines again.
+  // The worker could not send the decline: the card takes it back, and Esc twice declines again.
   deliver({ type: 'answer-failed', id: 'bad', message: 'Reconnecting to the agent; try again.' });
   const decline = document.querySelector('article.card button.him-decline');
   assert.equal(decline.disabled, false);
   assert.equal(document.querySelector('article.card .him-status').textContent, 'Reconnecting to the agent; try again.');
   sent.length = 0;
+  decline.dispatchEvent(new window.KeyboardEvent('keydown', { key: 'Escape', bubbles: true, cancelable: true }));
+  assert.deepEqual(sent, [], 'one Esc only asks for another');
+  assert.equal(document.querySelector('article.card .him-status').textContent, 'Press Esc again to decline.');
   decline.dispatchEvent(new window.KeyboardEvent('keydown', { key: 'Escape', bubbles: true, cancelable: true }));
   assert.deepEqual(sent, [{ type: 'answer', id: 'bad', action: 'decline' }]);
 });
