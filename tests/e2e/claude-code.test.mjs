@@ -89,6 +89,9 @@ function reply(req, res, body) {
   ]);
 }
 
+/** Every host started, stopped or not. */
+const hosts = [];
+
 /** him's native host, started as Chrome starts it, and an extension stand-in on its stdio. */
 function startHost(decide) {
   const child = spawn(HIM_BIN, [`chrome-extension://${EXTENSION_ID}/`], {
@@ -117,7 +120,14 @@ function startHost(decide) {
       }
     }
   });
-  return { child, asks, stop: () => child.kill() };
+  hosts.push(child);
+  // Closing stdin is how a browser ends its host; the kill makes sure no host outlives its
+  // test, since a live child's pipes would keep this process (and cargo test) waiting.
+  const stop = () => {
+    child.stdin.end();
+    child.kill('SIGKILL');
+  };
+  return { child, asks, stop };
 }
 
 async function untilHostListens() {
@@ -195,7 +205,7 @@ before(async () => {
 });
 
 after(() => {
-  host?.stop();
+  for (const child of hosts) child.kill('SIGKILL');
   model?.close();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
