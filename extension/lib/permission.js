@@ -18,6 +18,8 @@
 // onSubmit gets {values: {decision: 'allow' | 'deny'}, note}. Like form.js it uses no
 // extension API and takes the document from its caller.
 
+import { holdControls } from './holds.js';
+
 /** Whether `form` is a permission prompt, drawn by this module rather than lib/form.js. */
 export function isPermissionForm(form) {
   return Boolean(form && typeof form.permission === 'object' && form.permission);
@@ -76,13 +78,6 @@ export function renderPermission(doc, form, opts = {}) {
   root.append(status);
   root.append(el('p', 'him-hint', 'Allow needs a click · Esc or Enter denies'));
 
-  // Anything that says nothing can be sent (in flight, no host, closed) holds the buttons.
-  const holds = { disabled: false, unsendable: false, readOnly: false };
-  const hold = (key, value) => {
-    holds[key] = Boolean(value);
-    disabled = holds.disabled || holds.unsendable || holds.readOnly;
-    body.disabled = disabled;
-  };
   const note = () => noteArea.value;
   const decide = (decision) => {
     if (!disabled) opts.onSubmit?.({ values: { decision }, note: note() });
@@ -122,11 +117,12 @@ export function renderPermission(doc, form, opts = {}) {
     focusFirst: () => deny.focus(),
     // No number or letter key picks anything on a permission card.
     handleKey: () => false,
-    setDisabled: (value) => hold('disabled', value),
-    // No host to send to, or the question closed: nothing can be decided, the input can
-    // still be read and copied.
-    setSendable: (value) => hold('unsendable', !value),
-    setReadOnly: (value) => hold('readOnly', value),
+    // In flight, no host to send to, or the question closed: nothing can be decided; the
+    // input can still be read and copied.
+    ...holdControls((held) => {
+      disabled = held;
+      body.disabled = held;
+    }),
     setStatus(text) {
       status.textContent = text ?? '';
     },

@@ -6,6 +6,7 @@
 // the worker").
 
 import { renderForm } from '../lib/form.js';
+import { holdControls } from '../lib/holds.js';
 import { isPermissionForm, renderPermission } from '../lib/permission.js';
 import { agentLabel, formatTimeLeft, timeLeft } from '../lib/queue.js';
 import { sendBlockedReason } from '../lib/hosterror.js';
@@ -289,17 +290,12 @@ function brokenView(prefix, err, onDecline) {
       onDecline();
     }
   });
-  // Decline waits while anything says nothing can be sent (in flight, no host, closed).
-  const holds = { disabled: false, unsendable: false, readOnly: false };
-  const hold = (key, value) => {
-    holds[key] = Boolean(value);
-    decline.disabled = holds.disabled || holds.unsendable || holds.readOnly;
-  };
   return {
     element,
-    setDisabled: (value) => hold('disabled', value),
-    setSendable: (value) => hold('unsendable', !value),
-    setReadOnly: (value) => hold('readOnly', value),
+    // Decline waits while anything says nothing can be sent (in flight, no host, closed).
+    ...holdControls((held) => {
+      decline.disabled = held;
+    }),
     setStatus(text) {
       status.textContent = text ?? '';
     },
