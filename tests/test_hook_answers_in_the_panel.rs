@@ -85,10 +85,7 @@ async fn decided(agent: &str, input: Value, reply: Value) -> (Output, Value) {
     let mut ext = FakeExtension::start(runtime.path()).await;
     let hook = start_hook(runtime.path(), agent, &[], &input).await;
     let ask = ext.take_ask().await;
-    let mut answer = reply;
-    answer["type"] = json!("answer");
-    answer["id"] = ask["id"].clone();
-    ext.send(answer).await;
+    ext.answer(&ask, reply).await;
     (finish(hook).await, ask)
 }
 

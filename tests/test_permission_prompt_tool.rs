@@ -75,10 +75,7 @@ async fn decide(args: Value, reply: impl FnOnce(&Value) -> Value) -> (Value, Val
         result
     });
     let ask = ext.take_ask().await;
-    let mut answer = reply(&ask);
-    answer["type"] = json!("answer");
-    answer["id"] = ask["id"].clone();
-    ext.send(answer).await;
+    ext.answer(&ask, reply(&ask)).await;
     let result = call.await.expect("call task");
     (decision_of(&result), ask)
 }

@@ -23,10 +23,7 @@ async fn round_trip(
         result
     });
     let ask = ext.take_ask().await;
-    let mut answer = reply(&ask);
-    answer["type"] = json!("answer");
-    answer["id"] = ask["id"].clone();
-    ext.send(answer).await;
+    ext.answer(&ask, reply(&ask)).await;
     let result = call.await.expect("call task");
     assert_complete(&result);
     assert_eq!(result["question_id"], ask["id"]);

@@ -259,6 +259,13 @@ impl FakeExtension {
         ask
     }
 
+    /// Sends `reply` (`{action, values?, note?}`) as the person's answer to `ask`.
+    pub async fn answer(&mut self, ask: &Value, mut reply: Value) {
+        reply["type"] = json!("answer");
+        reply["id"] = ask["id"].clone();
+        self.send(reply).await;
+    }
+
     pub async fn submit(&mut self, id: &Value, values: Value) {
         self.send(json!({"type": "answer", "id": id, "action": "submit", "values": values}))
             .await;
