@@ -3,6 +3,8 @@
 // (a scripted model that asks to run one Bash command), with him's native host started as
 // Chrome starts it and an extension stand-in on its stdio that allows or denies. The test
 // checks what Claude Code then did: ran the command, or not, and what the model was told.
+// The same for Claude Code's own AskUserQuestion: its questions become a form in the panel,
+// and the test reads the answers as Claude Code hands them to the model.
 //
 // Needs HIM_BIN and the Claude Code CLI: HIM_CLAUDE, or tests/e2e/node22 (where `cargo test`
 // installs it), or `npm install @anthropic-ai/claude-code` (its native binary is used;
@@ -48,8 +50,14 @@ let modelUrl;
 const requests = [];
 let host;
 
-/** The scripted model: ask to run `command` with Bash once, then say "done". */
+/** The scripted model: call `call.name` with `call.input` once, then say "done". */
+let call = { name: 'Bash', input: {} };
+/** The Bash call's command, for the tests that ask to run one. */
 let command = '';
+function runBash(cmd) {
+  command = cmd;
+  call = { name: 'Bash', input: { command, description: 'Write the marker' } };
+}
 
 function sse(res, events) {
   res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -61,11 +69,11 @@ function reply(req, res, body) {
   const last = body.messages?.at(-1);
   const content = Array.isArray(last?.content) ? last.content : [];
   const sawResult = content.some((c) => c.type === 'tool_result');
-  const hasBash = (body.tools ?? []).some((t) => t.name === 'Bash');
+  const hasTool = (body.tools ?? []).some((t) => t.name === call.name);
   const usage = { input_tokens: 10, output_tokens: 5 };
   const block =
-    hasBash && !sawResult
-      ? { type: 'tool_use', id: `toolu_him_${requests.length}`, name: 'Bash', input: { command, description: 'Write the marker' } }
+    hasTool && !sawResult
+      ? { type: 'tool_use', id: `toolu_him_${requests.length}`, name: call.name, input: call.input }
       : { type: 'text', text: 'done' };
   const message = { id: `msg_${requests.length}`, type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, usage };
   const stop = block.type === 'tool_use' ? 'tool_use' : 'end_turn';
@@ -142,7 +150,7 @@ async function untilHostListens() {
 }
 
 /** Runs `claude -p` in a fresh project and home; returns its parsed JSON result. */
-function runClaude(project) {
+function runClaude(project, prompt = 'Write the marker file.') {
   const home = path.join(tmp, `home-${path.basename(project)}`);
   mkdirSync(home, { recursive: true });
   const mcpConfig = path.join(tmp, 'mcp.json');
@@ -152,7 +160,7 @@ function runClaude(project) {
       mcpServers: { him: { command: HIM_BIN, args: ['serve', '--permission-tool'], env: { HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn' } } },
     }),
   );
-  const args = ['-p', 'Write the marker file.', '--permission-prompt-tool', 'mcp__him__approve', '--mcp-config', mcpConfig, '--strict-mcp-config', '--output-format', 'json', '--model', 'claude-sonnet-4-5'];
+  const args = ['-p', prompt, '--permission-prompt-tool', 'mcp__him__approve', '--mcp-config', mcpConfig, '--strict-mcp-config', '--output-format', 'json', '--model', 'claude-sonnet-4-5'];
   return new Promise((resolve, reject) => {
     execFile(
       CLAUDE,
@@ -223,7 +231,7 @@ function toolResult() {
 test('Claude Code runs the command once the person allows it in the panel', { skip, timeout: 120_000 }, async () => {
   const project = path.join(tmp, 'allow-project');
   mkdirSync(project);
-  command = 'echo him-was-here > marker.txt';
+  runBash('echo him-was-here > marker.txt');
   requests.length = 0;
   host = startHost(() => ({ action: 'submit', values: { decision: 'allow' } }));
   await untilHostListens();
@@ -241,7 +249,7 @@ test('Claude Code runs the command once the person allows it in the panel', { sk
 test('Claude Code does not run it when the person denies, and the model reads the note', { skip, timeout: 120_000 }, async () => {
   const project = path.join(tmp, 'deny-project');
   mkdirSync(project);
-  command = 'echo should-not-run > marker.txt';
+  runBash('echo should-not-run > marker.txt');
   requests.length = 0;
   host = startHost(() => ({ action: 'submit', values: { decision: 'deny' }, note: 'not on a Friday' }));
   await untilHostListens();
@@ -258,11 +266,117 @@ test('Claude Code does not run it when the person denies, and the model reads th
 test('with no browser connected Claude Code is denied, never allowed', { skip, timeout: 120_000 }, async () => {
   const project = path.join(tmp, 'none-project');
   mkdirSync(project);
-  command = 'echo should-not-run > marker.txt';
+  runBash('echo should-not-run > marker.txt');
   requests.length = 0;
   rmSync(path.join(runtimeDir, 'hosts'), { recursive: true, force: true });
   const result = await runClaude(project);
   assert.equal(existsSync(path.join(project, 'marker.txt')), false);
   assert.equal(result.permission_denials?.length, 1, JSON.stringify(result));
   assert.match(JSON.stringify(toolResult()?.content), /no browser/);
+});
+
+// AskUserQuestion in `claude -p` reaches the permission-prompt tool; him shows its questions
+// as a form and allows the call with the answers in `updatedInput`. What counts is what
+// Claude Code then tells the model, which these tests read in the model's next request.
+
+const QUESTIONS = [
+  {
+    question: 'Which database should the service use?',
+    header: 'Database',
+    multiSelect: false,
+    options: [
+      { label: 'Postgres', description: 'A server' },
+      { label: 'SQLite', description: 'One file' },
+    ],
+  },
+  {
+    question: 'Which checks should CI run?',
+    header: 'CI',
+    multiSelect: true,
+    // A label holding ", " is what makes the multi-select encoding matter.
+    options: [
+      { label: 'Lint, format', description: 'clippy and rustfmt' },
+      { label: 'Unit tests', description: 'cargo test' },
+      { label: 'Fuzz', description: 'cargo fuzz' },
+    ],
+  },
+  {
+    question: 'What should the service be called?',
+    header: 'Name',
+    multiSelect: false,
+    options: [
+      { label: 'shop-api', description: '' },
+      { label: 'store-api', description: '' },
+    ],
+  },
+];
+
+/**
+ * The text of the tool_result Claude Code sent the model, whatever its content shape, without
+ * the `<system-reminder>` Claude Code appends to it.
+ */
+function toolResultText() {
+  const result = toolResult();
+  assert.ok(result, 'the model got a tool result');
+  const { content } = result;
+  const text = typeof content === 'string' ? content : content.map((c) => c.text ?? '').join('');
+  return text.split('\n\n<system-reminder>')[0];
+}
+
+/** Runs `claude -p` whose model calls AskUserQuestion with `questions`; the panel answers `values`. */
+async function askQuestions(name, questions, values) {
+  const project = path.join(tmp, name);
+  mkdirSync(project);
+  call = { name: 'AskUserQuestion', input: { questions } };
+  requests.length = 0;
+  host = startHost(() => ({ action: 'submit', values }));
+  await untilHostListens();
+  const result = await runClaude(project, 'Ask me about the service.');
+  host.stop();
+  return result;
+}
+
+test("AskUserQuestion's questions reach the panel as a form and the model reads the answers", { skip, timeout: 120_000 }, async () => {
+  const result = await askQuestions('questions-project', QUESTIONS, {
+    q0: 'SQLite',
+    q1: ['Lint, format', 'Unit tests'],
+    q2_other: 'till',
+  });
+  assert.equal(host.asks.length, 1, 'one form reached the panel');
+  const { form } = host.asks[0];
+  assert.equal(form.permission, undefined, 'questions, not a permission card');
+  const kinds = form.fields.map((f) => [f.name, f.type]);
+  assert.deepEqual(kinds, [
+    ['q0', 'radio'], ['q0_other', 'text'],
+    ['q1', 'multi_select'], ['q1_other', 'text'],
+    ['q2', 'radio'], ['q2_other', 'text'],
+  ]);
+  assert.equal(form.fields[0].label, QUESTIONS[0].question);
+  assert.equal(form.fields[0].description, 'Database', 'the header');
+  assert.deepEqual(form.fields[2].options.map((o) => [o.label, o.description]), [
+    ['Lint, format', 'clippy and rustfmt'], ['Unit tests', 'cargo test'], ['Fuzz', 'cargo fuzz'],
+  ]);
+  assert.deepEqual(result.permission_denials ?? [], [], JSON.stringify(result));
+  // An answer of one's own is not one of the options, so Claude Code 2.1.332 words it as
+  // "The user answered", asking the model to read it carefully.
+  assert.equal(
+    toolResultText(),
+    'The user answered: "Which database should the service use?"="SQLite", ' +
+      '"Which checks should CI run?"=""Lint, format", Unit tests", ' +
+      '"What should the service be called?"="till". Read the answers carefully \u2014 they may ' +
+      'request clarification, changes, or that you not proceed \u2014 and follow what they actually say.',
+  );
+});
+
+test('a multi-select answer is written so that Claude Code reads back the very labels picked', { skip, timeout: 120_000 }, async () => {
+  await askQuestions('multi-project', QUESTIONS.slice(0, 2), { q0: 'Postgres', q1: ['Lint, format', 'Fuzz'] });
+  // Claude Code says "Your questions have been answered" only when it parses every answer
+  // back into options it offered: here, the multi-select string into its two labels (it
+  // shows the answer as written, without escaping its quotes). Unquoted, "Lint, format,
+  // Fuzz" would read as three labels, two of them never offered.
+  assert.equal(
+    toolResultText(),
+    'Your questions have been answered: "Which database should the service use?"="Postgres", ' +
+      '"Which checks should CI run?"=""Lint, format", Fuzz". You can now continue with these answers in mind.',
+  );
 });
