@@ -271,6 +271,28 @@ fn real_claude_code_asks_him_before_running_a_command() {
     }
 }
 
+// Real Claude Code's interactive terminal UI, driven in tmux, with `him hook claude-code` as
+// its PermissionRequest hook as `him config claude-code --hooks` prints it (issue 16):
+// tests/e2e/claude-code-tui.test.mjs. tmux is the pseudo-terminal (`.ci/run` installs it).
+#[test]
+fn real_claude_code_in_its_terminal_asks_the_panel_through_its_hook() {
+    if clients_ready()
+        && have(
+            tmux_installed(),
+            "tmux is not installed (apt-get install tmux)",
+        )
+    {
+        node22_test("claude-code-tui.test.mjs");
+    }
+}
+
+fn tmux_installed() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 #[test]
 fn the_mcp_inspector_strict_check_finds_nothing_in_any_protocol_era() {
     if clients_ready() {

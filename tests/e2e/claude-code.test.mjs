@@ -13,30 +13,21 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import { createRequire } from 'node:module';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import {
+  findClaude,
+  startAnthropicModel,
+  startHost as startHostOn,
+  stopAllHosts,
+  toolResult as firstToolResult,
+  untilHostListens as untilRunsHost,
+} from './standins.mjs';
 
 const HIM_BIN = process.env.HIM_BIN;
-const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
 
-function findClaude() {
-  if (process.env.HIM_CLAUDE) return process.env.HIM_CLAUDE;
-  // tests/e2e/node22 is where `cargo test` installs it (beside Node 22, which it wants);
-  // tests/e2e itself for a hand install.
-  for (const from of ['./node22/package.json', './package.json']) {
-    try {
-      const require = createRequire(new URL(from, import.meta.url));
-      const pkg = require.resolve(`@anthropic-ai/claude-code-${process.platform}-${process.arch}/package.json`);
-      const bin = path.join(path.dirname(pkg), 'claude');
-      if (existsSync(bin)) return bin;
-    } catch {}
-  }
-  return null;
-}
 const CLAUDE = findClaude();
 const skip = CLAUDE ? false : 'the Claude Code CLI is not installed (npm install @anthropic-ai/claude-code, or set HIM_CLAUDE)';
 if (skip && process.env.HIM_E2E === '1') throw new Error(`HIM_E2E=1: ${skip}`);
@@ -45,109 +36,17 @@ if (skip) console.log(`# skipped: ${skip}`);
 let tmp;
 let runtimeDir;
 let model;
-let modelUrl;
-/** Every request the scripted model got, parsed. */
-const requests = [];
 let host;
 
-/** The scripted model: call `call.name` with `call.input` once, then say "done". */
-let call = { name: 'Bash', input: {} };
 /** The Bash call's command, for the tests that ask to run one. */
 let command = '';
 function runBash(cmd) {
   command = cmd;
-  call = { name: 'Bash', input: { command, description: 'Write the marker' } };
+  model.call = { name: 'Bash', input: { command, description: 'Write the marker' } };
 }
 
-function sse(res, events) {
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  for (const [event, data] of events) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-  res.end();
-}
-
-function reply(req, res, body) {
-  const last = body.messages?.at(-1);
-  const content = Array.isArray(last?.content) ? last.content : [];
-  const sawResult = content.some((c) => c.type === 'tool_result');
-  const hasTool = (body.tools ?? []).some((t) => t.name === call.name);
-  const usage = { input_tokens: 10, output_tokens: 5 };
-  const block =
-    hasTool && !sawResult
-      ? { type: 'tool_use', id: `toolu_him_${requests.length}`, name: call.name, input: call.input }
-      : { type: 'text', text: 'done' };
-  const message = { id: `msg_${requests.length}`, type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, usage };
-  const stop = block.type === 'tool_use' ? 'tool_use' : 'end_turn';
-  if (!body.stream) {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ...message, content: [block], stop_reason: stop }));
-    return;
-  }
-  const start = block.type === 'tool_use' ? { ...block, input: {} } : { type: 'text', text: '' };
-  const delta =
-    block.type === 'tool_use'
-      ? { type: 'input_json_delta', partial_json: JSON.stringify(block.input) }
-      : { type: 'text_delta', text: block.text };
-  sse(res, [
-    ['message_start', { type: 'message_start', message }],
-    ['content_block_start', { type: 'content_block_start', index: 0, content_block: start }],
-    ['content_block_delta', { type: 'content_block_delta', index: 0, delta }],
-    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-    ['message_delta', { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage }],
-    ['message_stop', { type: 'message_stop' }],
-  ]);
-}
-
-/** Every host started, stopped or not. */
-const hosts = [];
-
-/** him's native host, started as Chrome starts it, and an extension stand-in on its stdio. */
-function startHost(decide) {
-  const child = spawn(HIM_BIN, [`chrome-extension://${EXTENSION_ID}/`], {
-    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn' },
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const asks = [];
-  const send = (msg) => {
-    const body = Buffer.from(JSON.stringify(msg));
-    const head = Buffer.alloc(4);
-    head.writeUInt32LE(body.length);
-    child.stdin.write(Buffer.concat([head, body]));
-  };
-  let buf = Buffer.alloc(0);
-  child.stdout.on('data', (chunk) => {
-    buf = Buffer.concat([buf, chunk]);
-    while (buf.length >= 4 && buf.length >= 4 + buf.readUInt32LE(0)) {
-      const len = buf.readUInt32LE(0);
-      const msg = JSON.parse(buf.subarray(4, 4 + len).toString());
-      buf = buf.subarray(4 + len);
-      if (msg.type === 'hello') send({ type: 'ready', protocol: 1, extension: { id: EXTENSION_ID, version: '0.0.0-e2e' } });
-      if (msg.type === 'ask') {
-        asks.push(msg);
-        send({ type: 'shown', id: msg.id });
-        send({ type: 'answer', id: msg.id, ...decide(msg) });
-      }
-    }
-  });
-  hosts.push(child);
-  // Closing stdin is how a browser ends its host; the kill makes sure no host outlives its
-  // test, since a live child's pipes would keep this process (and cargo test) waiting.
-  const stop = () => {
-    child.stdin.end();
-    child.kill('SIGKILL');
-  };
-  return { child, asks, stop };
-}
-
-async function untilHostListens() {
-  const end = Date.now() + 10_000;
-  while (Date.now() < end) {
-    try {
-      if (readdirSync(path.join(runtimeDir, 'hosts')).some((n) => n.endsWith('.sock'))) return;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('the host did not listen');
-}
+const startHost = (decide) => startHostOn(HIM_BIN, runtimeDir, decide);
+const untilHostListens = () => untilRunsHost(runtimeDir);
 
 /** Runs `claude -p` in a fresh project and home; returns its parsed JSON result. */
 function runClaude(project, prompt = 'Write the marker file.') {
@@ -171,7 +70,7 @@ function runClaude(project, prompt = 'Write the marker file.') {
         env: {
           PATH: process.env.PATH,
           HOME: home,
-          ANTHROPIC_BASE_URL: modelUrl,
+          ANTHROPIC_BASE_URL: model.url,
           ANTHROPIC_API_KEY: 'sk-ant-test',
           CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
           DISABLE_AUTOUPDATER: '1',
@@ -194,45 +93,23 @@ before(async () => {
   tmp = mkdtempSync(path.join(tmpdir(), 'him-claude-'));
   runtimeDir = path.join(tmp, 'run');
   mkdirSync(runtimeDir, { mode: 0o700 });
-  model = createServer((req, res) => {
-    let data = '';
-    req.on('data', (c) => (data += c));
-    req.on('end', () => {
-      if (req.method !== 'POST' || !req.url.startsWith('/v1/messages') || req.url.includes('count_tokens')) {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ input_tokens: 10 }));
-        return;
-      }
-      const body = JSON.parse(data);
-      requests.push(body);
-      reply(req, res, body);
-    });
-  });
-  await new Promise((r) => model.listen(0, '127.0.0.1', r));
-  modelUrl = `http://127.0.0.1:${model.address().port}`;
+  model = await startAnthropicModel();
 });
 
 after(() => {
-  for (const child of hosts) child.kill('SIGKILL');
+  stopAllHosts();
   model?.close();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
-/** The tool_result Claude Code sent the model for its Bash call. */
-function toolResult() {
-  for (const body of requests) {
-    for (const m of body.messages ?? []) {
-      for (const c of Array.isArray(m.content) ? m.content : []) if (c.type === 'tool_result') return c;
-    }
-  }
-  return null;
-}
+/** The tool_result Claude Code sent the model for the scripted call. */
+const toolResult = () => firstToolResult(model.requests);
 
 test('Claude Code runs the command once the person allows it in the panel', { skip, timeout: 120_000 }, async () => {
   const project = path.join(tmp, 'allow-project');
   mkdirSync(project);
   runBash('echo him-was-here > marker.txt');
-  requests.length = 0;
+  model.requests.length = 0;
   host = startHost(() => ({ action: 'submit', values: { decision: 'allow' } }));
   await untilHostListens();
   const result = await runClaude(project);
@@ -250,7 +127,7 @@ test('Claude Code does not run it when the person denies, and the model reads th
   const project = path.join(tmp, 'deny-project');
   mkdirSync(project);
   runBash('echo should-not-run > marker.txt');
-  requests.length = 0;
+  model.requests.length = 0;
   host = startHost(() => ({ action: 'submit', values: { decision: 'deny' }, note: 'not on a Friday' }));
   await untilHostListens();
   const result = await runClaude(project);
@@ -267,7 +144,7 @@ test('with no browser connected Claude Code is denied, never allowed', { skip, t
   const project = path.join(tmp, 'none-project');
   mkdirSync(project);
   runBash('echo should-not-run > marker.txt');
-  requests.length = 0;
+  model.requests.length = 0;
   rmSync(path.join(runtimeDir, 'hosts'), { recursive: true, force: true });
   const result = await runClaude(project);
   assert.equal(existsSync(path.join(project, 'marker.txt')), false);
@@ -327,8 +204,8 @@ function toolResultText() {
 async function askQuestions(name, questions, values) {
   const project = path.join(tmp, name);
   mkdirSync(project);
-  call = { name: 'AskUserQuestion', input: { questions } };
-  requests.length = 0;
+  model.call = { name: 'AskUserQuestion', input: { questions } };
+  model.requests.length = 0;
   host = startHost(() => ({ action: 'submit', values }));
   await untilHostListens();
   const result = await runClaude(project, 'Ask me about the service.');
