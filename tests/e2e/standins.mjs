@@ -1,6 +1,7 @@
-// Stand-ins the real-agent tests share: a scripted loopback model that speaks Anthropic's
-// Messages API (what Claude Code calls at ANTHROPIC_BASE_URL), and him's native host started
-// as Chrome starts it with an extension stand-in on its stdio that answers every ask.
+// Stand-ins the real-agent tests share: scripted loopback models that speak Anthropic's
+// Messages API (what Claude Code calls at ANTHROPIC_BASE_URL) and OpenAI's Responses API
+// (what Codex calls at a model provider's `base_url`), and him's native host started as
+// Chrome starts it with an extension stand-in on its stdio that answers every ask.
 
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -22,6 +23,24 @@ export function findClaude() {
       const require = createRequire(new URL(from, import.meta.url));
       const pkg = require.resolve(`@anthropic-ai/claude-code-${process.platform}-${process.arch}/package.json`);
       const bin = path.join(path.dirname(pkg), 'claude');
+      if (existsSync(bin)) return bin;
+    } catch {}
+  }
+  return null;
+}
+
+/**
+ * The Codex CLI's native binary: HIM_CODEX, or the one npm installed (its platform package)
+ * in tests/e2e/node22 or tests/e2e; null when there is none.
+ */
+export function findCodex() {
+  if (process.env.HIM_CODEX) return process.env.HIM_CODEX;
+  const triple = { x64: 'x86_64', arm64: 'aarch64' }[process.arch];
+  for (const from of ['./node22/package.json', './package.json']) {
+    try {
+      const require = createRequire(new URL(from, import.meta.url));
+      const pkg = require.resolve(`@openai/codex-${process.platform}-${process.arch}/package.json`);
+      const bin = path.join(path.dirname(pkg), 'vendor', `${triple}-unknown-${process.platform}-musl`, 'bin', 'codex');
       if (existsSync(bin)) return bin;
     } catch {}
   }
@@ -103,6 +122,61 @@ function reply(model, res, body) {
     res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   }
   res.end();
+}
+
+/**
+ * The scripted model for Codex, on 127.0.0.1, at `${model.url}/responses` (streamed): while
+ * the request offers the function `model.call.name` and holds no function_call_output yet,
+ * it answers with one function_call of `model.call` (arguments as JSON); after that, a
+ * message "done". Codex also asks for a title without tools, which gets "done" too.
+ */
+export async function startResponsesModel() {
+  const model = { call: { name: 'exec_command', arguments: {} }, requests: [], url: '' };
+  const server = createServer((req, res) => {
+    let data = '';
+    req.on('data', (c) => (data += c));
+    req.on('end', () => {
+      if (req.method !== 'POST' || !req.url.endsWith('/responses')) {
+        res.writeHead(404).end();
+        return;
+      }
+      const body = JSON.parse(data);
+      model.requests.push(body);
+      const n = model.requests.length;
+      const offered = (body.tools ?? []).some((t) => t.name === model.call.name);
+      const answered = (body.input ?? []).some((i) => i.type === 'function_call_output');
+      const item =
+        offered && !answered
+          ? {
+              type: 'function_call',
+              id: `fc_him_${n}`,
+              call_id: `call_him_${n}`,
+              name: model.call.name,
+              arguments: JSON.stringify(model.call.arguments),
+              status: 'completed',
+            }
+          : { type: 'message', role: 'assistant', id: `msg_${n}`, content: [{ type: 'output_text', text: 'done' }] };
+      const id = `resp_${n}`;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const event = (type, fields) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`);
+      event('response.created', { response: { id } });
+      event('response.output_item.done', { output_index: 0, item });
+      event('response.completed', { response: { id, usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } } });
+      res.end();
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  model.url = `http://127.0.0.1:${server.address().port}/v1`;
+  model.close = () => server.close();
+  return model;
+}
+
+/** The first function_call_output Codex sent the model, in any of `requests`. */
+export function functionCallOutput(requests) {
+  for (const body of requests) {
+    for (const item of body.input ?? []) if (item.type === 'function_call_output') return item;
+  }
+  return null;
 }
 
 /** The first tool_result the agent sent the model, in any of `requests`. */
