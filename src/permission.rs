@@ -30,7 +30,8 @@ use crate::tools::ToolKind;
 use crate::wait::{self, Outcome, WaitOptions};
 
 /// Claude Code's built-in tool that asks the person questions. In `claude -p` it reaches
-/// the permission-prompt tool like any tool (verified with Claude Code 2.1.197): input
+/// the permission-prompt tool like any tool (verified with Claude Code 2.1.197 and 2.1.332,
+/// tests/e2e/claude-code.test.mjs): input
 /// `{"questions": [{"question", "header", "options": [{"label", "description"}],
 /// "multiSelect"}]}`; allowing it with `updatedInput` = the input plus `"answers":
 /// {"<question text>": "<label or free text>"}` answers them.
