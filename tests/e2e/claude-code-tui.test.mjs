@@ -2,8 +2,9 @@
 // hook, configured exactly as `him config claude-code --hooks` prints it. The scripted model
 // (a loopback stand-in of its API) asks to run one shell command; the extension stand-in on
 // him's native host allows or denies, or no browser is connected and Claude Code's own prompt
-// must be what is left waiting on the screen. Hooks do not fire in `claude -p`, so this is
-// the only way to see the hook work where people use it.
+// must be what is left waiting on the screen. Its own AskUserQuestion goes through the same
+// hook. Hooks do not fire in `claude -p`, so this is the only way to see the hook work where
+// people use it.
 //
 // Needs HIM_BIN, tmux and the Claude Code CLI (see standins.mjs findClaude; written against
 // 2.1.332). Without them it skips, saying so — and fails instead under HIM_E2E=1.
@@ -52,7 +53,7 @@ after(async () => {
  * Starts Claude Code in a terminal, in a fresh project and home whose settings.json is what
  * `him config claude-code --hooks` prints, and asks it to write the marker file.
  */
-async function startClaude(name, command) {
+async function startClaude(name, command, call = { name: 'Bash', input: { command, description: 'Write the marker' } }) {
   const project = path.join(tmp, name);
   const home = path.join(tmp, `home-${name}`);
   mkdirSync(project);
@@ -70,7 +71,7 @@ async function startClaude(name, command) {
       projects: { [project]: { hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true } },
     }),
   );
-  model.call = { name: 'Bash', input: { command, description: 'Write the marker' } };
+  model.call = call;
   model.requests.length = 0;
   const terminal = new Terminal(tmp, [CLAUDE, '--model', 'claude-sonnet-4-5'], {
     cwd: project,
@@ -103,7 +104,7 @@ const untilToolResult = () => until('the tool result to reach the model', () => 
  */
 async function promptLeftOnScreen(terminal) {
   await terminal.until(/^● done$/m);
-  return /Do you want to proceed\?/.test(terminal.screen());
+  return /Do you want to proceed\?|Enter to select/.test(terminal.screen());
 }
 
 const text = (result) =>
@@ -163,4 +164,24 @@ test("with no browser the hook defers: Claude Code's own prompt waits, and answe
   assert.notEqual(result.is_error, true, text(result));
   assert.equal(readFileSync(marker, 'utf8').trim(), 'asked-in-the-terminal');
   assert.equal(await promptLeftOnScreen(terminal), false);
+});
+
+test("AskUserQuestion goes through the hook too: the panel's answers reach the model", { skip, timeout: 60_000 }, async () => {
+  const questions = [
+    { question: 'Which database?', header: 'DB', multiSelect: false, options: [{ label: 'Postgres', description: 'a server' }, { label: 'SQLite', description: 'one file' }] },
+    { question: 'Which checks?', header: 'CI', multiSelect: true, options: [{ label: 'Lint, format', description: 'clippy, rustfmt' }, { label: 'Fuzz', description: 'cargo fuzz' }] },
+  ];
+  const host = startHost(HIM_BIN, runtimeDir, () => ({ action: 'submit', values: { q0: 'SQLite', q1: ['Lint, format', 'Fuzz'] } }));
+  await untilHostListens(runtimeDir);
+  const { terminal } = await startClaude('questions', '', { name: 'AskUserQuestion', input: { questions } });
+  const result = await untilToolResult();
+  host.stop();
+  assert.equal(host.asks.length, 1);
+  assert.deepEqual(host.asks[0].form.fields.map((f) => f.type), ['radio', 'text', 'multi_select', 'text']);
+  assert.equal(
+    text(result).split('\n\n<system-reminder>')[0],
+    'Your questions have been answered: "Which database?"="SQLite", "Which checks?"=""Lint, format", Fuzz". ' +
+      'You can now continue with these answers in mind.',
+  );
+  assert.equal(await promptLeftOnScreen(terminal), false, "Claude Code's own question form is gone");
 });
