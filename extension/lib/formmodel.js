@@ -1,10 +1,13 @@
 // The form model of DESIGN.md §4 in JavaScript: the twin of src/form.rs. Pure: no DOM, no
 // extension API, no clock; it runs in the panel, the loopback page and Node alike.
 //
-// Two layers:
+// Three parts:
 //   - checkAnswer(form, values, note): does a typed answer fit the form? The same rules,
 //     in the same order, with the same messages as `Form::check_reply` in src/form.rs. Both
 //     are tested against one fixture, tests/fixtures/forms.json, so the twins cannot drift.
+//   - checkPermissionForm(form): the shape an agent's permission prompt must have, as
+//     `Form::validate` holds it (the fixture's `permission_forms`); lib/permission.js
+//     draws no Allow for a form that breaks it.
 //   - raw values, what the controls hold while the person types (initialRaw, typedValues,
 //     draftOf), and validateField / validateRaw, which say what is wrong in words for the
 //     person. validateRaw ends with checkAnswer on the typed values, so the panel never
@@ -115,6 +118,37 @@ export function checkAnswer(form, values = {}, note = null) {
 
 function refused(field, message) {
   return { ok: false, field, message };
+}
+
+/** The one field of a permission form (`DECISION_FIELD`, `ALLOW`, `DENY` in src/form.rs). */
+export const DECISION_FIELD = 'decision';
+export const PERMISSION_VALUES = Object.freeze(['allow', 'deny']);
+
+/**
+ * The shape of an agent's permission prompt (a form with `permission`, DESIGN.md §9):
+ * `Form::validate_permission` of src/form.rs, with its messages. Exactly one field,
+ * `decision`, a required radio of `allow` and `deny` in that order, with no default, so that
+ * nothing but the person's deliberate choice can allow. {ok: true}, or {ok: false, field,
+ * message} as checkAnswer gives them; a form without `permission` is not held to it.
+ */
+export function checkPermissionForm(form) {
+  if (!form || typeof form.permission !== 'object' || form.permission === null) return { ok: true };
+  const fields = Array.isArray(form.fields) ? form.fields : [];
+  if (fields.length !== 1) return refused(null, `a permission form has exactly one field, \`${DECISION_FIELD}\``);
+  const [field] = fields;
+  const values = (Array.isArray(field.options) ? field.options : []).map((o) => o?.value);
+  const shaped =
+    field.name === DECISION_FIELD &&
+    field.type === 'radio' &&
+    field.required === true &&
+    (field.default === undefined || field.default === null) &&
+    values.length === PERMISSION_VALUES.length &&
+    values.every((v, i) => v === PERMISSION_VALUES[i]);
+  if (shaped) return { ok: true };
+  return refused(
+    field.name,
+    `a permission form's field is \`${DECISION_FIELD}\`: a required radio of \`allow\` and \`deny\`, with no default`,
+  );
 }
 
 const REQUIRED = 'is required but was left empty';

@@ -16,8 +16,10 @@
 // The view has renderForm's interface (lib/form.js), so the panel treats both alike:
 //   const view = renderPermission(doc, form, {idPrefix, draft, onChange, onSubmit, onDecline});
 // onSubmit gets {values: {decision: 'allow' | 'deny'}, note}. Like form.js it uses no
-// extension API and takes the document from its caller.
+// extension API and takes the document from its caller. A form that breaks the permission
+// shape (formmodel.js checkPermissionForm) throws, as renderForm does for a form it cannot draw.
 
+import { checkPermissionForm } from './formmodel.js';
 import { holdControls } from './holds.js';
 
 /** Whether `form` is a permission prompt, drawn by this module rather than lib/form.js. */
@@ -26,6 +28,11 @@ export function isPermissionForm(form) {
 }
 
 export function renderPermission(doc, form, opts = {}) {
+  // The agent side refuses a permission form of another shape (Form::validate); one that
+  // got here anyway gets no Allow button but the panel's card that cannot be drawn, where
+  // the person can only decline.
+  const shape = checkPermissionForm(form);
+  if (!shape.ok) throw new Error(`not a permission prompt him can show: ${shape.message}`);
   const prefix = opts.idPrefix ?? 'him';
   const permission = form.permission;
   const tool = String(permission.tool_name ?? '');
