@@ -1,7 +1,6 @@
 // The side panel page itself (extension/panel/panel.js) in jsdom, with a stand-in for the
 // worker's port: what the worker pushes is drawn card by card, and one card that cannot be
 // drawn does not take the others with it.
-import './english.mjs';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
