@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { t, useMessages } from '../../../extension/lib/i18n.js';
+import { t, tParts, useMessages } from '../../../extension/lib/i18n.js';
 
 const english = JSON.parse(readFileSync(new URL('../../../extension/_locales/en/messages.json', import.meta.url)));
 
@@ -127,5 +127,53 @@ test('the Rust side keys its words from the same files (ClosedBecause::sentence)
   for (const key of ['loopbackClosedAnswered', 'loopbackClosedTimedOut', 'loopbackClosedWithdrawn']) {
     assert.match(loopback, new RegExp(`=> "${key}"`));
     assert.ok(english[key], key);
+  }
+});
+
+test('tParts keeps what fills a placeholder as it is, where the language puts it', () => {
+  const code = { element: 'code' };
+  useMessages({ allow: { message: '{1} erlauben?' }, two: { message: 'von {2} nach {1}' } });
+  try {
+    assert.deepEqual(tParts('allow', code), [code, ' erlauben?']);
+    assert.deepEqual(tParts('two', 'a', 'b'), ['von ', 'b', ' nach ', 'a']);
+    assert.deepEqual(tParts('allow'), ['{1} erlauben?'], 'nothing given: the placeholder shows');
+  } finally {
+    useMessages(null);
+  }
+});
+
+test("lib's words follow the table it is given: a German form, its checks and the queue's words", async () => {
+  const { renderForm } = await import('../../../extension/lib/form.js');
+  const { formatTimeLeft, leaveText, agentLabel } = await import('../../../extension/lib/queue.js');
+  const { describeHostProblem } = await import('../../../extension/lib/hosterror.js');
+  const { freshDocument } = await import('./dom.mjs');
+  useMessages(messagesOf('de'));
+  try {
+    const { document } = freshDocument();
+    const view = renderForm(document, {
+      title: 'Deploy?',
+      allow_note: true,
+      fields: [
+        { name: 'env', type: 'select', label: 'Env', required: true, options: [{ value: 'p', label: 'prod', recommended: true }] },
+        { name: 'n', type: 'number', label: 'N', min: 1, max: 3 },
+      ],
+    });
+    const text = view.element.textContent;
+    for (const words of ['Auswählen …', 'prod (empfohlen)', '(erforderlich)', 'Eine Zahl von 1 bis 3.', 'Notiz (optional)', 'Senden', 'Ablehnen']) {
+      assert.ok(text.includes(words), `${words} in ${text}`);
+    }
+    view.element.querySelector('input[name="n"]').value = '7';
+    const { errors } = view.validate();
+    assert.deepEqual(errors, { env: 'Bitte eine Option wählen.', n: 'Geben Sie eine Zahl von 1 bis 3 ein.' });
+    assert.equal(formatTimeLeft(4_800_000), '1 Std. 20 Min.');
+    assert.equal(formatTimeLeft(null), 'ohne Zeitlimit');
+    assert.equal(leaveText('submit'), 'Antwort gesendet.');
+    assert.equal(agentLabel(null), 'Ein Agent');
+    // The browser's own error stays as the browser said it; what him adds is German.
+    const problem = describeHostProblem('Specified native messaging host not found.');
+    assert.equal(problem.summary, 'him ist für diesen Browser nicht installiert.');
+    assert.equal(problem.message, 'Specified native messaging host not found.');
+  } finally {
+    useMessages(null);
   }
 });
