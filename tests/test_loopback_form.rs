@@ -307,7 +307,7 @@ async fn the_page_and_the_page_after_it_closed_are_in_the_browser_s_language() {
         german.body
     );
     assert!(
-        german.body.contains("Ihr KI-Agent fragt Sie."),
+        german.body.contains("Ihr KI-Agent hat eine Frage an Sie."),
         "{}",
         german.body
     );

@@ -948,7 +948,10 @@ mod tests {
         let five = Duration::from_secs(5);
         let german = page(&form, "/q/t", &asker, five, locale::choose("de-DE"));
         assert!(german.contains("<html lang=\"de\">"), "{german}");
-        assert!(german.contains("Ihr KI-Agent fragt Sie."), "{german}");
+        assert!(
+            german.contains("Ihr KI-Agent hat eine Frage an Sie."),
+            "{german}"
+        );
         assert!(german.contains("<noscript>Dieses Formular benötigt JavaScript.</noscript>"));
         assert_eq!(
             data_of(&german, "him-messages")["decline"]["message"],

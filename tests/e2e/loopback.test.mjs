@@ -307,7 +307,7 @@ test('a browser set to German gets the page in German, errors and answer include
   const { page, problems, context } = await openIn('de-DE', url);
   await page.getByRole('heading', { name: 'Release' }).waitFor();
   assert.equal(await page.evaluate(() => document.documentElement.lang), 'de');
-  assert.match(await page.locator('#him-asker').textContent(), /^him ask · [^ ]+ fragt Sie\. Antworten Sie hier, einmal\.$/);
+  assert.match(await page.locator('#him-asker').textContent(), /^him ask · [^ ]+ hat eine Frage an Sie\. Sie können hier einmal antworten\.$/);
   assert.match(await page.getByRole('timer').textContent(), /^noch \d+:\d\d$/);
   await page.getByText('Wählen Sie 1 bis 2 aus.').waitFor();
   await page.getByLabel('Notiz (optional)').waitFor();

@@ -164,7 +164,7 @@ test("lib's words follow the table it is given: a German form, its checks and th
     }
     view.element.querySelector('input[name="n"]').value = '7';
     const { errors } = view.validate();
-    assert.deepEqual(errors, { env: 'Bitte eine Option wählen.', n: 'Geben Sie eine Zahl von 1 bis 3 ein.' });
+    assert.deepEqual(errors, { env: 'Wählen Sie eine Option aus.', n: 'Geben Sie eine Zahl von 1 bis 3 ein.' });
     assert.equal(formatTimeLeft(4_800_000), '1 Std. 20 Min.');
     assert.equal(formatTimeLeft(null), 'ohne Zeitlimit');
     assert.equal(leaveText('submit'), 'Antwort gesendet.');
