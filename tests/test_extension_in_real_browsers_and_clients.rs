@@ -2,7 +2,8 @@
 //! `extension/lib`, `web-ext lint` on the Firefox build, the end-to-end run in real
 //! Chromium against this crate's `him` binary (tests/e2e/chromium.test.mjs), and the
 //! Firefox build's handshake with the real host in real Firefox (tests/e2e/firefox.test.mjs),
-//! and the loopback form answered in real Chromium (tests/e2e/loopback.test.mjs).
+//! the loopback form answered in real Chromium (tests/e2e/loopback.test.mjs), and the
+//! extension in Chromium started in German and in Chinese (tests/e2e/languages.test.mjs).
 //!
 //! They need Node, the npm packages of tests/e2e (installed here with `npm ci` when they are
 //! missing), and for the end-to-end runs Debian's Chromium (`/usr/lib/chromium/chromium`, or `HIM_CHROMIUM`).
@@ -164,6 +165,18 @@ fn a_person_answers_the_loopback_form_in_chromium() {
         )
     {
         node_test(&["loopback.test.mjs"]);
+    }
+}
+
+#[test]
+fn the_extension_speaks_german_and_chinese_in_a_chromium_set_to_them() {
+    if node_ready()
+        && have(
+            chromium().is_file(),
+            "Chromium is not installed (apt-get install chromium)",
+        )
+    {
+        node_test(&["languages.test.mjs"]);
     }
 }
 

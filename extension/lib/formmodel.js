@@ -16,6 +16,11 @@
 // Raw values: strings for text-like fields (a number as typed, so "1e" survives a reload),
 // an option value or null for select/radio, a boolean or null for confirm, a boolean for
 // checkbox, an array of option values for multi_select.
+//
+// checkAnswer's messages are the agent side's and stay English, word for word; what the
+// person reads (validateField, explain, the labels of Yes and No) comes from ./i18n.js.
+
+import { t } from './i18n.js';
 
 export const FIELD_TYPES = Object.freeze([
   'text',
@@ -35,14 +40,14 @@ export const FIELD_TYPES = Object.freeze([
 const TAKES_STRING = new Set(['text', 'email', 'url', 'password', 'textarea', 'select', 'radio']);
 const CHOOSES_ONE = new Set(['select', 'radio', 'confirm']);
 
-const CONFIRM_OPTIONS = Object.freeze([
-  { value: true, label: 'Yes' },
-  { value: false, label: 'No' },
-]);
-
-/** Options a field offers, in order; confirm offers Yes and No. */
+/** Options a field offers, in order; confirm offers Yes and No, in the person's language. */
 export function optionsOf(field) {
-  if (field.type === 'confirm') return CONFIRM_OPTIONS;
+  if (field.type === 'confirm') {
+    return [
+      { value: true, label: t('yes') },
+      { value: false, label: t('no') },
+    ];
+  }
   return Array.isArray(field.options) ? field.options : [];
 }
 
@@ -382,51 +387,53 @@ export function draftOf(form, raws, note = '') {
 const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
-function plural(n, word) {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
-}
-
 /** The message for one field's raw value, or null when it is acceptable. */
 export function validateField(field, raw) {
   if (isEmptyRaw(field, raw)) {
     if (field.required) {
-      if (field.type === 'multi_select') {
-        return `Choose at least ${plural(Math.max(1, field.min ?? 1), 'option')}.`;
-      }
-      if (CHOOSES_ONE.has(field.type)) return 'Choose one.';
-      return 'This field is required.';
+      if (field.type === 'multi_select') return chooseAtLeast(Math.max(1, field.min ?? 1));
+      if (CHOOSES_ONE.has(field.type)) return t('chooseOne');
+      return t('fieldRequired');
     }
     // An empty selection is still a selection: its count must meet `min`.
     if (field.type !== 'multi_select') return null;
   }
   switch (field.type) {
     case 'email':
-      return EMAIL.test(String(raw).trim()) ? null : 'Enter an email address, like name@example.com.';
+      return EMAIL.test(String(raw).trim()) ? null : t('enterEmail');
     case 'url':
-      return looksLikeUrl(String(raw).trim()) ? null : 'Enter a full address, like https://example.com.';
+      return looksLikeUrl(String(raw).trim()) ? null : t('enterUrl');
     case 'number': {
       const text = String(raw).trim();
       const n = Number(text);
-      if (!NUMBER.test(text) || !Number.isFinite(n)) return 'Enter a number.';
+      if (!NUMBER.test(text) || !Number.isFinite(n)) return t('enterNumber');
       const { min, max } = field;
       if ((hasBound(min) && n < min) || (hasBound(max) && n > max)) {
-        if (hasBound(min) && hasBound(max)) return `Enter a number from ${min} to ${max}.`;
-        return hasBound(min) ? `Enter a number of at least ${min}.` : `Enter a number of at most ${max}.`;
+        if (hasBound(min) && hasBound(max)) return t('enterNumberFromTo', min, max);
+        return hasBound(min) ? t('enterNumberAtLeast', min) : t('enterNumberAtMost', max);
       }
       return null;
     }
     case 'select':
     case 'radio':
-      return optionsOf(field).some((o) => sameValue(o.value, raw)) ? null : 'Choose one of the options offered.';
+      return optionsOf(field).some((o) => sameValue(o.value, raw)) ? null : t('chooseOffered');
     case 'multi_select': {
       const count = raw.length;
-      if (hasBound(field.min) && count < field.min) return `Choose at least ${plural(field.min, 'option')}.`;
-      if (hasBound(field.max) && count > field.max) return `Choose at most ${plural(field.max, 'option')}.`;
+      if (hasBound(field.min) && count < field.min) return chooseAtLeast(field.min);
+      if (hasBound(field.max) && count > field.max) {
+        return field.max === 1 ? t('chooseAtMostOneOption') : t('chooseAtMostOptions', field.max);
+      }
       return null;
     }
     default:
       return null;
   }
+}
+
+// One message for one and one for more: the few plurals here, in every language we ship,
+// differ only there.
+function chooseAtLeast(n) {
+  return n === 1 ? t('chooseAtLeastOneOption') : t('chooseAtLeastOptions', n);
 }
 
 /**
@@ -459,9 +466,10 @@ export function validateRaw(form, raws, note = '') {
 export function explain(field, message) {
   if (message === NOTHING_GIVEN) {
     const chooses = field && (CHOOSES_ONE.has(field.type) || field.type === 'multi_select');
-    return chooses ? 'Choose an option, or add a note.' : 'Answer this, or add a note.';
+    return chooses ? t('chooseOrNote') : t('answerOrNote');
   }
-  if (message === REQUIRED) return 'This field is required.';
-  // A rule the person-facing checks above missed: say it as the agent side would.
+  if (message === REQUIRED) return t('fieldRequired');
+  // A rule the person-facing checks above missed: say it as the agent side would, in its
+  // words (English), which are also what the agent was told.
   return `${message.charAt(0).toUpperCase()}${message.slice(1)}.`;
 }
