@@ -219,8 +219,8 @@ impl HimServer {
                     version: None,
                 },
             };
-            Pool::new(
-                self.shared.config.runtime.search(),
+            Pool::for_runtime(
+                &self.shared.config.runtime,
                 Identity::with_cwd_project(agent),
             )
         })
