@@ -96,8 +96,6 @@ struct State {
     links: HashMap<PathBuf, Link>,
     questions: HashMap<String, Entry>,
     scanner: bool,
-    /// The forwarded folder is being tidied (`tidy_forwarded`).
-    tidying: bool,
     /// Set by `shutdown`: no new links, so an ended session's pool frees its sockets.
     closed: bool,
     /// When the last link to a host ended, while no other was left.
@@ -409,13 +407,9 @@ async fn rescan_while_waiting(shared: Arc<Shared>) {
 async fn scan(shared: &Arc<Shared>) {
     let _turn = shared.scanning.lock().await;
     let (candidates, forwarded): (Vec<PathBuf>, Vec<PathBuf>) = {
-        let mut state = shared.state();
+        let state = shared.state();
         if state.closed {
             return;
-        }
-        if shared.forwarded.is_some() && !state.tidying {
-            state.tidying = true;
-            tokio::spawn(tidy_forwarded(Arc::downgrade(shared)));
         }
         let candidates = shared
             .runtime_dirs
@@ -495,32 +489,22 @@ fn forwarded_dir_is_private(dir: &Path) -> bool {
     }
 }
 
-/// While the pool lives: every forwarded socket no link uses is tried; one that refuses is
-/// removed (its SSH connection is gone), and a live one still at the name SSH binds is moved
-/// to a name of its own, so that the next connection's bind finds that name free.
-async fn tidy_forwarded(shared: std::sync::Weak<Shared>) {
+/// For as long as the process runs (`him serve`): a socket at the name SSH binds in the
+/// forwarded folder `dir` is removed when it refuses (its connection is gone) and moved to a
+/// name of its own when it is live, so that the next SSH connection's bind finds the name
+/// free. Sockets under their own names are judged by the scans of questions, and the
+/// doctor: a stale one there blocks nothing.
+pub async fn tidy_forwarded(dir: PathBuf) {
     loop {
+        // Judged quietly: a folder that fails is reported when a question looks there.
+        if runtime::check_private_dir(&dir, runtime::current_uid()).is_ok() {
+            for path in runtime::list_forwarded_sockets(&dir) {
+                if forward::is_bind_name(&path) {
+                    forward::tidy(&path).await;
+                }
+            }
+        }
         tokio::time::sleep(forward::TIDY_INTERVAL).await;
-        let Some(shared) = shared.upgrade() else {
-            return;
-        };
-        let (dir, linked) = {
-            let state = shared.state();
-            if state.closed {
-                return;
-            }
-            let linked: Vec<PathBuf> = state.links.keys().cloned().collect();
-            (shared.forwarded.clone(), linked)
-        };
-        let Some(dir) = dir else { return };
-        if !dir.is_dir() {
-            continue;
-        }
-        for path in runtime::list_forwarded_sockets(&dir) {
-            if !linked.contains(&path) {
-                forward::tidy(&path).await;
-            }
-        }
     }
 }
 

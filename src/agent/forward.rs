@@ -25,7 +25,7 @@ use crate::frame::MAX_INBOUND;
 use crate::protocol::{self, HostToAgent};
 use crate::runtime;
 
-/// How often a pool with a forwarded folder tidies it, questions or not.
+/// How often `him serve` tidies the forwarded folder, questions or not.
 pub const TIDY_INTERVAL: Duration = Duration::from_secs(2);
 
 /// How long a forwarded link may take to answer `hello`. A new channel through `ssh -N`
@@ -72,8 +72,8 @@ pub(super) async fn reach(path: &Path, hello: &[u8]) -> Option<(PathBuf, UnixStr
     ))
 }
 
-/// Tries a forwarded socket no link uses: removes it when it refuses, gives it a name of
-/// its own when it is live.
+/// Tries a forwarded socket: removes it when it refuses, gives it a name of its own when it
+/// is live.
 pub(super) async fn tidy(path: &Path) {
     match UnixStream::connect(path).await {
         Ok(_) => {
@@ -92,11 +92,13 @@ fn forget_if_refused(path: &Path, err: &io::Error) {
     }
 }
 
-/// Whether `path` is the name SSH binds (`him remote` writes it without an `@`).
+/// Whether `path` is the name SSH binds (`him remote` writes it without an `@`). The
+/// gateway's own `gateway.sock`, seen through a container's bind mount, is not: moving it
+/// would move the gateway's socket on the machine itself.
 pub fn is_bind_name(path: &Path) -> bool {
     path.file_stem()
         .and_then(|stem| stem.to_str())
-        .is_some_and(|stem| !stem.contains('@'))
+        .is_some_and(|stem| !stem.contains('@') && stem != "gateway")
 }
 
 /// Moves a live socket off the name SSH binds; returns where it is now.
@@ -177,6 +179,7 @@ mod tests {
         assert!(is_bind_name(Path::new("/f/laptop.sock")));
         assert!(is_bind_name(Path::new("/f/laptop.home.sock")));
         assert!(!is_bind_name(Path::new("/f/laptop@0a1b2c3d4e5f.sock")));
+        assert!(!is_bind_name(Path::new("/f/gateway.sock")));
     }
 
     #[tokio::test]

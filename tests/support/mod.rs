@@ -7,6 +7,7 @@ pub mod fresh_user;
 pub mod http;
 pub mod install;
 pub mod load;
+pub mod ssh_lab;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};
