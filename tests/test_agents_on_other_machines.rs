@@ -159,6 +159,12 @@ async fn a_remote_agents_question_is_answered_in_the_local_panel_marked_with_its
     let agent = remote_agent(&lab, "remote-claude", &[]).await;
     let status = call(&agent, "human_input_status", json!({})).await;
     assert_eq!(status["channel"], "extension", "{status}");
+    let laptop_name = him::runtime::hostname().expect("host name");
+    assert_eq!(
+        status["browsers"][0]["via_machine"],
+        laptop_name.as_str(),
+        "{status}"
+    );
     until_forward_moved(&lab).await;
 
     let asked = ask_remote(agent, "Deploy the dev box?").await;
@@ -180,7 +186,6 @@ async fn a_remote_agents_question_is_answered_in_the_local_panel_marked_with_its
         .await
         .expect("him doctor on the remote");
     let report = String::from_utf8_lossy(&doctor.stdout);
-    let laptop_name = him::runtime::hostname().expect("host name");
     assert!(
         report.contains(&format!(
             "the panel is reached through SSH, from {laptop_name}"
@@ -243,6 +248,17 @@ async fn a_remote_agents_question_is_answered_in_the_local_panel_marked_with_its
     let _ = own.start_kill();
     drop(agent);
     ext.kill().await;
+
+    // him uninstall takes out exactly the block him remote wrote.
+    let removed = lab.him_on_laptop(&["uninstall"]).await;
+    assert!(
+        removed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&removed.stderr)
+    );
+    let config = std::fs::read_to_string(lab.laptop.home.join(".ssh/config")).expect("config");
+    assert!(!config.contains("him remote"), "{config}");
+    assert!(config.starts_with("Host devbox\n  HostName "), "{config}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
