@@ -144,6 +144,9 @@ async fn a_remote_agents_question_is_answered_in_the_local_panel_marked_with_its
     // The browser's host started the gateway, because him remote set forwarding up.
     let gateway = him::runtime::gateway_socket(&lab.laptop_runtime);
     eventually("the gateway's socket", || gateway.exists()).await;
+    let doctor = lab.him_on_laptop(&["doctor"]).await;
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(report.contains("the gateway runs (pid"), "{report}");
 
     // Only the forward can make this pass: the remote cannot reach the laptop's sockets.
     assert!(
@@ -443,4 +446,168 @@ async fn a_container_of_the_same_user_reaches_the_gateway_through_a_bind_mount()
     assert!(said.contains("gateway-enabled"), "{said}");
     drop(agent);
     ext.kill().await;
+}
+
+/// A remote agent as the gateway sees it: a raw link to its socket, speaking §3 itself.
+struct RawRemote {
+    stream: tokio::net::UnixStream,
+}
+
+impl RawRemote {
+    async fn connect(socket: &std::path::Path, machine: &str) -> (RawRemote, Value) {
+        let stream = tokio::net::UnixStream::connect(socket)
+            .await
+            .expect("connect to the gateway");
+        let mut remote = RawRemote { stream };
+        remote
+            .send(
+                json!({"type": "hello", "protocol": 1, "agent": {"name": "far-agent"},
+                         "project": "far-project", "pid": 1, "verdicts": true, "machine": machine}),
+            )
+            .await;
+        let welcome = remote.recv().await;
+        (remote, welcome)
+    }
+
+    async fn send(&mut self, value: Value) {
+        use tokio::io::AsyncWriteExt;
+        let body = serde_json::to_vec(&value).expect("json");
+        let mut frame = (body.len() as u32).to_ne_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        self.stream.write_all(&frame).await.expect("write");
+    }
+
+    async fn recv(&mut self) -> Value {
+        self.recv_within(PATIENCE)
+            .await
+            .expect("a frame from the gateway")
+    }
+
+    async fn recv_within(&mut self, wait: Duration) -> Option<Value> {
+        use tokio::io::AsyncReadExt;
+        let read = async {
+            let mut len = [0u8; 4];
+            self.stream
+                .read_exact(&mut len)
+                .await
+                .expect("frame length");
+            let mut body = vec![0u8; u32::from_ne_bytes(len) as usize];
+            self.stream.read_exact(&mut body).await.expect("frame body");
+            serde_json::from_slice::<Value>(&body).expect("json frame")
+        };
+        tokio::time::timeout(wait, read).await.ok()
+    }
+
+    /// The next frame that is not a `welcome` (the gateway says one each time the browsers'
+    /// state changes).
+    async fn recv_skipping_welcome(&mut self) -> Value {
+        loop {
+            let frame = self.recv().await;
+            if frame["type"] != "welcome" {
+                return frame;
+            }
+        }
+    }
+}
+
+const REMOTE_QUESTION: &str = "0123456789abcdef0123456789abcdef";
+
+/// The gateway without SSH or root: a browser's host of this user starts it (forwarding is
+/// enabled in a state directory of the test's own), and a raw link to its socket plays the
+/// remote agent, so that what the gateway sends a remote agent can be read frame by frame.
+#[tokio::test]
+async fn the_gateway_is_a_host_to_remote_agents_and_tells_them_only_of_their_own_questions() {
+    let runtime = runtime_dir();
+    let state = tempfile::tempdir().expect("state dir");
+    std::fs::create_dir_all(state.path().join("him")).expect("state");
+    std::fs::write(state.path().join("him/gateway-enabled"), "").expect("marker");
+    let env = [
+        ("XDG_STATE_HOME", state.path().to_str().expect("utf-8")),
+        ("HIM_RECONNECT_GRACE_MS", "1500"),
+    ];
+    let mut ext = FakeExtension::start_correcting_with(runtime.path(), &env).await;
+    let gateway = him::runtime::gateway_socket(runtime.path());
+    eventually("the gateway's socket", || gateway.exists()).await;
+
+    let (mut remote, welcome) = RawRemote::connect(&gateway, "far-box").await;
+    assert_eq!(welcome["type"], "welcome", "{welcome}");
+    assert_eq!(
+        welcome["host"]["machine"],
+        him::runtime::hostname().expect("host name").as_str(),
+        "{welcome}"
+    );
+
+    // A local agent's question and its answer: the remote agent hears nothing of either.
+    let (local, _) = start_agent(runtime.path(), "local-agent", &[]).await;
+    let asked =
+        tokio::spawn(async move { call(&local, "ask_text", json!({"question": "Local?"})).await });
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["agent"]["name"], "local-agent");
+    assert!(
+        ask.get("machine").is_none(),
+        "a local question is not marked: {ask}"
+    );
+    ext.submit(&ask["id"], json!({"answer": "here"})).await;
+    assert_eq!(asked.await.expect("call")["answer"], "here");
+    loop {
+        match remote.recv_within(Duration::from_millis(600)).await {
+            None => break,
+            Some(frame) => assert_eq!(frame["type"], "welcome", "the remote agent heard: {frame}"),
+        }
+    }
+
+    // The remote question, labelled; an answer that does not fit is refused through the
+    // gateway and corrected in the panel; the accepted one ends it there.
+    remote
+        .send(json!({"type": "ask", "id": REMOTE_QUESTION, "timeout_ms": 60000, "asked_at_ms": 0,
+                     "form": {"title": "Port?", "fields": [{"name": "port", "type": "number", "label": "Port", "required": true}]}}))
+        .await;
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["id"], REMOTE_QUESTION);
+    assert_eq!(
+        (&ask["agent"]["name"], &ask["project"], &ask["machine"]),
+        (
+            &json!("far-agent"),
+            &json!("far-project"),
+            &json!("far-box")
+        ),
+        "{ask}"
+    );
+    assert_eq!(
+        remote.recv_skipping_welcome().await,
+        json!({"type": "shown", "id": REMOTE_QUESTION})
+    );
+    ext.submit(&ask["id"], json!({"port": "eighty"})).await;
+    let answer = remote.recv_skipping_welcome().await;
+    assert_eq!(answer["values"]["port"], "eighty", "{answer}");
+    remote
+        .send(json!({"type": "refused", "id": REMOTE_QUESTION, "field": "port", "message": "must be a number"}))
+        .await;
+    let refused = ext.recv_type("refused").await;
+    assert_eq!(
+        (&refused["id"], &refused["field"]),
+        (&json!(REMOTE_QUESTION), &json!("port")),
+        "{refused}"
+    );
+    ext.submit(&ask["id"], json!({"port": 8080})).await;
+    let answer = remote.recv_skipping_welcome().await;
+    assert_eq!(answer["values"]["port"], 8080, "{answer}");
+    remote
+        .send(json!({"type": "accepted", "id": REMOTE_QUESTION}))
+        .await;
+    assert_eq!(ext.recv_type("accepted").await["id"], REMOTE_QUESTION);
+
+    // A remote agent that goes away has its open question withdrawn from the panel.
+    let second = "fedcba9876543210fedcba9876543210";
+    remote
+        .send(json!({"type": "ask", "id": second, "timeout_ms": 60000, "asked_at_ms": 0,
+                     "form": {"title": "Gone?", "fields": [{"name": "a", "type": "text", "label": "A"}]}}))
+        .await;
+    assert_eq!(ext.take_ask().await["id"], second);
+    drop(remote);
+    assert_eq!(ext.recv_type("withdraw").await["id"], second);
+
+    // With no browser left, the gateway leaves after the grace and takes its socket along.
+    ext.kill().await;
+    eventually("the gateway to leave", || !gateway.exists()).await;
 }

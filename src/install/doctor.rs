@@ -162,6 +162,12 @@ pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
             findings: forwarded,
         });
     }
+    if crate::gateway::enabled() {
+        sections.push(Section {
+            title: "Gateway for agents on other machines (him remote)",
+            findings: vec![check_gateway(&crate::runtime::gateway_socket(&located.dir))],
+        });
+    }
     if !sandboxed.is_empty() {
         sections.push(Section {
             title: "Sandboxed browsers",
@@ -679,6 +685,33 @@ pub fn check_connection(search: &[PathBuf]) -> (Vec<Finding>, bool) {
         );
     }
     (findings, live)
+}
+
+/// Whether the gateway answers on its stable socket (only asked once `him remote` set
+/// forwarding up).
+pub fn check_gateway(socket: &Path) -> Finding {
+    match probe(socket) {
+        Probe::Live(w) => Finding::new(
+            Status::Pass,
+            format!(
+                "the gateway runs (pid {}) on {}: agents on other machines and in containers reach this browser",
+                w.host_pid.map_or("?".to_owned(), |p| p.to_string()),
+                socket.display()
+            ),
+        ),
+        Probe::Silent(why) => Finding::new(
+            Status::Warn,
+            format!("{}: a process listens there but {why}", socket.display()),
+        ),
+        Probe::Stale(_) => Finding::new(
+            Status::Warn,
+            format!(
+                "the gateway is not running ({} does not answer)",
+                socket.display()
+            ),
+        )
+        .fix("open the browser: its host starts the gateway (or run `him gateway`)"),
+    }
 }
 
 /// One finding per socket SSH forwarded into `dir` (none when there is no such folder);

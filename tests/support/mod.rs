@@ -135,6 +135,16 @@ impl FakeExtension {
         FakeExtension::launch_saying(command, runtime, true).await
     }
 
+    /// As `start_correcting`, with more environment.
+    pub async fn start_correcting_with(runtime: &Path, env: &[(&str, &str)]) -> FakeExtension {
+        let mut command = Command::new(him_bin());
+        command
+            .env("HIM_RUNTIME_DIR", runtime)
+            .env("HIM_LOG", "debug")
+            .envs(env.iter().copied());
+        FakeExtension::launch_saying(command, runtime, true).await
+    }
+
     /// As `start`, with the host's log going to `stderr`.
     pub async fn start_with_stderr(runtime: &Path, stderr: Stdio) -> FakeExtension {
         FakeExtension::start_with(runtime, stderr, &[]).await
