@@ -336,6 +336,10 @@ async fn a_remote_question_survives_a_browser_restart_and_an_ssh_reconnect_and_f
     })
     .await;
     lab.connect().await;
+    until("the forward", || async {
+        !lab.forwarded_sockets().await.is_empty()
+    })
+    .await;
     let bind = lab.forwarded_sockets().await;
     assert_eq!(
         lab.live_forwards().await,

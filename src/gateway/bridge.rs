@@ -35,9 +35,14 @@ enum Command {
     Refused(Refusal),
 }
 
+/// A question's task ended: its id, its generation and its pool's key.
+type Ended = (String, u64, String);
+
 struct Open {
     commands: mpsc::UnboundedSender<Command>,
-    pool: String,
+    /// Tells this question from a later one under the same id (a remote agent that
+    /// reconnected sends it again, maybe before the old one's task has ended).
+    generation: u64,
 }
 
 /// Runs until no local host has been there for `grace`.
@@ -71,8 +76,9 @@ pub async fn run(io: DuplexStream, search: Vec<PathBuf>, grace: Duration) {
         pools: HashMap::new(),
         open: HashMap::new(),
         told: None,
+        generation: 0,
     };
-    let (ended_tx, mut ended) = mpsc::unbounded_channel::<String>();
+    let (ended_tx, mut ended) = mpsc::unbounded_channel::<Ended>();
     let mut look = tokio::time::interval(LOOK_INTERVAL);
     let mut alone_since: Option<Instant> = None;
     loop {
@@ -81,7 +87,7 @@ pub async fn run(io: DuplexStream, search: Vec<PathBuf>, grace: Duration) {
                 Some(Ok(bytes)) => bridge.host_frame(&bytes, &ended_tx),
                 _ => break,
             },
-            Some(id) = ended.recv() => bridge.ended(&id),
+            Some((id, generation, pool)) = ended.recv() => bridge.ended(&id, generation, &pool),
             _ = look.tick() => {
                 status.scan().await;
                 let hosts = status.hosts();
@@ -115,6 +121,7 @@ struct Bridge {
     open: HashMap<String, Open>,
     /// What the embedded host was last told about the browsers.
     told: Option<(Option<ExtensionInfo>, bool)>,
+    generation: u64,
 }
 
 impl Bridge {
@@ -139,7 +146,7 @@ impl Bridge {
         self.told = Some(now);
     }
 
-    fn host_frame(&mut self, bytes: &[u8], ended: &mpsc::UnboundedSender<String>) {
+    fn host_frame(&mut self, bytes: &[u8], ended: &mpsc::UnboundedSender<Ended>) {
         let message = match protocol::decode::<HostToExtension>(bytes) {
             Ok(message) => message,
             Err(err) => {
@@ -166,12 +173,20 @@ impl Bridge {
             }
             HostToExtension::Hello { .. } => return,
         };
-        if let Some(open) = self.open.get(&command.0) {
-            let _ = open.commands.send(command.1);
+        let (id, command) = command;
+        let Some(open) = self.open.get(&id) else {
+            return;
+        };
+        let generation = open.generation;
+        let ends = !matches!(command, Command::Refused(_));
+        let _ = open.commands.send(command);
+        // Forgotten now, not when its task says so: the same id may come again at once.
+        if ends {
+            self.forget(&id, generation);
         }
     }
 
-    fn ask(&mut self, labelled: LabelledAsk, ended: &mpsc::UnboundedSender<String>) {
+    fn ask(&mut self, labelled: LabelledAsk, ended: &mpsc::UnboundedSender<Ended>) {
         let LabelledAsk {
             ask,
             agent,
@@ -191,32 +206,46 @@ impl Bridge {
         });
         *count += 1;
         let (commands, receiver) = mpsc::unbounded_channel();
+        self.generation += 1;
+        let generation = self.generation;
         self.open.insert(
             id.clone(),
             Open {
                 commands,
-                pool: key,
+                generation,
             },
         );
         let pool = pool.clone();
+        let pool_key = key;
         let to_host = self.to_host.clone();
         let ended = ended.clone();
         tokio::spawn(async move {
             let question = pool.open(AskFrame::new(ask)).await;
             drive(question, receiver, &to_host).await;
-            let _ = ended.send(id);
+            let _ = ended.send((id, generation, pool_key));
         });
     }
 
-    fn ended(&mut self, id: &str) {
-        let Some(open) = self.open.remove(id) else {
-            return;
-        };
-        if let Some((pool, count)) = self.pools.get_mut(&open.pool) {
+    /// Drops the entry of question `id`, if it is still the one of `generation`.
+    fn forget(&mut self, id: &str, generation: u64) {
+        if self
+            .open
+            .get(id)
+            .is_some_and(|open| open.generation == generation)
+        {
+            self.open.remove(id);
+        }
+    }
+
+    /// The task of question `id` ended (it closed the question on its pool first, so the
+    /// host that answered heard `accepted` rather than a shutdown).
+    fn ended(&mut self, id: &str, generation: u64, pool_key: &str) {
+        self.forget(id, generation);
+        if let Some((pool, count)) = self.pools.get_mut(pool_key) {
             *count -= 1;
             if *count == 0 {
                 pool.shutdown();
-                self.pools.remove(&open.pool);
+                self.pools.remove(pool_key);
             }
         }
     }
