@@ -96,6 +96,9 @@ struct State {
     links: HashMap<PathBuf, Link>,
     questions: HashMap<String, Entry>,
     scanner: bool,
+    /// Forwarded sockets that lead to a gateway already linked another way (a second SSH
+    /// connection): not tried again until a link ends.
+    spare_routes: std::collections::HashSet<PathBuf>,
     /// Set by `shutdown`: no new links, so an ended session's pool frees its sockets.
     closed: bool,
     /// When the last link to a host ended, while no other was left.
@@ -421,7 +424,7 @@ async fn scan(shared: &Arc<Shared>) {
             .forwarded
             .iter()
             .flat_map(|dir| runtime::list_forwarded_sockets(dir))
-            .filter(|p| !state.links.contains_key(p))
+            .filter(|p| !state.links.contains_key(p) && !state.spare_routes.contains(p))
             .collect();
         (candidates, forwarded)
     };
@@ -442,6 +445,7 @@ async fn scan(shared: &Arc<Shared>) {
         if duplicate {
             // A second forward (another SSH connection) to a gateway already linked.
             tracing::debug!(socket = %path.display(), "a second route to a linked gateway");
+            state.spare_routes.insert(path);
             continue;
         }
         let status = HostStatus {
@@ -586,6 +590,8 @@ async fn run_link(
     link::run(stream, queue, &mut end).await;
     let mut state = shared.state();
     state.links.remove(&path);
+    // A spare route may be the way to that gateway now.
+    state.spare_routes.clear();
     if state.links.is_empty() {
         state.all_lost_at = Some(tokio::time::Instant::now());
     }
