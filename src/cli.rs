@@ -27,7 +27,7 @@ pub enum Command {
     Host,
     /// Write the native-messaging host manifest for every detected browser.
     Install(InstallArgs),
-    /// Remove exactly what `him install` wrote.
+    /// Remove exactly what `him install` and `him remote` wrote.
     Uninstall(UninstallArgs),
     /// Check the installation and say how to fix what is wrong.
     Doctor(DoctorArgs),
