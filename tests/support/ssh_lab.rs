@@ -404,8 +404,11 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        // The control path named outright: a test may have run `him uninstall`, which takes
+        // the block that set it out of the configuration.
+        let control = format!("ControlPath={}/.ssh/him-%C", self.laptop.home.display());
         let _ = std::process::Command::new("/usr/bin/ssh")
-            .args(["-O", "exit", REMOTE_ALIAS])
+            .args(["-o", &control, "-O", "exit", REMOTE_ALIAS])
             .env_clear()
             .env("HOME", &self.laptop.home)
             .uid(self.laptop.uid)
