@@ -113,6 +113,7 @@ fn run() -> Result<(), BoxError> {
 
     let latency = latencies(dir, &plan)?;
     out(&latency);
+    out(&ssh_hop(dir, &plan)?);
     out(&startup(dir, &plan)?);
     out(&memory(dir, &plan)?);
     Ok(())
@@ -467,6 +468,224 @@ impl Stats {
             p99: at(0.99),
             max: at(1.0),
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Agents on other machines: the gateway and the SSH hop (DESIGN.md §10)
+
+/// The same question three ways in interleaved rounds: to the host directly, to the
+/// gateway (as a container reaches it: its socket in the agent's forwarded folder), and
+/// through a real `ssh -N -R` forward onto the gateway (sshd on 127.0.0.1, as root only).
+fn ssh_hop(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
+    let mut report = String::from("## Agents on other machines (gateway, SSH hop)\n\n");
+    let host = HimHost::start(dir)?;
+    let mut gateway = him_command(dir)
+        .arg("gateway")
+        .env("HIM_RECONNECT_GRACE_MS", "60000")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()?;
+    let gateway_socket = him::runtime::gateway_socket(dir);
+    wait_for(&gateway_socket)?;
+
+    let mut local = LineClient::him_serve(dir)?;
+    local.initialize()?;
+    // The container's view: the gateway's socket in the agent's forwarded folder (a hard
+    // link: the same socket, as a bind mount gives it).
+    let direct_dir = private_dir()?;
+    let forwarded = direct_dir.path().join("forwarded");
+    std::fs::create_dir(&forwarded)?;
+    set_private(&forwarded)?;
+    std::fs::hard_link(&gateway_socket, forwarded.join("gateway.sock"))?;
+    let mut direct = LineClient::him_serve(direct_dir.path())?;
+    direct.initialize()?;
+
+    let mut ssh = SshForward::start(&gateway_socket);
+    let mut paths: Vec<(&str, LineClient)> =
+        vec![("local host", local), ("gateway, no SSH", direct)];
+    let ssh_dir = private_dir()?;
+    match &mut ssh {
+        Ok(forward) => {
+            let forwarded = ssh_dir.path().join("forwarded");
+            std::fs::create_dir(&forwarded)?;
+            set_private(&forwarded)?;
+            forward.forward_into(&forwarded.join("bench.sock"))?;
+            let mut client = LineClient::him_serve(ssh_dir.path())?;
+            client.initialize()?;
+            paths.push(("gateway through `ssh -N -R`", client));
+        }
+        Err(why) => report.push_str(&format!("SSH hop skipped: {why}.\n\n")),
+    }
+
+    let mut samples: Vec<Vec<Duration>> = paths.iter().map(|_| Vec::new()).collect();
+    let questions = (plan.questions / 3).max(10);
+    let mut n = 1_000_000;
+    for (_, client) in paths.iter_mut() {
+        for _ in 0..plan.warmup.min(50) {
+            n += 1;
+            check_answered(&client.request(&tool_call_line(n))?)?;
+        }
+    }
+    let per_round = questions.div_ceil(plan.rounds);
+    for _ in 0..plan.rounds {
+        for (i, (_, client)) in paths.iter_mut().enumerate() {
+            for _ in 0..per_round {
+                n += 1;
+                let line = tool_call_line(n);
+                let started = Instant::now();
+                let response = client.request(&line)?;
+                samples[i].push(started.elapsed());
+                check_answered(&response)?;
+            }
+        }
+    }
+    let stats: Vec<Stats> = samples.iter_mut().map(|s| Stats::of(s)).collect();
+    report.push_str(&format!(
+        "{} questions per path (raw JSON-RPC client), in {} interleaved rounds.\n\n",
+        per_round * plan.rounds,
+        plan.rounds
+    ));
+    report.push_str("| path | p50 µs | p90 µs | p99 µs | max µs | p50 / local | p99 / local | p50 − local µs |\n");
+    report.push_str("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for ((name, _), s) in paths.iter().zip(&stats) {
+        report.push_str(&format!(
+            "| {name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2}× | {:.2}× | {:+.1} |\n",
+            s.p50,
+            s.p90,
+            s.p99,
+            s.max,
+            s.p50 / stats[0].p50,
+            s.p99 / stats[0].p99,
+            s.p50 - stats[0].p50,
+        ));
+    }
+    for (_, client) in paths {
+        client.close();
+    }
+    if let Ok(forward) = ssh {
+        forward.close();
+    }
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+    host.close();
+    Ok(report)
+}
+
+fn set_private(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// sshd on a free loopback port with keys made here, and the `ssh -N -R` that holds the
+/// forward: root only (sshd and a login of our own uid).
+struct SshForward {
+    sshd: Child,
+    ssh: Option<Child>,
+    port: u16,
+    keys: tempfile::TempDir,
+    target: PathBuf,
+}
+
+impl SshForward {
+    fn start(target: &Path) -> Result<SshForward, String> {
+        if !nix::unistd::geteuid().is_root() {
+            return Err("sshd needs root".into());
+        }
+        if !Path::new("/usr/sbin/sshd").exists() || !Path::new("/usr/bin/ssh").exists() {
+            return Err("openssh-server or openssh-client is not installed".into());
+        }
+        let fail = |e: &dyn std::fmt::Display| format!("cannot start sshd: {e}");
+        let keys = private_dir().map_err(|e| fail(&e))?;
+        for key in ["host", "client"] {
+            let status = Command::new("/usr/bin/ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(keys.path().join(key))
+                .status()
+                .map_err(|e| fail(&e))?;
+            if !status.success() {
+                return Err("ssh-keygen failed".into());
+            }
+        }
+        std::fs::copy(
+            keys.path().join("client.pub"),
+            keys.path().join("authorized_keys"),
+        )
+        .map_err(|e| fail(&e))?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| fail(&e))?
+            .port();
+        let config = keys.path().join("sshd_config");
+        std::fs::write(
+            &config,
+            format!(
+                "ListenAddress 127.0.0.1:{port}\nHostKey {}\nPidFile none\nUsePAM no\n\
+                 StrictModes no\nAuthorizedKeysFile {}\nPermitRootLogin prohibit-password\n\
+                 PasswordAuthentication no\n",
+                keys.path().join("host").display(),
+                keys.path().join("authorized_keys").display()
+            ),
+        )
+        .map_err(|e| fail(&e))?;
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let sshd = Command::new("/usr/sbin/sshd")
+            .args(["-D", "-e", "-f"])
+            .arg(&config)
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| fail(&e))?;
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > give_up {
+                return Err("sshd did not listen".into());
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        Ok(SshForward {
+            sshd,
+            ssh: None,
+            port,
+            keys,
+            target: target.to_owned(),
+        })
+    }
+
+    /// `ssh -N -R <remote>:<gateway>`, until the forwarded socket is there.
+    fn forward_into(&mut self, remote: &Path) -> Result<(), BoxError> {
+        let ssh = Command::new("/usr/bin/ssh")
+            .args([
+                "-N",
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "StrictHostKeyChecking=no",
+            ])
+            .args([
+                "-o",
+                "UserKnownHostsFile=/dev/null",
+                "-o",
+                "LogLevel=ERROR",
+                "-i",
+            ])
+            .arg(self.keys.path().join("client"))
+            .args(["-p", &self.port.to_string(), "-R"])
+            .arg(format!("{}:{}", remote.display(), self.target.display()))
+            .arg("root@127.0.0.1")
+            .stdin(Stdio::null())
+            .spawn()?;
+        self.ssh = Some(ssh);
+        // The forward is up once its socket exists.
+        wait_for(remote)
+    }
+
+    fn close(mut self) {
+        if let Some(mut ssh) = self.ssh.take() {
+            let _ = ssh.kill();
+            let _ = ssh.wait();
+        }
+        let _ = self.sshd.kill();
+        let _ = self.sshd.wait();
     }
 }
 

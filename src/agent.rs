@@ -32,6 +32,8 @@ use crate::protocol::{
 };
 use crate::runtime;
 
+mod forward;
+
 /// How often the runtime directory is rescanned while a question waits. Connecting to a
 /// local socket is cheap; a person will not notice a quarter of a second.
 pub const RESCAN_INTERVAL: Duration = Duration::from_millis(250);
@@ -67,6 +69,11 @@ impl Identity {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostStatus {
     pub socket: PathBuf,
+    /// Reached through a socket SSH forwarded from another machine's gateway.
+    pub forwarded: bool,
+    /// From `welcome`: the host's pid, and the machine a gateway reaches the browsers of.
+    pub host_pid: Option<u32>,
+    pub machine: Option<String>,
     pub extension: Option<ExtensionInfo>,
     pub panel_open: bool,
     /// From `welcome`: `None` from a host that takes no verdicts; `Some(true)` when its
@@ -89,6 +96,9 @@ struct State {
     links: HashMap<PathBuf, Link>,
     questions: HashMap<String, Entry>,
     scanner: bool,
+    /// Forwarded sockets that lead to a gateway already linked another way (a second SSH
+    /// connection): not tried again until a link ends.
+    spare_routes: std::collections::HashSet<PathBuf>,
     /// Set by `shutdown`: no new links, so an ended session's pool frees its sockets.
     closed: bool,
     /// When the last link to a host ended, while no other was left.
@@ -98,9 +108,13 @@ struct State {
 struct Shared {
     /// The runtime directories searched for hosts (DESIGN.md §1), where hosts listen first.
     runtime_dirs: Vec<PathBuf>,
+    /// Where SSH forwards other machines' gateways (`Located::forwarded`), if searched.
+    forwarded: Option<PathBuf>,
     /// Kept for channels that show who asks themselves (the loopback form).
     identity: Identity,
     hello: Bytes,
+    /// The hello for a forwarded link: it names this machine, for the panel's label.
+    hello_forwarded: Bytes,
     state: Mutex<State>,
     link_count: watch::Sender<usize>,
     /// One scan at a time. A question opened while another scan is still connecting must
@@ -129,19 +143,52 @@ pub struct Pool {
 }
 
 impl Pool {
+    /// A pool of the hosts in `runtime_dirs` only.
     pub fn new(runtime_dirs: Vec<PathBuf>, identity: Identity) -> Pool {
-        let hello = protocol::encode(&AgentToHost::Hello {
-            protocol: PROTOCOL,
-            agent: identity.agent.clone(),
-            project: identity.project.clone(),
-            pid: std::process::id(),
-            verdicts: true,
-        });
+        Pool::build(runtime_dirs, None, identity, None)
+    }
+
+    /// A pool of every host §1 finds for this process: the runtime directories, and the
+    /// gateways of other machines that SSH forwarded here.
+    pub fn for_runtime(located: &runtime::Located, identity: Identity) -> Pool {
+        Pool::build(located.search(), located.forwarded.clone(), identity, None)
+    }
+
+    /// A gateway's pool: the local hosts only (never a forwarded socket, which could lead
+    /// back), saying in `hello` that its agent runs on `machine`.
+    pub fn for_gateway(
+        runtime_dirs: Vec<PathBuf>,
+        identity: Identity,
+        machine: Option<String>,
+    ) -> Pool {
+        Pool::build(runtime_dirs, None, identity, machine)
+    }
+
+    fn build(
+        runtime_dirs: Vec<PathBuf>,
+        forwarded: Option<PathBuf>,
+        identity: Identity,
+        machine: Option<String>,
+    ) -> Pool {
+        let hello_naming = |machine: Option<String>| {
+            protocol::encode(&AgentToHost::Hello {
+                protocol: PROTOCOL,
+                agent: identity.agent.clone(),
+                project: identity.project.clone(),
+                pid: std::process::id(),
+                verdicts: true,
+                machine,
+            })
+        };
+        let hello = hello_naming(machine);
+        let hello_forwarded = hello_naming(runtime::hostname());
         Pool {
             shared: Arc::new(Shared {
                 runtime_dirs,
+                forwarded,
                 identity,
                 hello,
+                hello_forwarded,
                 state: Mutex::new(State::default()),
                 link_count: watch::channel(0).0,
                 scanning: tokio::sync::Mutex::new(()),
@@ -362,18 +409,51 @@ async fn rescan_while_waiting(shared: Arc<Shared>) {
 
 async fn scan(shared: &Arc<Shared>) {
     let _turn = shared.scanning.lock().await;
-    let candidates: Vec<PathBuf> = {
+    let (candidates, forwarded): (Vec<PathBuf>, Vec<PathBuf>) = {
         let state = shared.state();
         if state.closed {
             return;
         }
-        shared
+        let candidates = shared
             .runtime_dirs
             .iter()
             .flat_map(|dir| runtime::list_host_sockets(dir))
             .filter(|p| !state.links.contains_key(p))
-            .collect()
+            .collect();
+        let forwarded = shared
+            .forwarded
+            .iter()
+            .flat_map(|dir| runtime::list_forwarded_sockets(dir))
+            .filter(|p| !state.links.contains_key(p) && !state.spare_routes.contains(p))
+            .collect();
+        (candidates, forwarded)
     };
+    let forwarded = forwarded
+        .into_iter()
+        .filter(|path| path.parent().is_some_and(forwarded_dir_is_private));
+    for path in forwarded {
+        let Some((path, stream, welcome)) = forward::reach(&path, &shared.hello_forwarded).await
+        else {
+            continue;
+        };
+        let mut state = shared.state();
+        let duplicate = state.links.values().any(|link| {
+            link.status.machine.is_some()
+                && link.status.machine == welcome.machine
+                && link.status.host_pid == welcome.host_pid
+        });
+        if duplicate {
+            // A second forward (another SSH connection) to a gateway already linked.
+            tracing::debug!(socket = %path.display(), "a second route to a linked gateway");
+            state.spare_routes.insert(path);
+            continue;
+        }
+        let status = HostStatus {
+            socket: path.clone(),
+            ..welcome
+        };
+        attach_after_hello(shared, &mut state, status, stream);
+    }
     // Only a private directory is trusted with connections and clean-up (DESIGN.md §1):
     // in one that others can write, a "stale socket" could be anyone's file. Checked only
     // when there is something new, so a wait with no new host costs nothing extra.
@@ -397,6 +477,38 @@ async fn scan(shared: &Arc<Shared>) {
             }
             Err(err) => tracing::debug!(socket = %path.display(), "cannot use host socket: {err}"),
         }
+    }
+}
+
+/// The forwarded folder must be ours and private, as a runtime directory. Its parent is
+/// not judged: in a container it is made by the engine for the bind mount, and one that
+/// another user swapped in would be theirs, which this check refuses.
+fn forwarded_dir_is_private(dir: &Path) -> bool {
+    match runtime::check_private_dir(dir, runtime::current_uid()) {
+        Ok(()) => true,
+        Err(err) => {
+            tracing::warn!("not using any forwarded gateway: {err}");
+            false
+        }
+    }
+}
+
+/// For as long as the process runs (`him serve`): a socket at the name SSH binds in the
+/// forwarded folder `dir` is removed when it refuses (its connection is gone) and moved to a
+/// name of its own when it is live, so that the next SSH connection's bind finds the name
+/// free. Sockets under their own names are judged by the scans of questions, and the
+/// doctor: a stale one there blocks nothing.
+pub async fn tidy_forwarded(dir: PathBuf) {
+    loop {
+        // Judged quietly: a folder that fails is reported when a question looks there.
+        if runtime::check_private_dir(&dir, runtime::current_uid()).is_ok() {
+            for path in runtime::list_forwarded_sockets(&dir) {
+                if forward::is_bind_name(&path) {
+                    forward::tidy(&path).await;
+                }
+            }
+        }
+        tokio::time::sleep(forward::TIDY_INTERVAL).await;
     }
 }
 
@@ -428,15 +540,38 @@ async fn connect(path: &Path) -> io::Result<UnixStream> {
 /// Registers a new link and queues, in order, the hello and every open question. Done
 /// under the lock, so a question opened concurrently is sent exactly once.
 fn attach(shared: &Arc<Shared>, state: &mut State, path: PathBuf, stream: UnixStream) {
+    let status = HostStatus {
+        socket: path,
+        ..HostStatus::default()
+    };
+    link_queue(shared, state, status, stream, Some(shared.hello.clone()));
+}
+
+/// As [`attach`], for a link whose hello was sent and answered already.
+fn attach_after_hello(
+    shared: &Arc<Shared>,
+    state: &mut State,
+    status: HostStatus,
+    stream: UnixStream,
+) {
+    link_queue(shared, state, status, stream, None);
+}
+
+fn link_queue(
+    shared: &Arc<Shared>,
+    state: &mut State,
+    status: HostStatus,
+    stream: UnixStream,
+    hello: Option<Bytes>,
+) {
+    let path = status.socket.clone();
     let (outgoing, queue) = mpsc::unbounded_channel();
-    let _ = outgoing.send(shared.hello.clone());
+    if let Some(hello) = hello {
+        let _ = outgoing.send(hello);
+    }
     for entry in state.questions.values() {
         let _ = outgoing.send(entry.ask_frame.clone());
     }
-    let status = HostStatus {
-        socket: path.clone(),
-        ..HostStatus::default()
-    };
     state.links.insert(path.clone(), Link { outgoing, status });
     shared.publish_link_count(state);
     tokio::spawn(run_link(shared.clone(), path, stream, queue));
@@ -455,6 +590,8 @@ async fn run_link(
     link::run(stream, queue, &mut end).await;
     let mut state = shared.state();
     state.links.remove(&path);
+    // A spare route may be the way to that gateway now.
+    state.spare_routes.clear();
     if state.links.is_empty() {
         state.all_lost_at = Some(tokio::time::Instant::now());
     }
@@ -500,6 +637,7 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
     };
     match message {
         HostToAgent::Welcome {
+            host,
             extension,
             panel_open,
             verdicts,
@@ -509,6 +647,8 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
                 link.status.extension = extension;
                 link.status.panel_open = panel_open;
                 link.status.verdicts = verdicts;
+                link.status.host_pid = host.pid;
+                link.status.machine = host.machine;
             }
         }
         HostToAgent::Shown { id } => {

@@ -50,7 +50,7 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
             title: None,
             version: Some(env!("CARGO_PKG_VERSION").into()),
         };
-        let pool = Pool::new(config.runtime.search(), Identity::with_cwd_project(agent));
+        let pool = Pool::for_runtime(&config.runtime, Identity::with_cwd_project(agent));
         // Ctrl-C withdraws the question rather than leaving it in the panel; so does
         // SIGTERM (`timeout`, a script's kill), which also gives a terminal prompt the chance
         // to put the terminal back.

@@ -27,7 +27,7 @@ pub enum Command {
     Host,
     /// Write the native-messaging host manifest for every detected browser.
     Install(InstallArgs),
-    /// Remove exactly what `him install` wrote.
+    /// Remove exactly what `him install` and `him remote` wrote.
     Uninstall(UninstallArgs),
     /// Check the installation and say how to fix what is wrong.
     Doctor(DoctorArgs),
@@ -39,9 +39,36 @@ pub enum Command {
     /// reply as JSON on stdout (internal; see `fallback/terminal.rs`).
     #[command(hide = true)]
     TerminalPrompt,
+    /// Set up SSH so agents on HOST ask in this machine's browser: prints (or, with --write,
+    /// puts in ~/.ssh/config) the forward to this machine's gateway.
+    Remote(RemoteArgs),
+    /// Run the stable endpoint that forwarded and container agents reach (a browser's host
+    /// starts it once `him remote` was run; it exits when no browser is left).
+    Gateway,
+    /// Create this machine's folder for forwarded sockets and print where it is, as JSON
+    /// (`him remote` runs this on the other machine over ssh).
+    #[command(hide = true)]
+    ForwardedDir,
     /// Answer an agent's PermissionRequest hook in the side panel (the agent runs this:
     /// hook JSON on stdin, the decision on stdout; no decision when no one answers).
     Hook(HookArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RemoteArgs {
+    /// The SSH host, as you type it after `ssh` (an alias of ~/.ssh/config works).
+    #[arg(required_unless_present = "container")]
+    pub host: Option<String>,
+    /// Write the block at the top of ~/.ssh/config (marked; replaces an earlier one for
+    /// this host; `him uninstall` removes it) instead of only printing it.
+    #[arg(long)]
+    pub write: bool,
+    /// How to run him on HOST, when it is not on the PATH of a non-interactive ssh session.
+    #[arg(long, value_name = "PATH", default_value = "him")]
+    pub remote_him: String,
+    /// Print how to give a container on this machine the gateway instead (no SSH).
+    #[arg(long, conflicts_with_all = ["host", "write"])]
+    pub container: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

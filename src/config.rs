@@ -89,6 +89,7 @@ impl Config {
                 dir: std::path::PathBuf::new(),
                 rule: crate::runtime::Rule::Home,
                 also: Vec::new(),
+                forwarded: None,
             }
         });
         Config::from_lookup(|name| std::env::var(name).ok(), located)
@@ -154,6 +155,7 @@ mod tests {
                 dir: PathBuf::from("/r"),
                 rule: Rule::Override,
                 also: Vec::new(),
+                forwarded: None,
             },
         )
     }

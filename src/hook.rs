@@ -156,7 +156,7 @@ fn ask(
             },
             None => Identity::with_cwd_project(info),
         };
-        let pool = Pool::new(config.runtime.search(), identity);
+        let pool = Pool::for_runtime(&config.runtime, identity);
         let outcome =
             permission::ask(&pool, &prompt, wait, config.reconnect_grace, stopped()).await;
         // The withdrawal is queued on each host's link; let those tasks write it before the

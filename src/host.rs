@@ -218,16 +218,34 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let pid = std::process::id();
-    let mut relay = Relay::new(HostInfo {
+    let info = HostInfo {
         version: env!("CARGO_PKG_VERSION").into(),
         pid: Some(pid),
-    });
+        machine: None,
+    };
+    run_on(|| bind(runtime_dir, pid), info, stdin, stdout, agent_stall).await
+}
+
+/// The host on the socket `bind` gives, calling itself `info`; the gateway runs the same
+/// host on its stable socket, with its bridge to the local hosts as the "extension".
+pub async fn run_on<R, W>(
+    bind: impl FnOnce() -> Result<(UnixListener, PathBuf), HostError>,
+    info: HostInfo,
+    stdin: R,
+    stdout: W,
+    agent_stall: Duration,
+) -> Result<(), HostError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let mut relay = Relay::new(info);
 
     let (to_extension, extension_queue) = mpsc::unbounded_channel::<Bytes>();
     let writer = tokio::spawn(write_to_extension(stdout, extension_queue));
     let _ = to_extension.send(protocol::encode(&relay.hello()));
 
-    let (listener, path) = match bind(runtime_dir, pid) {
+    let (listener, path) = match bind() {
         Ok(bound) => bound,
         Err(err) => {
             // Tell the panel why, so the person sees the fix rather than only the

@@ -35,5 +35,8 @@ fn run(cli: Cli) -> Result<ExitCode, BoxError> {
         Command::Config(args) => him::install::config(&args),
         Command::TerminalPrompt => him::fallback::terminal::run_prompt(),
         Command::Hook(args) => him::hook::run(args),
+        Command::Remote(args) => him::remote::run(&args),
+        Command::Gateway => Ok(him::gateway::run_gateway()),
+        Command::ForwardedDir => him::remote::forwarded_dir(),
     }
 }

@@ -112,6 +112,10 @@ pub struct HostInfo {
     pub version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// Set by a gateway (`him gateway`): the name of the machine whose browsers it reaches,
+    /// so an agent on another machine can say where its questions are shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,6 +137,11 @@ pub enum AgentToHost {
         /// An agent that does not say so (one from before verdicts) judges in silence.
         #[serde(default, skip_serializing_if = "is_false")]
         verdicts: bool,
+        /// The machine the agent runs on, when that is not the host's: an agent says it on
+        /// a link it reached through a forwarded socket, and a gateway passes on the name
+        /// its remote agent gave. The panel marks such a question with it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        machine: Option<String>,
     },
     Ask(Ask),
     Withdraw {
@@ -196,6 +205,9 @@ pub struct LabelledAsk {
     pub agent: AgentInfo,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
+    /// The other machine the agent runs on (from its `hello`), absent for a local agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -373,6 +385,7 @@ mod tests {
                 version: None,
             },
             project: Some("him".into()),
+            machine: None,
         });
         let wire: Value = serde_json::from_slice(&encode(&msg)).unwrap();
         assert_eq!(

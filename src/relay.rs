@@ -30,6 +30,7 @@ pub enum Effect {
 struct AgentState {
     info: Option<AgentInfo>,
     project: Option<String>,
+    machine: Option<String>,
     questions: HashSet<String>,
     /// It said in `hello` that it sends a verdict on every answer.
     verdicts: bool,
@@ -132,11 +133,13 @@ impl Relay {
                 agent: info,
                 project,
                 verdicts,
+                machine,
                 ..
             } => {
                 let state = self.agents.entry(agent).or_default();
                 state.info = Some(info);
                 state.project = project;
+                state.machine = machine;
                 state.verdicts = verdicts;
                 reply(self.welcome())
             }
@@ -230,6 +233,7 @@ impl Relay {
                 version: None,
             }),
             project: state.project.clone(),
+            machine: state.machine.clone(),
             ask,
         });
         let frame = protocol::encode(&labelled);
@@ -391,6 +395,7 @@ mod tests {
         Relay::new(HostInfo {
             version: "0.0.0".into(),
             pid: Some(1),
+            machine: None,
         })
     }
 
@@ -409,6 +414,7 @@ mod tests {
             project: Some("proj".into()),
             pid: 9,
             verdicts,
+            machine: None,
         })
         .to_vec()
     }

@@ -72,6 +72,8 @@ pub fn run_host(launch: BrowserLaunch) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Agents on other machines and in containers reach this browser through the gateway.
+    crate::gateway::ensure_running(&dir);
     // The browser's pipe, read and written on the reactor rather than through tokio's
     // blocking pool (a thread hand-off per frame); falls back to that pool for anything
     // that is not a pipe.

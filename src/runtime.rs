@@ -140,6 +140,10 @@ pub struct Located {
     /// Further directories agents search (`$XDG_RUNTIME_DIR/him` when set and different),
     /// for a host whose environment pointed elsewhere.
     pub also: Vec<PathBuf>,
+    /// Where SSH lands the sockets it forwards from other machines' gateways (`him remote`),
+    /// which agents search too. Under the home folder whatever rule chose `dir`: sshd binds
+    /// there before any login session has made `/run/user/<uid>`, and creates no folders.
+    pub forwarded: Option<PathBuf>,
 }
 
 impl Located {
@@ -182,12 +186,24 @@ pub fn locate(probe: &Probe) -> Result<Located, NoRuntimeDir> {
     if let Some(dir) = probe.him_runtime_dir.as_ref().filter(|v| !v.is_empty()) {
         // An explicit choice is the only place: tests and unusual set-ups must not find
         // hosts elsewhere.
+        let dir = PathBuf::from(dir);
         return Ok(Located {
-            dir: PathBuf::from(dir),
+            forwarded: Some(dir.join(FORWARDED)),
+            dir,
             rule: Rule::Override,
             also: Vec::new(),
         });
     }
+    let home_rule_dir = probe
+        .home
+        .as_ref()
+        .filter(|h| h.is_absolute() && *h != Path::new("/"))
+        .map(|home| {
+            // The host name keeps machines that share an NFS home apart: a socket is only
+            // good on the machine whose host made it.
+            let host = sanitized_hostname(probe.hostname.as_deref());
+            home.join(".local/state/him/run").join(host)
+        });
     let private_login_session = probe
         .login_session_dir
         .is_some_and(|(owner, mode)| owner == probe.uid && mode & 0o077 == 0);
@@ -200,17 +216,13 @@ pub fn locate(probe: &Probe) -> Result<Located, NoRuntimeDir> {
             (temp.unwrap_or_default(), Rule::DarwinTemp)
         }
         _ => {
-            let home = probe
-                .home
-                .as_ref()
-                .filter(|h| h.is_absolute() && *h != Path::new("/"))
+            let dir = home_rule_dir
+                .clone()
                 .ok_or(NoRuntimeDir { uid: probe.uid })?;
-            // The host name keeps machines that share an NFS home apart: a socket is only
-            // good on the machine whose host made it.
-            let host = sanitized_hostname(probe.hostname.as_deref());
-            (home.join(".local/state/him/run").join(host), Rule::Home)
+            (dir, Rule::Home)
         }
     };
+    let forwarded = home_rule_dir.map(|dir| dir.join(FORWARDED));
     // The XDG spec requires an absolute path; a relative one is ignored, as other programs do.
     let also = probe
         .xdg_runtime_dir
@@ -221,8 +233,16 @@ pub fn locate(probe: &Probe) -> Result<Located, NoRuntimeDir> {
         .filter(|x| *x != dir)
         .into_iter()
         .collect();
-    Ok(Located { dir, rule, also })
+    Ok(Located {
+        dir,
+        rule,
+        also,
+        forwarded,
+    })
 }
+
+/// The folder name, beside `hosts/`, where forwarded gateway sockets land.
+const FORWARDED: &str = "forwarded";
 
 /// A host name usable as one path component.
 fn sanitized_hostname(hostname: Option<&str>) -> String {
@@ -259,9 +279,7 @@ pub fn probe() -> Probe {
         login_session_dir,
         darwin_temp: crate::platform::darwin_user_temp_dir(),
         home,
-        hostname: nix::unistd::gethostname()
-            .ok()
-            .map(|h| h.to_string_lossy().into_owned()),
+        hostname: hostname(),
     }
 }
 
@@ -277,6 +295,22 @@ pub fn hosts_dir(runtime: &Path) -> PathBuf {
 
 pub fn socket_path(runtime: &Path, pid: u32) -> PathBuf {
     hosts_dir(runtime).join(format!("{pid}.sock"))
+}
+
+/// The folder of the gateway's one stable socket: its own, so that a container can be
+/// given it by a bind mount without seeing the hosts beside it.
+pub fn gateway_dir(runtime: &Path) -> PathBuf {
+    runtime.join("gateway")
+}
+
+/// The gateway's stable socket, the one an SSH forward or a container points at.
+pub fn gateway_socket(runtime: &Path) -> PathBuf {
+    gateway_dir(runtime).join("gateway.sock")
+}
+
+/// The sockets SSH forwarded into `dir` (the `forwarded` folder of [`Located`]).
+pub fn list_forwarded_sockets(dir: &Path) -> Vec<PathBuf> {
+    list_sockets(dir)
 }
 
 /// Creates `dir` (and its parents) with mode 0700 if missing, then checks it is ours and
@@ -344,7 +378,11 @@ pub fn make_socket_private(path: &Path) -> io::Result<()> {
 
 /// The sockets currently published in the hosts directory, oldest name first.
 pub fn list_host_sockets(runtime: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(hosts_dir(runtime)) else {
+    list_sockets(&hosts_dir(runtime))
+}
+
+fn list_sockets(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut sockets: Vec<PathBuf> = entries
@@ -371,6 +409,14 @@ pub fn socket_owner_alive(socket: &Path) -> bool {
         Ok(()) => true,
         Err(errno) => errno == nix::errno::Errno::EPERM,
     }
+}
+
+/// This machine's host name, as it names itself to other machines.
+pub fn hostname() -> Option<String> {
+    nix::unistd::gethostname()
+        .ok()
+        .map(|h| h.to_string_lossy().into_owned())
+        .filter(|h| !h.is_empty())
 }
 
 /// This process's real uid.

@@ -233,8 +233,13 @@ fn reason() -> impl Strategy<Value = WithdrawReason> {
 }
 
 fn host_info() -> impl Strategy<Value = HostInfo> {
-    (text(), proptest::option::of(any::<u32>()))
-        .prop_map(|(version, pid)| HostInfo { version, pid })
+    (text(), proptest::option::of(any::<u32>()), opt_text()).prop_map(|(version, pid, machine)| {
+        HostInfo {
+            version,
+            pid,
+            machine,
+        }
+    })
 }
 
 fn extension_info() -> impl Strategy<Value = ExtensionInfo> {
@@ -248,17 +253,19 @@ fn agent_to_host() -> impl Strategy<Value = AgentToHost> {
             agent_info(),
             opt_text(),
             any::<u32>(),
-            any::<bool>()
+            any::<bool>(),
+            opt_text()
         )
-            .prop_map(
-                |(protocol, agent, project, pid, verdicts)| AgentToHost::Hello {
+            .prop_map(|(protocol, agent, project, pid, verdicts, machine)| {
+                AgentToHost::Hello {
                     protocol,
                     agent,
                     project,
                     pid,
-                    verdicts
+                    verdicts,
+                    machine,
                 }
-            ),
+            }),
         ask().prop_map(AgentToHost::Ask),
         (text(), reason()).prop_map(|(id, reason)| AgentToHost::Withdraw { id, reason }),
         text().prop_map(|id| AgentToHost::Accepted { id }),
@@ -299,11 +306,12 @@ fn host_to_extension() -> impl Strategy<Value = HostToExtension> {
                 verdicts,
             }
         }),
-        (ask(), agent_info(), opt_text()).prop_map(|(ask, agent, project)| {
+        (ask(), agent_info(), opt_text(), opt_text()).prop_map(|(ask, agent, project, machine)| {
             HostToExtension::Ask(LabelledAsk {
                 ask,
                 agent,
                 project,
+                machine,
             })
         }),
         (text(), reason()).prop_map(|(id, reason)| HostToExtension::Withdraw { id, reason }),

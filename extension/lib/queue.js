@@ -62,9 +62,13 @@ export function normaliseQueue(value) {
   };
 }
 
-/** The agent's display name: its title, else its name. */
+/**
+ * The agent's display name: its title, else its name; "@ machine" after it when the agent runs on
+ * another machine (reached through SSH or a container: the host puts `machine` in the ask).
+ */
 export function agentLabel(agent) {
-  return (agent && (agent.title || agent.name)) || t('agentUnnamed');
+  const name = (agent && (agent.title || agent.name)) || t('agentUnnamed');
+  return agent && typeof agent.machine === 'string' && agent.machine ? `${name} @ ${agent.machine}` : name;
 }
 
 /** Check the parts of an `ask` message the panel relies on; returns an error text or null. */
@@ -99,7 +103,10 @@ export function addQuestion(state, ask, now) {
     timeout_ms: ask.timeout_ms ?? null,
     asked_at_ms: ask.asked_at_ms ?? null,
     deadline_ms: deadlineOf(ask, receivedAt),
-    agent: ask.agent && typeof ask.agent === 'object' ? ask.agent : { name: 'agent' },
+    agent: {
+      ...(ask.agent && typeof ask.agent === 'object' ? ask.agent : { name: 'agent' }),
+      ...(typeof ask.machine === 'string' && ask.machine ? { machine: ask.machine } : {}),
+    },
     project: typeof ask.project === 'string' ? ask.project : null,
     received_at_ms: receivedAt,
     draft: existing?.draft ?? null,

@@ -126,7 +126,9 @@ pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
             ),
         ));
     }
-    let (connection, live) = check_connection(&located.search());
+    let (connection, mut live) = check_connection(&located.search());
+    let (forwarded, forwarded_live) = check_forwarded(located.forwarded.as_deref());
+    live |= forwarded_live;
     let sandboxed = if ctx.layout.os == Os::Linux {
         check_sandboxed(Path::new("/"), &ctx.layout.home)
     } else {
@@ -154,6 +156,18 @@ pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
             findings: connection,
         },
     ];
+    if !forwarded.is_empty() {
+        sections.push(Section {
+            title: "Browsers on other machines (SSH)",
+            findings: forwarded,
+        });
+    }
+    if crate::gateway::enabled() {
+        sections.push(Section {
+            title: "Gateway for agents on other machines (him remote)",
+            findings: vec![check_gateway(&crate::runtime::gateway_socket(&located.dir))],
+        });
+    }
     if !sandboxed.is_empty() {
         sections.push(Section {
             title: "Sandboxed browsers",
@@ -538,6 +552,8 @@ pub struct Welcome {
     pub extension_id: Option<String>,
     pub extension_version: Option<String>,
     pub panel_open: Option<bool>,
+    /// A gateway's machine (DESIGN.md §10): the browsers it reaches are that machine's.
+    pub machine: Option<String>,
 }
 
 /// How long the doctor waits for a host to answer. A host answers `hello` at once.
@@ -559,6 +575,7 @@ pub fn hello_welcome(stream: &mut (impl Read + Write)) -> Result<Welcome, String
         pid: std::process::id(),
         // It asks nothing, so it has no answers to judge.
         verdicts: false,
+        machine: None,
     });
     write_frame_sync(stream, &hello).map_err(|e| format!("cannot send hello: {e}"))?;
     // A few frames at most: a host answers hello with welcome before anything else.
@@ -584,6 +601,7 @@ pub fn hello_welcome(stream: &mut (impl Read + Write)) -> Result<Welcome, String
                     extension_version: extension.as_ref().map(|e| e.version.clone()),
                     extension_id: extension.map(|e| e.id),
                     panel_open: Some(panel_open),
+                    machine: host.machine,
                 });
             }
             Ok(HostToAgent::Error { message, .. }) => {
@@ -665,6 +683,99 @@ pub fn check_connection(search: &[PathBuf]) -> (Vec<Finding>, bool) {
             Finding::new(Status::Warn, "no browser is connected now")
                 .fix("open the browser where the him extension is loaded: the extension connects when the browser starts"),
         );
+    }
+    (findings, live)
+}
+
+/// Whether the gateway answers on its stable socket (only asked once `him remote` set
+/// forwarding up).
+pub fn check_gateway(socket: &Path) -> Finding {
+    match probe(socket) {
+        Probe::Live(w) => Finding::new(
+            Status::Pass,
+            format!(
+                "the gateway runs (pid {}) on {}: agents on other machines and in containers reach this browser",
+                w.host_pid.map_or("?".to_owned(), |p| p.to_string()),
+                socket.display()
+            ),
+        ),
+        Probe::Silent(why) => Finding::new(
+            Status::Warn,
+            format!("{}: a process listens there but {why}", socket.display()),
+        ),
+        Probe::Stale(_) => Finding::new(
+            Status::Warn,
+            format!(
+                "the gateway is not running ({} does not answer)",
+                socket.display()
+            ),
+        )
+        .fix("open the browser: its host starts the gateway (or run `him gateway`)"),
+    }
+}
+
+/// One finding per socket SSH forwarded into `dir` (none when there is no such folder);
+/// `true` when a gateway answered. A socket that refuses is removed here, as agents do:
+/// its SSH connection is gone, and the file would block the next one's forward.
+pub fn check_forwarded(dir: Option<&Path>) -> (Vec<Finding>, bool) {
+    use std::os::unix::net::UnixStream;
+    let Some(dir) = dir.filter(|d| d.is_dir()) else {
+        return (Vec::new(), false);
+    };
+    let mut findings = Vec::new();
+    let mut live = false;
+    for sock in crate::runtime::list_forwarded_sockets(dir) {
+        let mut stream = match UnixStream::connect(&sock) {
+            Ok(stream) => stream,
+            Err(err) if err.kind() == io::ErrorKind::ConnectionRefused => {
+                let removed = std::fs::remove_file(&sock).is_ok();
+                findings.push(Finding::new(
+                    Status::Pass,
+                    format!(
+                        "{}: left by an SSH connection that ended{}",
+                        sock.display(),
+                        if removed { "; removed" } else { "" }
+                    ),
+                ));
+                continue;
+            }
+            Err(err) => {
+                findings.push(Finding::new(
+                    Status::Warn,
+                    format!("{}: {err}", sock.display()),
+                ));
+                continue;
+            }
+        };
+        let _ = stream.set_read_timeout(Some(PROBE_TIMEOUT));
+        let _ = stream.set_write_timeout(Some(PROBE_TIMEOUT));
+        match hello_welcome(&mut stream) {
+            Ok(w) => {
+                live = true;
+                let machine = w.machine.as_deref().unwrap_or("another machine");
+                let panel = match w.panel_open {
+                    Some(true) => "side panel open",
+                    _ => "side panel closed",
+                };
+                findings.push(Finding::new(
+                    Status::Pass,
+                    format!(
+                        "the panel is reached through SSH, from {machine} ({panel}; forwarded socket {})",
+                        sock.display()
+                    ),
+                ));
+            }
+            Err(why) => findings.push(
+                Finding::new(
+                    Status::Warn,
+                    format!(
+                        "{}: the SSH connection is up, but its other end {why}",
+                        sock.display()
+                    ),
+                )
+                .fix("on the machine with the browser, open the browser (its host starts `him gateway`) or run `him gateway`"),
+            ),
+        }
     }
     (findings, live)
 }

@@ -280,6 +280,27 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode, BoxError> {
     if removed == 0 && !failed {
         eprintln!("him: no him manifest found; nothing to remove");
     }
+    // What `him remote` set up: the ssh_config blocks, and the gateway's start.
+    match crate::remote::uninstall() {
+        Ok(Some(config)) => writeln!(
+            out(),
+            "removed the him remote blocks from {}",
+            config.display()
+        )?,
+        Ok(None) => {}
+        Err(err) => {
+            eprintln!("him: {err}");
+            failed = true;
+        }
+    }
+    match crate::gateway::disable() {
+        Ok(Some(marker)) => writeln!(out(), "removed {}", marker.display())?,
+        Ok(None) => {}
+        Err(err) => {
+            eprintln!("him: cannot remove the gateway marker: {err}");
+            failed = true;
+        }
+    }
     Ok(if failed {
         ExitCode::FAILURE
     } else {

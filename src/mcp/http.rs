@@ -262,6 +262,10 @@ pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
+        // As on stdio: the name SSH binds in the forwarded folder is kept free.
+        if let Some(dir) = config.runtime.forwarded.clone() {
+            tokio::spawn(crate::agent::tidy_forwarded(dir));
+        }
         let listener = crate::admission::listen(options.addr)
             .map_err(|err| format!("cannot listen on {}: {err}", options.addr))?;
         let bound = listener.local_addr()?;

@@ -98,6 +98,9 @@ pub struct BrowserStatus {
     pub extension_version: Option<String>,
     /// Whether the side panel is open now.
     pub panel_open: bool,
+    /// The other machine whose browser this is, when it is reached through SSH (a
+    /// forwarded gateway socket, DESIGN.md §10).
+    pub via_machine: Option<String>,
 }
 
 /// `human_input_status` takes no arguments, and says so to a client that gives some.
@@ -149,6 +152,7 @@ impl From<HostStatus> for BrowserStatus {
             extension_id,
             extension_version,
             panel_open: host.panel_open,
+            via_machine: host.forwarded.then_some(host.machine).flatten(),
         }
     }
 }
@@ -219,8 +223,8 @@ impl HimServer {
                     version: None,
                 },
             };
-            Pool::new(
-                self.shared.config.runtime.search(),
+            Pool::for_runtime(
+                &self.shared.config.runtime,
                 Identity::with_cwd_project(agent),
             )
         })

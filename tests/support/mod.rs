@@ -7,6 +7,7 @@ pub mod fresh_user;
 pub mod http;
 pub mod install;
 pub mod load;
+pub mod ssh_lab;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};
@@ -131,6 +132,16 @@ impl FakeExtension {
         command
             .env("HIM_RUNTIME_DIR", runtime)
             .env("HIM_LOG", "trace");
+        FakeExtension::launch_saying(command, runtime, true).await
+    }
+
+    /// As `start_correcting`, with more environment.
+    pub async fn start_correcting_with(runtime: &Path, env: &[(&str, &str)]) -> FakeExtension {
+        let mut command = Command::new(him_bin());
+        command
+            .env("HIM_RUNTIME_DIR", runtime)
+            .env("HIM_LOG", "debug")
+            .envs(env.iter().copied());
         FakeExtension::launch_saying(command, runtime, true).await
     }
 

@@ -8,6 +8,7 @@ import {
   SENT_TTL_MS,
   UNCONFIRMED_GRACE_MS,
   addQuestion,
+  agentLabel,
   answerAccepted,
   answerJudging,
   answerRefused,
@@ -58,6 +59,14 @@ test('a new ask is added; the same id again keeps its draft and is not new', () 
   assert.deepEqual(again.state.questions[0].draft, { values: { a: 'typed' }, note: '' });
   assert.equal(again.state.questions[0].project, 'moved');
   assert.equal(again.state.questions[0].deadline_ms, T0 + 60_000, 'the deadline comes from the agent');
+});
+
+test('a question from another machine is labelled with it, a local one is not', () => {
+  const remote = addQuestion(emptyQueue(), ask('r1', { machine: 'devbox' }), T0).state.questions[0];
+  assert.equal(agentLabel(remote.agent), 'Claude Code @ devbox');
+  const local = addQuestion(emptyQueue(), ask('l1'), T0).state.questions[0];
+  assert.equal(agentLabel(local.agent), 'Claude Code');
+  assert.equal(agentLabel(addQuestion(emptyQueue(), ask('e1', { machine: '' }), T0).state.questions[0].agent), 'Claude Code');
 });
 
 test('malformed or late asks are refused with a reason', () => {

@@ -1,0 +1,205 @@
+//! Sockets that SSH forwarded from another machine's gateway (DESIGN.md §10), as the agent
+//! side judges them. The pid-named rule of local hosts does not apply: such a socket is
+//! bound by sshd, and a pid in its name would mean nothing here. What tells one apart:
+//!
+//! - connecting is refused: nothing listens, the SSH connection that bound it is gone, so
+//!   the file is removed (sshd never removes it, and with Debian's default
+//!   `StreamLocalBindUnlink no` it would make the next connection's bind fail);
+//! - connecting works but the link closes before a `welcome`: the SSH connection is up but
+//!   its far end refused (no gateway runs on the other machine now); kept, tried again;
+//! - a `welcome` comes back: a live gateway.
+//!
+//! A live socket still at the name SSH binds (`<machine>.sock`, from `him remote`) is moved
+//! to a name of its own (`<machine>@<hex>.sock`): sshd's listener keeps working under the new
+//! name, and the next SSH connection finds the bind name free.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+
+use super::HostStatus;
+use crate::frame::MAX_INBOUND;
+use crate::protocol::{self, HostToAgent};
+use crate::runtime;
+
+/// How often `him serve` tidies the forwarded folder, questions or not.
+pub const TIDY_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How long a forwarded link may take to answer `hello`. A new channel through `ssh -N`
+/// takes ~44 ms to its first byte (FACTS.md); a far end that refuses closes at once.
+const HANDSHAKE: Duration = Duration::from_secs(5);
+
+/// Connects to a forwarded socket and says `hello`; on a `welcome`, the link (under the
+/// socket's name of its own) and what the gateway said.
+pub(super) async fn reach(path: &Path, hello: &[u8]) -> Option<(PathBuf, UnixStream, HostStatus)> {
+    let mut stream = match UnixStream::connect(path).await {
+        Ok(stream) => stream,
+        Err(err) => {
+            forget_if_refused(path, &err);
+            return None;
+        }
+    };
+    // sshd's session process of this user binds and serves it (FACTS.md).
+    if !stream
+        .peer_cred()
+        .is_ok_and(|cred| cred.uid() == runtime::current_uid())
+    {
+        tracing::warn!(socket = %path.display(), "a forwarded socket of another user; not used");
+        return None;
+    }
+    let status = match tokio::time::timeout(HANDSHAKE, handshake(&mut stream, hello)).await {
+        Ok(Ok(status)) => status,
+        Ok(Err(why)) => {
+            tracing::debug!(socket = %path.display(), "forwarded socket is up but its far end is not: {why}");
+            return None;
+        }
+        Err(_) => {
+            tracing::debug!(socket = %path.display(), "no welcome through the forwarded socket in time");
+            return None;
+        }
+    };
+    let path = own_name(path);
+    Some((
+        path.clone(),
+        stream,
+        HostStatus {
+            socket: path,
+            ..status
+        },
+    ))
+}
+
+/// Tries a forwarded socket: removes it when it refuses, gives it a name of its own when it
+/// is live.
+pub(super) async fn tidy(path: &Path) {
+    match UnixStream::connect(path).await {
+        Ok(_) => {
+            own_name(path);
+        }
+        Err(err) => forget_if_refused(path, &err),
+    }
+}
+
+fn forget_if_refused(path: &Path, err: &io::Error) {
+    if err.kind() == io::ErrorKind::ConnectionRefused {
+        tracing::debug!(socket = %path.display(), "removing a forwarded socket whose SSH connection is gone");
+        let _ = std::fs::remove_file(path);
+    } else {
+        tracing::debug!(socket = %path.display(), "cannot use forwarded socket: {err}");
+    }
+}
+
+/// Whether `path` is the name SSH binds (`him remote` writes it without an `@`). The
+/// gateway's own `gateway.sock`, seen through a container's bind mount, is not: moving it
+/// would move the gateway's socket on the machine itself.
+pub fn is_bind_name(path: &Path) -> bool {
+    path.file_stem()
+        .and_then(|stem| stem.to_str())
+        .is_some_and(|stem| !stem.contains('@') && stem != "gateway")
+}
+
+/// Moves a live socket off the name SSH binds; returns where it is now.
+fn own_name(path: &Path) -> PathBuf {
+    if !is_bind_name(path) {
+        return path.to_owned();
+    }
+    let (Some(stem), Ok(id)) = (
+        path.file_stem().and_then(|s| s.to_str()),
+        crate::random::question_id(),
+    ) else {
+        return path.to_owned();
+    };
+    let renamed = path.with_file_name(format!("{stem}@{}.sock", &id[..12]));
+    match std::fs::rename(path, &renamed) {
+        Ok(()) => renamed,
+        // Another agent moved it first; the next scan finds it under its new name.
+        Err(_) => path.to_owned(),
+    }
+}
+
+/// `hello`, then frames until the `welcome`, read exactly (no byte past it is taken from
+/// the stream, which the link goes on with).
+async fn handshake(stream: &mut UnixStream, hello: &[u8]) -> Result<HostStatus, String> {
+    let len = u32::try_from(hello.len()).map_err(|_| "hello too long".to_owned())?;
+    let mut frame = len.to_ne_bytes().to_vec();
+    frame.extend_from_slice(hello);
+    stream
+        .write_all(&frame)
+        .await
+        .map_err(|e| format!("cannot send hello: {e}"))?;
+    for _ in 0..4 {
+        let mut len = [0u8; 4];
+        stream
+            .read_exact(&mut len)
+            .await
+            .map_err(|_| "the link closed before a welcome".to_owned())?;
+        let len = u32::from_ne_bytes(len) as usize;
+        if len > MAX_INBOUND {
+            return Err(format!("a frame of {len} bytes"));
+        }
+        let mut body = vec![0u8; len];
+        stream
+            .read_exact(&mut body)
+            .await
+            .map_err(|_| "the link closed in the middle of a frame".to_owned())?;
+        match protocol::decode::<HostToAgent>(&body) {
+            Ok(HostToAgent::Welcome {
+                host,
+                extension,
+                panel_open,
+                verdicts,
+                ..
+            }) => {
+                return Ok(HostStatus {
+                    socket: PathBuf::new(),
+                    forwarded: true,
+                    host_pid: host.pid,
+                    machine: host.machine,
+                    extension,
+                    panel_open,
+                    verdicts,
+                });
+            }
+            Ok(HostToAgent::Error { message, .. }) => return Err(message),
+            _ => continue,
+        }
+    }
+    Err("no welcome".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_name_ssh_binds_is_moved() {
+        assert!(is_bind_name(Path::new("/f/laptop.sock")));
+        assert!(is_bind_name(Path::new("/f/laptop.home.sock")));
+        assert!(!is_bind_name(Path::new("/f/laptop@0a1b2c3d4e5f.sock")));
+        assert!(!is_bind_name(Path::new("/f/gateway.sock")));
+    }
+
+    #[tokio::test]
+    async fn a_refused_forwarded_socket_is_removed_and_a_live_one_renamed() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = dir.path().join("gone.sock");
+        drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+        tidy(&stale).await;
+        assert!(!stale.exists(), "a socket nobody listens on is removed");
+
+        let live = dir.path().join("laptop.sock");
+        let _listener = tokio::net::UnixListener::bind(&live).unwrap();
+        tidy(&live).await;
+        assert!(!live.exists(), "the bind name is free again");
+        let moved = runtime::list_forwarded_sockets(dir.path());
+        assert_eq!(moved.len(), 1, "{moved:?}");
+        assert!(!is_bind_name(&moved[0]));
+        assert!(
+            UnixStream::connect(&moved[0]).await.is_ok(),
+            "still live under its new name"
+        );
+    }
+}

@@ -1,0 +1,311 @@
+//! The gateway's "extension": it reads what the embedded host sends a browser (each remote
+//! agent's `ask`, labelled; `withdraw`; the verdicts) and answers as a browser would, by
+//! asking the local hosts through agent pools — one per remote agent, so each local host
+//! labels its questions with that agent — and passing back `shown` and `answer`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use serde_json::json;
+use tokio::io::DuplexStream;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use crate::agent::{HostEvent, Identity, Pool, Question, Signal};
+use crate::frame::{FrameCodec, MAX_INBOUND};
+use crate::protocol::{
+    self, AgentInfo, AskFrame, ExtensionInfo, HostToExtension, LabelledAsk, Refusal, WithdrawReason,
+};
+
+/// How often the bridge looks at the local hosts (to say whether a panel is open, and to
+/// notice that none is left).
+const LOOK_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Named in the panel when a remote agent did not say which machine it runs on.
+const UNNAMED_MACHINE: &str = "another machine";
+
+/// What the embedded host said about one question, for the task that owns it.
+enum Command {
+    Withdraw(WithdrawReason),
+    Accepted,
+    Refused(Refusal),
+}
+
+/// A question's task ended: its id, its generation and its pool's key.
+type Ended = (String, u64, String);
+
+struct Open {
+    commands: mpsc::UnboundedSender<Command>,
+    /// Tells this question from a later one under the same id (a remote agent that
+    /// reconnected sends it again, maybe before the old one's task has ended).
+    generation: u64,
+}
+
+/// Runs until no local host has been there for `grace`.
+pub async fn run(io: DuplexStream, search: Vec<PathBuf>, grace: Duration) {
+    let (read, write) = tokio::io::split(io);
+    let mut from_host = FramedRead::new(read, FrameCodec::new(MAX_INBOUND));
+    let (to_host, mut queue) = mpsc::unbounded_channel::<Bytes>();
+    let writer = tokio::spawn(async move {
+        let mut sink = FramedWrite::new(write, FrameCodec::new(MAX_INBOUND));
+        while let Some(frame) = queue.recv().await {
+            if sink.send(frame).await.is_err() {
+                return;
+            }
+        }
+    });
+    let status = Pool::for_gateway(
+        search.clone(),
+        Identity {
+            agent: AgentInfo {
+                name: "him gateway".into(),
+                title: None,
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            },
+            project: None,
+        },
+        None,
+    );
+    let mut bridge = Bridge {
+        search,
+        to_host,
+        pools: HashMap::new(),
+        open: HashMap::new(),
+        told: None,
+        generation: 0,
+    };
+    let (ended_tx, mut ended) = mpsc::unbounded_channel::<Ended>();
+    let mut look = tokio::time::interval(LOOK_INTERVAL);
+    let mut alone_since: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            frame = from_host.next() => match frame {
+                Some(Ok(bytes)) => bridge.host_frame(&bytes, &ended_tx),
+                _ => break,
+            },
+            Some((id, generation, pool)) = ended.recv() => bridge.ended(&id, generation, &pool),
+            _ = look.tick() => {
+                status.scan().await;
+                let hosts = status.hosts();
+                if hosts.is_empty() {
+                    let since = *alone_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= grace {
+                        break;
+                    }
+                } else {
+                    alone_since = None;
+                }
+                let extension = hosts.iter().find_map(|h| h.extension.clone());
+                let panel_open = hosts.iter().any(|h| h.panel_open);
+                bridge.tell_status(extension, panel_open);
+            }
+        }
+    }
+    status.shutdown();
+    for pool in bridge.pools.values() {
+        pool.0.shutdown();
+    }
+    drop(bridge);
+    let _ = writer.await;
+}
+
+struct Bridge {
+    search: Vec<PathBuf>,
+    to_host: mpsc::UnboundedSender<Bytes>,
+    /// One pool per remote agent (by its label), and how many of its questions are open.
+    pools: HashMap<String, (Pool, usize)>,
+    open: HashMap<String, Open>,
+    /// What the embedded host was last told about the browsers.
+    told: Option<(Option<ExtensionInfo>, bool)>,
+    generation: u64,
+}
+
+impl Bridge {
+    fn send(&self, value: serde_json::Value) {
+        let _ = self.to_host.send(Bytes::from(value.to_string()));
+    }
+
+    /// The embedded host passes the browsers' state on in every `welcome`: the local
+    /// extension (the gateway's own name until one is linked) and whether a panel is open.
+    fn tell_status(&mut self, extension: Option<ExtensionInfo>, panel_open: bool) {
+        let now = (extension.clone(), panel_open);
+        if self.told.as_ref() == Some(&now) {
+            return;
+        }
+        let extension = extension.unwrap_or(ExtensionInfo {
+            id: "him-gateway".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        });
+        self.send(json!({"type": "ready", "protocol": protocol::PROTOCOL,
+                         "extension": extension, "browser": "gateway", "verdicts": true}));
+        self.send(json!({"type": "panel", "open": panel_open}));
+        self.told = Some(now);
+    }
+
+    fn host_frame(&mut self, bytes: &[u8], ended: &mpsc::UnboundedSender<Ended>) {
+        let message = match protocol::decode::<HostToExtension>(bytes) {
+            Ok(message) => message,
+            Err(err) => {
+                tracing::warn!("the gateway's host sent a bad frame: {err}");
+                return;
+            }
+        };
+        let command = match message {
+            HostToExtension::Ask(labelled) => return self.ask(labelled, ended),
+            HostToExtension::Withdraw { id, reason } => (id, Command::Withdraw(reason)),
+            HostToExtension::Accepted { id } => (id, Command::Accepted),
+            HostToExtension::Refused(refusal) => (refusal.id.clone(), Command::Refused(refusal)),
+            // The remote agent left while it judged the answer: the local question ends.
+            HostToExtension::Error {
+                id: Some(id),
+                message,
+            } => {
+                tracing::info!(id, "answer not delivered to the remote agent: {message}");
+                (id, Command::Withdraw(WithdrawReason::Cancelled))
+            }
+            HostToExtension::Error { id: None, message } => {
+                tracing::warn!("the gateway's host reported: {message}");
+                return;
+            }
+            HostToExtension::Hello { .. } => return,
+        };
+        let (id, command) = command;
+        let Some(open) = self.open.get(&id) else {
+            return;
+        };
+        let generation = open.generation;
+        let ends = !matches!(command, Command::Refused(_));
+        let _ = open.commands.send(command);
+        // Forgotten now, not when its task says so: the same id may come again at once.
+        if ends {
+            self.forget(&id, generation);
+        }
+    }
+
+    fn ask(&mut self, labelled: LabelledAsk, ended: &mpsc::UnboundedSender<Ended>) {
+        let LabelledAsk {
+            ask,
+            agent,
+            project,
+            machine,
+        } = labelled;
+        let machine = machine.unwrap_or_else(|| UNNAMED_MACHINE.into());
+        let key = json!([agent, project, machine]).to_string();
+        let id = ask.id.clone();
+        if self.open.contains_key(&id) {
+            return;
+        }
+        let search = self.search.clone();
+        let (pool, count) = self.pools.entry(key.clone()).or_insert_with(|| {
+            let identity = Identity { agent, project };
+            (Pool::for_gateway(search, identity, Some(machine)), 0)
+        });
+        *count += 1;
+        let (commands, receiver) = mpsc::unbounded_channel();
+        self.generation += 1;
+        let generation = self.generation;
+        self.open.insert(
+            id.clone(),
+            Open {
+                commands,
+                generation,
+            },
+        );
+        let pool = pool.clone();
+        let pool_key = key;
+        let to_host = self.to_host.clone();
+        let ended = ended.clone();
+        tokio::spawn(async move {
+            let question = pool.open(AskFrame::new(ask)).await;
+            drive(question, receiver, &to_host).await;
+            let _ = ended.send((id, generation, pool_key));
+        });
+    }
+
+    /// Drops the entry of question `id`, if it is still the one of `generation`.
+    fn forget(&mut self, id: &str, generation: u64) {
+        if self
+            .open
+            .get(id)
+            .is_some_and(|open| open.generation == generation)
+        {
+            self.open.remove(id);
+        }
+    }
+
+    /// The task of question `id` ended (it closed the question on its pool first, so the
+    /// host that answered heard `accepted` rather than a shutdown).
+    fn ended(&mut self, id: &str, generation: u64, pool_key: &str) {
+        self.forget(id, generation);
+        if let Some((pool, count)) = self.pools.get_mut(pool_key) {
+            *count -= 1;
+            if *count == 0 {
+                pool.shutdown();
+                self.pools.remove(pool_key);
+            }
+        }
+    }
+}
+
+/// One remote question among the local hosts, until the remote agent (through the embedded
+/// host) ends it, or every local host refused it.
+async fn drive(
+    mut question: Question,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    to_host: &mpsc::UnboundedSender<Bytes>,
+) {
+    let send = |value: serde_json::Value| {
+        let _ = to_host.send(Bytes::from(value.to_string()));
+    };
+    let id = question.id().to_owned();
+    let mut answered_by: Option<PathBuf> = None;
+    let mut refusals = 0usize;
+    loop {
+        tokio::select! {
+            command = commands.recv() => match command {
+                Some(Command::Withdraw(reason)) => {
+                    question.close(reason, None);
+                    return;
+                }
+                Some(Command::Accepted) => {
+                    question.close(WithdrawReason::Answered, answered_by.as_deref());
+                    return;
+                }
+                Some(Command::Refused(refusal)) => {
+                    if let Some(host) = &answered_by {
+                        question.refuse(host, refusal.field, refusal.message);
+                    }
+                }
+                None => {
+                    question.close(WithdrawReason::Shutdown, None);
+                    return;
+                }
+            },
+            signal = question.next_signal() => match signal {
+                Signal::Event(Some(HostEvent::Shown { .. })) => {
+                    send(json!({"type": "shown", "id": id}));
+                }
+                Signal::Event(Some(HostEvent::Answer { host, answer })) => {
+                    answered_by = Some(host);
+                    let mut value = serde_json::to_value(&answer).unwrap_or_default();
+                    value["type"] = json!("answer");
+                    send(value);
+                }
+                Signal::Event(Some(HostEvent::Refused { message, .. })) => {
+                    refusals += 1;
+                    if refusals >= question.hosts().max(1) {
+                        send(json!({"type": "error", "id": id, "message": message}));
+                        question.close(WithdrawReason::Cancelled, None);
+                        return;
+                    }
+                }
+                Signal::Event(None) => return,
+                Signal::Hosts(_) => {}
+            },
+        }
+    }
+}

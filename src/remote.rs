@@ -1,0 +1,239 @@
+//! `him remote HOST`: sets up SSH so agents on HOST reach this machine's browsers through
+//! the gateway (DESIGN.md §10). It asks HOST once, over ssh, where its forwarded folder is
+//! (`him forwarded-dir` there creates it: sshd creates no folders, and `/run/user/<uid>`
+//! exists only after a login), then prints the `ssh_config` block with literal paths on both
+//! ends (ssh_config expands its tokens on this side only) and the equivalent `ssh -R`; with
+//! `--write` it puts the block, marked, at the top of `~/.ssh/config`, replacing an earlier
+//! one for the same host. `him uninstall` removes every such block.
+
+mod config_block;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde::{Deserialize, Serialize};
+
+use crate::BoxError;
+use crate::cli::RemoteArgs;
+use crate::runtime;
+
+pub use config_block::{Block, remove_blocks, upsert_block};
+
+/// What `him forwarded-dir` prints on the remote machine.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RemotePaths {
+    /// The folder agents there search for forwarded sockets, created private.
+    pub forwarded: PathBuf,
+    pub hostname: String,
+    pub version: String,
+}
+
+/// `him forwarded-dir`: creates this machine's forwarded folder and prints where it is.
+pub fn forwarded_dir() -> Result<ExitCode, BoxError> {
+    let located = runtime::runtime_dir()?;
+    let forwarded = located
+        .forwarded
+        .ok_or("no home directory here, so no folder for forwarded sockets")?;
+    runtime::ensure_private_dir(&forwarded)?;
+    let paths = RemotePaths {
+        forwarded,
+        hostname: runtime::hostname().unwrap_or_else(|| "localhost".into()),
+        version: env!("CARGO_PKG_VERSION").into(),
+    };
+    writeln!(
+        std::io::stdout().lock(),
+        "{}",
+        serde_json::to_string(&paths)?
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The name a forwarded socket from this machine has on the other: the host name, with
+/// nothing an agent there would read as a renamed socket (`@`) or a path.
+pub fn bind_name(hostname: &str) -> String {
+    let name: String = hostname
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    if name.is_empty() {
+        "laptop".into()
+    } else {
+        name
+    }
+}
+
+/// `sun_path` holds 108 bytes on Linux, the terminating NUL included.
+const SOCKET_PATH_MAX: usize = 107;
+
+pub fn run(args: &RemoteArgs) -> Result<ExitCode, BoxError> {
+    let located = runtime::runtime_dir()?;
+    let gateway = runtime::gateway_socket(&located.dir);
+    if args.container {
+        crate::gateway::enable()?;
+        print_container(&gateway)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let host = args
+        .host
+        .as_deref()
+        .ok_or("name the SSH host (as in `ssh HOST`), or give --container")?;
+    let paths = ask_remote(host, &args.remote_him)?;
+    let local_name = bind_name(&runtime::hostname().unwrap_or_default());
+    let remote_socket = paths.forwarded.join(format!("{local_name}.sock"));
+    for path in [&remote_socket, &gateway] {
+        if path.as_os_str().len() > SOCKET_PATH_MAX {
+            eprintln!(
+                "him: warning: {} is longer than a socket path may be ({SOCKET_PATH_MAX} bytes)",
+                path.display()
+            );
+        }
+    }
+    let block = Block {
+        host: host.to_owned(),
+        remote_socket,
+        local_socket: gateway,
+    };
+    crate::gateway::enable()?;
+    let mut out = std::io::stdout().lock();
+    if args.write {
+        let config = ssh_config_path()?;
+        write_config(&config, &block)?;
+        writeln!(
+            out,
+            "Wrote this block at the top of {}:\n",
+            config.display()
+        )?;
+    } else {
+        writeln!(
+            out,
+            "Add this block at the top of ~/.ssh/config (or run again with --write):\n"
+        )?;
+    }
+    writeln!(out, "{}", block.render())?;
+    writeln!(
+        out,
+        "Or, without the block, for one connection:\n\n  {}\n",
+        block.ssh_command()
+    )?;
+    writeln!(
+        out,
+        "Then, on {host}, `him doctor` says the panel is reached through SSH from this machine.\n\
+         VS Code Remote-SSH reads ~/.ssh/config, so it needs nothing more."
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_container(gateway: &Path) -> Result<(), BoxError> {
+    let dir = gateway.parent().unwrap_or(gateway);
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "Give a container this machine's gateway folder, and run it as yourself:\n\n  \
+         docker run --user \"$(id -u):$(id -g)\" \\\n    \
+         -v {}:/run/him/forwarded -e HIM_RUNTIME_DIR=/run/him ...\n\n\
+         (rootless Podman: --userns=keep-id). Agents in the container find the gateway in\n\
+         $HIM_RUNTIME_DIR/forwarded; peers of another uid are dropped, so the container's\n\
+         process must run as your uid.",
+        dir.display()
+    )?;
+    Ok(())
+}
+
+/// Runs `him forwarded-dir` on `host` over ssh (one round trip, the user's own ssh).
+fn ask_remote(host: &str, remote_him: &str) -> Result<RemotePaths, BoxError> {
+    let output = std::process::Command::new("ssh")
+        .arg(host)
+        .arg("--")
+        .arg(remote_him)
+        .arg("forwarded-dir")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run ssh: {e}"))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // 127: the remote shell found no such command.
+    if output.status.code() == Some(127) || stderr.contains("not found") {
+        return Err(format!(
+            "him is not installed on {host} (ssh {host} {remote_him} found no such command): \
+             install him there, or give its path with --remote-him PATH"
+        )
+        .into());
+    }
+    if !output.status.success() {
+        return Err(format!(
+            "`ssh {host} {remote_him} forwarded-dir` failed ({}): {}",
+            output.status,
+            stderr.trim()
+        )
+        .into());
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'));
+    line.and_then(|l| serde_json::from_str(l).ok())
+        .ok_or_else(|| {
+            format!(
+                "{host} answered `{remote_him} forwarded-dir` with something else than its paths \
+             (an older him there?): {}",
+                stdout.trim()
+            )
+            .into()
+        })
+}
+
+fn ssh_config_path() -> Result<PathBuf, BoxError> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .ok_or("HOME is not set; him needs it to find ~/.ssh/config")?;
+    Ok(PathBuf::from(home).join(".ssh/config"))
+}
+
+fn write_config(path: &Path, block: &Block) -> Result<(), BoxError> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let old = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(err) => return Err(format!("cannot read {}: {err}", path.display()).into()),
+    };
+    let new = upsert_block(&old, block);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(new.as_bytes())?;
+    Ok(())
+}
+
+/// `him uninstall`: removes every block `him remote --write` put in `~/.ssh/config`;
+/// returns the file when it changed.
+pub fn uninstall() -> Result<Option<PathBuf>, BoxError> {
+    let path = ssh_config_path()?;
+    let old = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(format!("cannot read {}: {err}", path.display()).into()),
+    };
+    let new = remove_blocks(&old);
+    if new == old {
+        return Ok(None);
+    }
+    std::fs::write(&path, new)?;
+    Ok(Some(path))
+}

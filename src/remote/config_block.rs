@@ -1,0 +1,124 @@
+//! The marked `ssh_config` block of `him remote` (pure: text in, text out).
+
+use std::path::PathBuf;
+
+const BEGIN: &str = "# >>> him remote ";
+const END: &str = "# <<< him remote ";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    /// The host as the user types it after `ssh`.
+    pub host: String,
+    /// Where sshd binds on the remote machine (literal: no token expands there).
+    pub remote_socket: PathBuf,
+    /// The gateway's stable socket on this machine.
+    pub local_socket: PathBuf,
+}
+
+impl Block {
+    pub fn render(&self) -> String {
+        let host = &self.host;
+        format!(
+            "{BEGIN}{host} >>>\n\
+             # Written by `him remote {host}`; `him uninstall` removes it.\n\
+             Host {host}\n  \
+             RemoteForward {} {}\n  \
+             # For RemoteForward only the remote sshd's own setting counts; it is said\n  \
+             # here too, and agents there clear sockets their connection left behind.\n  \
+             StreamLocalBindUnlink yes\n  \
+             # One connection, so one forward, for the several sessions VS Code opens.\n  \
+             ControlMaster auto\n  \
+             ControlPath ~/.ssh/him-%C\n  \
+             ControlPersist 10m\n  \
+             # A dead connection is noticed within 45 s, so its questions move on.\n  \
+             ServerAliveInterval 15\n  \
+             ServerAliveCountMax 3\n\
+             # What follows applies to every host again, as before this block.\n\
+             Host *\n\
+             {END}{host} <<<\n",
+            self.remote_socket.display(),
+            self.local_socket.display(),
+        )
+    }
+
+    pub fn ssh_command(&self) -> String {
+        format!(
+            "ssh -R {}:{} {}",
+            self.remote_socket.display(),
+            self.local_socket.display(),
+            self.host
+        )
+    }
+}
+
+/// `config` with `block` at the top, in place of an earlier block for the same host.
+pub fn upsert_block(config: &str, block: &Block) -> String {
+    let rest = remove_matching(config, |host| host == block.host);
+    format!("{}{}", block.render(), rest)
+}
+
+/// `config` without any block of `him remote`.
+pub fn remove_blocks(config: &str) -> String {
+    remove_matching(config, |_| true)
+}
+
+fn remove_matching(config: &str, matches: impl Fn(&str) -> bool) -> String {
+    let mut out = String::with_capacity(config.len());
+    let mut skipping: Option<String> = None;
+    for line in config.split_inclusive('\n') {
+        let trimmed = line.trim_end();
+        match &skipping {
+            Some(host) => {
+                if trimmed == format!("{END}{host} <<<") {
+                    skipping = None;
+                }
+            }
+            None => {
+                let host = trimmed
+                    .strip_prefix(BEGIN)
+                    .and_then(|rest| rest.strip_suffix(" >>>"));
+                match host {
+                    Some(host) if matches(host) => skipping = Some(host.to_owned()),
+                    _ => out.push_str(line),
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(host: &str) -> Block {
+        Block {
+            host: host.into(),
+            remote_socket: "/home/r/.local/state/him/run/devbox/forwarded/laptop.sock".into(),
+            local_socket: "/run/user/1000/him/gateway/gateway.sock".into(),
+        }
+    }
+
+    #[test]
+    fn the_block_goes_on_top_once_and_leaves_the_rest_as_it_was() {
+        let mine = "ServerAliveInterval 60\nHost other\n  User x\n";
+        let once = upsert_block(mine, &block("devbox"));
+        assert!(once.starts_with("# >>> him remote devbox >>>\n"), "{once}");
+        assert!(once.ends_with(mine), "{once}");
+        assert!(once.contains("RemoteForward /home/r/.local/state/him/run/devbox/forwarded/laptop.sock /run/user/1000/him/gateway/gateway.sock\n"));
+        // The user's global lines after the block still apply to every host.
+        assert!(once.contains("Host *\n# <<< him remote devbox <<<\nServerAliveInterval 60"));
+        assert_eq!(upsert_block(&once, &block("devbox")), once, "idempotent");
+        let two = upsert_block(&once, &block("vm"));
+        assert_eq!(two.matches("# >>> him remote").count(), 2);
+        assert_eq!(remove_blocks(&two), mine);
+    }
+
+    #[test]
+    fn a_block_of_another_host_is_kept_when_one_is_replaced() {
+        let two = upsert_block(&upsert_block("", &block("a")), &block("b"));
+        let again = upsert_block(&two, &block("a"));
+        assert_eq!(again.matches("# >>> him remote a >>>").count(), 1);
+        assert_eq!(again.matches("# >>> him remote b >>>").count(), 1);
+    }
+}

@@ -1,0 +1,617 @@
+//! Agents on other machines (DESIGN.md §10): a remote agent's question reaches the local
+//! browser through real OpenSSH — a forwarded Unix socket onto the laptop's gateway — with
+//! the remote side unable to reach the laptop any other way (its own user, network, mount
+//! and UTS namespaces: `support/ssh_lab.rs`). The laptop's host is started as the browser
+//! starts it; SSH is set up with exactly what `him remote --write` wrote; the remote agent is
+//! `him serve` under rmcp's client with a stripped environment. A container on the laptop
+//! (a mount namespace given the gateway's folder by a bind mount) is checked the same way.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+use support::ssh_lab::{Lab, REMOTE_ALIAS};
+use support::*;
+
+/// The laptop's browser starts its host (the gateway's grace short, so the test ends soon).
+async fn laptop_browser(lab: &Lab) -> FakeExtension {
+    let mut env = lab.laptop.browser_env();
+    env.push(("HIM_RECONNECT_GRACE_MS", "3000".into()));
+    let mut command = lab.laptop.command(&env);
+    command.stderr(Stdio::inherit());
+    FakeExtension::launch(command, &lab.laptop_runtime).await
+}
+
+/// rmcp's client starts `him serve` on the remote machine, as the remote user.
+async fn remote_agent(lab: &Lab, name: &str, extra: &[(&str, &str)]) -> Agent {
+    let mut env = lab.remote_env(extra);
+    env.push(("HIM_LOG", "debug".into()));
+    let mut command = lab.on_remote(&lab.remote.him, &env);
+    command.arg("serve");
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn him serve on the remote");
+    TestClient {
+        name: name.into(),
+        ..TestClient::default()
+    }
+    .serve(transport)
+    .await
+    .expect("initialize him serve on the remote")
+}
+
+/// `him remote devbox --write` as the laptop user, checked; returns what it printed.
+async fn set_up_forwarding(lab: &Lab) -> String {
+    let not_there = lab.him_on_laptop(&["remote", REMOTE_ALIAS]).await;
+    let why = String::from_utf8_lossy(&not_there.stderr);
+    assert!(!not_there.status.success());
+    assert!(
+        why.contains("him is not installed on devbox") && why.contains("--remote-him"),
+        "{why}"
+    );
+    let remote_him = lab.remote.him.display().to_string();
+    let output = lab
+        .him_on_laptop(&[
+            "remote",
+            REMOTE_ALIAS,
+            "--write",
+            "--remote-him",
+            &remote_him,
+        ])
+        .await;
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "him remote failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let bind = lab.forwarded_dir().join(format!(
+        "{}.sock",
+        him::remote::bind_name(&him::runtime::hostname().expect("host name"))
+    ));
+    let gateway = him::runtime::gateway_socket(&lab.laptop_runtime);
+    let forward = format!("RemoteForward {} {}", bind.display(), gateway.display());
+    assert!(printed.contains(&forward), "{printed}");
+    assert!(
+        printed.contains(&format!(
+            "ssh -R {}:{} devbox",
+            bind.display(),
+            gateway.display()
+        )),
+        "{printed}"
+    );
+    let config = std::fs::read_to_string(lab.laptop.home.join(".ssh/config")).expect("config");
+    assert!(
+        config.starts_with("# >>> him remote devbox >>>"),
+        "{config}"
+    );
+    assert!(config.contains(&forward));
+    // Run twice, the block is there once.
+    let again = lab
+        .him_on_laptop(&[
+            "remote",
+            REMOTE_ALIAS,
+            "--write",
+            "--remote-him",
+            &remote_him,
+        ])
+        .await;
+    assert!(again.status.success());
+    let config = std::fs::read_to_string(lab.laptop.home.join(".ssh/config")).expect("config");
+    assert_eq!(config.matches("# >>> him remote devbox >>>").count(), 1);
+    printed
+}
+
+async fn ask_remote(agent: Agent, question: &str) -> tokio::task::JoinHandle<(Agent, Value)> {
+    let question = question.to_owned();
+    tokio::spawn(async move {
+        let result = call(&agent, "ask_text", json!({"question": question})).await;
+        (agent, result)
+    })
+}
+
+async fn until<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Until an agent on the remote moved the live forward off the name SSH binds.
+async fn until_forward_moved(lab: &Lab) {
+    until("the forwarded socket to get a name of its own", || async {
+        let names = lab.forwarded_sockets().await;
+        names.len() == 1 && names[0].contains('@')
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_agents_question_is_answered_in_the_local_panel_marked_with_its_machine() {
+    let Some(lab) = Lab::new().await else { return };
+    set_up_forwarding(&lab).await;
+    let mut ext = laptop_browser(&lab).await;
+    // The browser's host started the gateway, because him remote set forwarding up.
+    let gateway = him::runtime::gateway_socket(&lab.laptop_runtime);
+    eventually("the gateway's socket", || gateway.exists()).await;
+    let doctor = lab.him_on_laptop(&["doctor"]).await;
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(report.contains("the gateway runs (pid"), "{report}");
+
+    // Only the forward can make this pass: the remote cannot reach the laptop's sockets.
+    assert!(
+        !lab.remote_can_connect(&ext.socket).await,
+        "the remote reached the host socket"
+    );
+    assert!(
+        !lab.remote_can_connect(&gateway).await,
+        "the remote reached the gateway"
+    );
+
+    lab.connect().await;
+    let agent = remote_agent(&lab, "remote-claude", &[]).await;
+    let status = call(&agent, "human_input_status", json!({})).await;
+    assert_eq!(status["channel"], "extension", "{status}");
+    let laptop_name = him::runtime::hostname().expect("host name");
+    assert_eq!(
+        status["browsers"][0]["via_machine"],
+        laptop_name.as_str(),
+        "{status}"
+    );
+    until_forward_moved(&lab).await;
+
+    let asked = ask_remote(agent, "Deploy the dev box?").await;
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["agent"]["name"], "remote-claude", "{ask}");
+    assert_eq!(ask["machine"], lab.remote_hostname.as_str(), "{ask}");
+    ext.submit(&ask["id"], json!({"answer": "yes, deploy"}))
+        .await;
+    let (agent, result) = asked.await.expect("call task");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "extension", "{result}");
+    assert_eq!(result["answer"], "yes, deploy");
+
+    // him doctor on the remote says the panel is reached through SSH, and from where.
+    let doctor = lab
+        .on_remote(&lab.remote.him, &lab.remote_env(&[]))
+        .arg("doctor")
+        .output()
+        .await
+        .expect("him doctor on the remote");
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        report.contains(&format!(
+            "the panel is reached through SSH, from {laptop_name}"
+        )),
+        "{report}"
+    );
+
+    // VS Code opens several sessions on one host: they share the master connection, whose
+    // one forward stays one (OpenSSH's mux takes a duplicate forward as already there).
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        sessions.push(
+            lab.ssh(&[REMOTE_ALIAS, "sleep", "1"])
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("ssh"),
+        );
+    }
+    for session in sessions {
+        let out = session.wait_with_output().await.expect("ssh session");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && !stderr.contains("failed"),
+            "{stderr}"
+        );
+    }
+    // The master's one forward is all there is.
+    assert_eq!(lab.forwarded_sockets().await.len(), 1);
+    // And one that opens a connection of its own, as without ControlMaster: its forward
+    // binds the name the first one left free, a second route to the same gateway.
+    let mut own = lab
+        .ssh(&[
+            "-o",
+            "ControlMaster=no",
+            "-o",
+            "ControlPath=none",
+            "-N",
+            REMOTE_ALIAS,
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ssh");
+    until("the second connection's forward", || async {
+        lab.forwarded_sockets().await.len() == 2
+    })
+    .await;
+    let asked = ask_remote(agent, "Still one question?").await;
+    let ask = ext.take_ask().await;
+    // One route is used: the panel gets the question once.
+    assert!(ext.quiet_for(Duration::from_millis(800)).await.is_none());
+    ext.submit(&ask["id"], json!({"answer": "one"})).await;
+    let (agent, result) = asked.await.expect("call task");
+    assert_eq!(result["answer"], "one", "{result}");
+    let status = call(&agent, "human_input_status", json!({})).await;
+    assert_eq!(
+        status["browsers"].as_array().map(Vec::len),
+        Some(1),
+        "{status}"
+    );
+    let _ = own.start_kill();
+    drop(agent);
+    ext.kill().await;
+
+    // him uninstall takes out exactly the block him remote wrote.
+    let removed = lab.him_on_laptop(&["uninstall"]).await;
+    assert!(
+        removed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&removed.stderr)
+    );
+    let config = std::fs::read_to_string(lab.laptop.home.join(".ssh/config")).expect("config");
+    assert!(!config.contains("him remote"), "{config}");
+    assert!(config.starts_with("Host devbox\n  HostName "), "{config}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_question_survives_a_browser_restart_and_an_ssh_reconnect_and_falls_back_on_a_drop()
+ {
+    let Some(lab) = Lab::new().await else { return };
+    set_up_forwarding(&lab).await;
+    let mut ext = laptop_browser(&lab).await;
+    lab.connect().await;
+    let agent = remote_agent(&lab, "remote-codex", &[("HIM_RECONNECT_GRACE_MS", "4000")]).await;
+    until_forward_moved(&lab).await;
+
+    // The browser restarts mid-question: the gateway keeps the question and gives it to
+    // the new host under the same id.
+    let asked = ask_remote(agent, "Survive a browser restart?").await;
+    let first = ext.take_ask().await;
+    ext.kill().await;
+    let mut ext = laptop_browser(&lab).await;
+    let again = ext.take_ask().await;
+    assert_eq!(again["id"], first["id"], "{again}");
+    ext.submit(&again["id"], json!({"answer": "survived"}))
+        .await;
+    let (agent, result) = asked.await.expect("call task");
+    assert_eq!(result["answer"], "survived", "{result}");
+
+    // The SSH connection drops and comes back within the grace: the question is sent again
+    // under its id. The name SSH binds was left free, so the new forward binds at once,
+    // although the dropped one left its socket behind.
+    let asked = ask_remote(agent, "Survive a reconnect?").await;
+    let first = ext.take_ask().await;
+    lab.drop_connection().await;
+    let withdrawn = ext.recv_type("withdraw").await;
+    assert_eq!(withdrawn["id"], first["id"]);
+    // The question comes back under its id: only the new forward can have brought it.
+    lab.connect().await;
+    let again = ext.take_ask().await;
+    assert_eq!(again["id"], first["id"], "{again}");
+    ext.submit(&again["id"], json!({"answer": "reconnected"}))
+        .await;
+    let (agent, result) = asked.await.expect("call task");
+    assert_eq!(result["answer"], "reconnected", "{result}");
+    // The dropped connection's socket refused and was removed.
+    until("one forwarded socket", || async {
+        lab.forwarded_sockets().await.len() == 1
+    })
+    .await;
+
+    // The SSH connection drops for good: as if the browser closed, the question moves on
+    // to the fallback once the grace is over.
+    until_forward_moved(&lab).await;
+    let asked = ask_remote(agent, "And now?").await;
+    ext.take_ask().await;
+    let dropped = Instant::now();
+    lab.drop_connection().await;
+    let (agent, result) = asked.await.expect("call task");
+    let waited = dropped.elapsed();
+    assert_eq!(result["status"], "needs_user_input", "{result}");
+    assert!(
+        waited >= Duration::from_millis(3500),
+        "moved on after {waited:?}"
+    );
+    assert!(
+        waited < Duration::from_secs(12),
+        "moved on after {waited:?}"
+    );
+
+    // A connection no agent saw leaves its socket at the name SSH binds: with the remote
+    // sshd's StreamLocalBindUnlink no (Debian's default), the next connection cannot bind.
+    let _ = agent.cancel().await;
+    until("no forwarded socket", || async {
+        lab.forwarded_sockets().await.is_empty()
+    })
+    .await;
+    lab.connect().await;
+    until("the forward", || async {
+        !lab.forwarded_sockets().await.is_empty()
+    })
+    .await;
+    let bind = lab.forwarded_sockets().await;
+    assert_eq!(
+        lab.live_forwards().await,
+        bind,
+        "the forward binds its name"
+    );
+    assert!(bind.len() == 1 && !bind[0].contains('@'), "{bind:?}");
+    lab.drop_connection().await;
+    lab.connect().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        lab.live_forwards().await.is_empty(),
+        "the stale socket did not block the bind"
+    );
+    assert_eq!(lab.forwarded_sockets().await, bind);
+    lab.ssh(&["-O", "exit", REMOTE_ALIAS])
+        .stderr(Stdio::null())
+        .status()
+        .await
+        .expect("ssh -O exit");
+    // An agent that starts there removes the stale socket, and the next connection binds.
+    let agent = remote_agent(&lab, "remote-codex", &[]).await;
+    until("no forwarded socket", || async {
+        lab.forwarded_sockets().await.is_empty()
+    })
+    .await;
+    lab.connect().await;
+    until("a live forward", || async {
+        lab.live_forwards().await.len() == 1
+    })
+    .await;
+    let asked = ask_remote(agent, "Bound again?").await;
+    let ask = ext.take_ask().await;
+    ext.submit(&ask["id"], json!({"answer": "bound"})).await;
+    let (agent, result) = asked.await.expect("call task");
+    assert_eq!(result["answer"], "bound", "{result}");
+    drop(agent);
+    ext.kill().await;
+}
+
+/// The container: a mount namespace, the laptop user's uid, the gateway's folder
+/// bind-mounted where the agent looks ($HIM_RUNTIME_DIR/forwarded), another host name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_of_the_same_user_reaches_the_gateway_through_a_bind_mount() {
+    let Some(lab) = Lab::new().await else { return };
+    let enabled = lab.him_on_laptop(&["remote", "--container"]).await;
+    let printed = String::from_utf8_lossy(&enabled.stdout);
+    let gateway_dir = him::runtime::gateway_dir(&lab.laptop_runtime);
+    assert!(
+        printed.contains(&format!("-v {}:/run/him/forwarded", gateway_dir.display())),
+        "{printed}"
+    );
+    let mut ext = laptop_browser(&lab).await;
+    eventually("the gateway's socket", || {
+        him::runtime::gateway_socket(&lab.laptop_runtime).exists()
+    })
+    .await;
+
+    let root = tempfile::Builder::new()
+        .prefix("him-ctr-")
+        .tempdir()
+        .expect("temp dir");
+    let runtime: PathBuf = root.path().join("run-him");
+    std::fs::create_dir_all(runtime.join("forwarded")).expect("mount point");
+    for dir in [root.path(), runtime.as_path()] {
+        std::os::unix::fs::chown(dir, Some(lab.laptop.uid), Some(lab.laptop.gid)).expect("chown");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    }
+    let script = format!(
+        "hostname container-1 && mount --bind {} {} && exec /usr/bin/setpriv --reuid {} --regid {} --clear-groups {} serve",
+        gateway_dir.display(),
+        runtime.join("forwarded").display(),
+        lab.laptop.uid,
+        lab.laptop.gid,
+        lab.laptop.him.display()
+    );
+    let mut env = lab.laptop.client_env();
+    env.push(("HIM_RUNTIME_DIR", runtime.display().to_string()));
+    let mut command = tokio::process::Command::new("/usr/bin/unshare");
+    command
+        .args(["--mount", "--uts", "/bin/sh", "-c", &script])
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn the container's him serve");
+    let agent = TestClient {
+        name: "container-agent".into(),
+        ..TestClient::default()
+    }
+    .serve(transport)
+    .await
+    .expect("initialize");
+    let asked = ask_remote(agent, "From the container?").await;
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["machine"], "container-1", "{ask}");
+    ext.submit(&ask["id"], json!({"answer": "yes"})).await;
+    let (agent, result) = asked.await.expect("call task");
+    assert_eq!(result["answer"], "yes", "{result}");
+    // The gateway's own socket was not moved: it is the laptop's.
+    assert!(him::runtime::gateway_socket(&lab.laptop_runtime).exists());
+
+    // him uninstall removes what him remote wrote (the gateway's start).
+    let removed = lab.him_on_laptop(&["uninstall"]).await;
+    let said = String::from_utf8_lossy(&removed.stdout);
+    assert!(said.contains("gateway-enabled"), "{said}");
+    drop(agent);
+    ext.kill().await;
+}
+
+/// A remote agent as the gateway sees it: a raw link to its socket, speaking §3 itself.
+struct RawRemote {
+    stream: tokio::net::UnixStream,
+}
+
+impl RawRemote {
+    async fn connect(socket: &std::path::Path, machine: &str) -> (RawRemote, Value) {
+        let stream = tokio::net::UnixStream::connect(socket)
+            .await
+            .expect("connect to the gateway");
+        let mut remote = RawRemote { stream };
+        remote
+            .send(
+                json!({"type": "hello", "protocol": 1, "agent": {"name": "far-agent"},
+                         "project": "far-project", "pid": 1, "verdicts": true, "machine": machine}),
+            )
+            .await;
+        let welcome = remote.recv().await;
+        (remote, welcome)
+    }
+
+    async fn send(&mut self, value: Value) {
+        use tokio::io::AsyncWriteExt;
+        let body = serde_json::to_vec(&value).expect("json");
+        let mut frame = (body.len() as u32).to_ne_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        self.stream.write_all(&frame).await.expect("write");
+    }
+
+    async fn recv(&mut self) -> Value {
+        self.recv_within(PATIENCE)
+            .await
+            .expect("a frame from the gateway")
+    }
+
+    async fn recv_within(&mut self, wait: Duration) -> Option<Value> {
+        use tokio::io::AsyncReadExt;
+        let read = async {
+            let mut len = [0u8; 4];
+            self.stream
+                .read_exact(&mut len)
+                .await
+                .expect("frame length");
+            let mut body = vec![0u8; u32::from_ne_bytes(len) as usize];
+            self.stream.read_exact(&mut body).await.expect("frame body");
+            serde_json::from_slice::<Value>(&body).expect("json frame")
+        };
+        tokio::time::timeout(wait, read).await.ok()
+    }
+
+    /// The next frame that is not a `welcome` (the gateway says one each time the browsers'
+    /// state changes).
+    async fn recv_skipping_welcome(&mut self) -> Value {
+        loop {
+            let frame = self.recv().await;
+            if frame["type"] != "welcome" {
+                return frame;
+            }
+        }
+    }
+}
+
+const REMOTE_QUESTION: &str = "0123456789abcdef0123456789abcdef";
+
+/// The gateway without SSH or root: a browser's host of this user starts it (forwarding is
+/// enabled in a state directory of the test's own), and a raw link to its socket plays the
+/// remote agent, so that what the gateway sends a remote agent can be read frame by frame.
+#[tokio::test]
+async fn the_gateway_is_a_host_to_remote_agents_and_tells_them_only_of_their_own_questions() {
+    let runtime = runtime_dir();
+    let state = tempfile::tempdir().expect("state dir");
+    std::fs::create_dir_all(state.path().join("him")).expect("state");
+    std::fs::write(state.path().join("him/gateway-enabled"), "").expect("marker");
+    let env = [
+        ("XDG_STATE_HOME", state.path().to_str().expect("utf-8")),
+        ("HIM_RECONNECT_GRACE_MS", "1500"),
+    ];
+    let mut ext = FakeExtension::start_correcting_with(runtime.path(), &env).await;
+    let gateway = him::runtime::gateway_socket(runtime.path());
+    eventually("the gateway's socket", || gateway.exists()).await;
+
+    let (mut remote, welcome) = RawRemote::connect(&gateway, "far-box").await;
+    assert_eq!(welcome["type"], "welcome", "{welcome}");
+    assert_eq!(
+        welcome["host"]["machine"],
+        him::runtime::hostname().expect("host name").as_str(),
+        "{welcome}"
+    );
+
+    // A local agent's question and its answer: the remote agent hears nothing of either.
+    let (local, _) = start_agent(runtime.path(), "local-agent", &[]).await;
+    let asked =
+        tokio::spawn(async move { call(&local, "ask_text", json!({"question": "Local?"})).await });
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["agent"]["name"], "local-agent");
+    assert!(
+        ask.get("machine").is_none(),
+        "a local question is not marked: {ask}"
+    );
+    ext.submit(&ask["id"], json!({"answer": "here"})).await;
+    assert_eq!(asked.await.expect("call")["answer"], "here");
+    loop {
+        match remote.recv_within(Duration::from_millis(600)).await {
+            None => break,
+            Some(frame) => assert_eq!(frame["type"], "welcome", "the remote agent heard: {frame}"),
+        }
+    }
+
+    // The remote question, labelled; an answer that does not fit is refused through the
+    // gateway and corrected in the panel; the accepted one ends it there.
+    remote
+        .send(json!({"type": "ask", "id": REMOTE_QUESTION, "timeout_ms": 60000, "asked_at_ms": 0,
+                     "form": {"title": "Port?", "fields": [{"name": "port", "type": "number", "label": "Port", "required": true}]}}))
+        .await;
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["id"], REMOTE_QUESTION);
+    assert_eq!(
+        (&ask["agent"]["name"], &ask["project"], &ask["machine"]),
+        (
+            &json!("far-agent"),
+            &json!("far-project"),
+            &json!("far-box")
+        ),
+        "{ask}"
+    );
+    assert_eq!(
+        remote.recv_skipping_welcome().await,
+        json!({"type": "shown", "id": REMOTE_QUESTION})
+    );
+    ext.submit(&ask["id"], json!({"port": "eighty"})).await;
+    let answer = remote.recv_skipping_welcome().await;
+    assert_eq!(answer["values"]["port"], "eighty", "{answer}");
+    remote
+        .send(json!({"type": "refused", "id": REMOTE_QUESTION, "field": "port", "message": "must be a number"}))
+        .await;
+    let refused = ext.recv_type("refused").await;
+    assert_eq!(
+        (&refused["id"], &refused["field"]),
+        (&json!(REMOTE_QUESTION), &json!("port")),
+        "{refused}"
+    );
+    ext.submit(&ask["id"], json!({"port": 8080})).await;
+    let answer = remote.recv_skipping_welcome().await;
+    assert_eq!(answer["values"]["port"], 8080, "{answer}");
+    remote
+        .send(json!({"type": "accepted", "id": REMOTE_QUESTION}))
+        .await;
+    assert_eq!(ext.recv_type("accepted").await["id"], REMOTE_QUESTION);
+
+    // A remote agent that goes away has its open question withdrawn from the panel.
+    let second = "fedcba9876543210fedcba9876543210";
+    remote
+        .send(json!({"type": "ask", "id": second, "timeout_ms": 60000, "asked_at_ms": 0,
+                     "form": {"title": "Gone?", "fields": [{"name": "a", "type": "text", "label": "A"}]}}))
+        .await;
+    assert_eq!(ext.take_ask().await["id"], second);
+    drop(remote);
+    assert_eq!(ext.recv_type("withdraw").await["id"], second);
+
+    // With no browser left, the gateway leaves after the grace and takes its socket along.
+    ext.kill().await;
+    eventually("the gateway to leave", || !gateway.exists()).await;
+}
