@@ -23,6 +23,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, watch};
+use tokio_util::task::TaskTracker;
 
 use crate::frame::FrameError;
 use crate::link;
@@ -40,6 +41,9 @@ pub const RESCAN_INTERVAL: Duration = Duration::from_millis(250);
 
 /// How long a closing link waits for the host to acknowledge the end of its frames.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
+/// How long a process that exits waits for its host links to write their last frames
+/// ([`Pool::close`]); a host reads them in microseconds, so this bounds only a stuck one.
+pub const EXIT_WAIT: Duration = Duration::from_secs(1);
 
 /// What a host said about one question.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,6 +124,9 @@ struct Shared {
     /// One scan at a time. A question opened while another scan is still connecting must
     /// wait for it: otherwise it finds no link yet and concludes no browser is there.
     scanning: tokio::sync::Mutex<()>,
+    /// The link tasks, so that a process about to exit can let them write what it queued
+    /// last (an `accepted`, a withdrawal) before its runtime goes.
+    link_tasks: TaskTracker,
 }
 
 impl Shared {
@@ -192,6 +199,7 @@ impl Pool {
                 state: Mutex::new(State::default()),
                 link_count: watch::channel(0).0,
                 scanning: tokio::sync::Mutex::new(()),
+                link_tasks: TaskTracker::new(),
             }),
         }
     }
@@ -290,6 +298,22 @@ impl Pool {
         state.closed = true;
         state.links.clear();
         self.shared.publish_link_count(&state);
+    }
+
+    /// As [`Pool::shutdown`], then waits up to `within` for every link to have written
+    /// what was queued on it and closed, for a process that exits next (`him ask`, a hook,
+    /// `him serve` at the end of its session). Without the wait the runtime would go with
+    /// the last frames unwritten: the host would see the link close before the `accepted`
+    /// of the answer it relayed, and tell the person their answer was not delivered.
+    pub async fn close(&self, within: Duration) {
+        self.shutdown();
+        self.shared.link_tasks.close();
+        if tokio::time::timeout(within, self.shared.link_tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::debug!("host links still open at exit");
+        }
     }
 }
 
@@ -574,7 +598,9 @@ fn link_queue(
     }
     state.links.insert(path.clone(), Link { outgoing, status });
     shared.publish_link_count(state);
-    tokio::spawn(run_link(shared.clone(), path, stream, queue));
+    shared
+        .link_tasks
+        .spawn(run_link(shared.clone(), path, stream, queue));
 }
 
 async fn run_link(

@@ -72,11 +72,16 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
         // Asked here only: `him serve` and hooks never take the terminal.
         let terminal = (!args.no_tty).then(Terminal::open).flatten();
         let channels = channels::Channels::without_elicitation(terminal, notice);
-        match channels::ask(&pool, &config, Box::new(prepared), channels, interrupted).await {
-            channels::Asked::Done(result) => *result,
-            // Only an MCP session offers elicitation; `him ask` never does.
-            channels::Asked::InputRequired(_) => unreachable!("him ask offers no elicitation"),
-        }
+        let result =
+            match channels::ask(&pool, &config, Box::new(prepared), channels, interrupted).await {
+                channels::Asked::Done(result) => *result,
+                // Only an MCP session offers elicitation; `him ask` never does.
+                channels::Asked::InputRequired(_) => unreachable!("him ask offers no elicitation"),
+            };
+        // The panel that answered hears `accepted` (or the others the withdrawal) before
+        // this process goes; otherwise it would tell the person the answer was not delivered.
+        pool.close(crate::agent::EXIT_WAIT).await;
+        result
     });
     let mut stdout = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut stdout, &result)?;

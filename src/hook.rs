@@ -159,13 +159,10 @@ fn ask(
         let pool = Pool::for_runtime(&config.runtime, identity);
         let outcome =
             permission::ask(&pool, &prompt, wait, config.reconnect_grace, stopped()).await;
-        // The withdrawal is queued on each host's link; let those tasks write it before the
-        // runtime goes, so the panel says why the card left (timed out, answered) rather
-        // than seeing the link close. Each needs one turn on this one thread.
-        pool.shutdown();
-        for _ in 0..8 {
-            tokio::task::yield_now().await;
-        }
+        // The withdrawal (or the `accepted`) is queued on each host's link; let those tasks
+        // write it before the runtime goes, so the panel says why the card left (timed out,
+        // answered) rather than seeing the link close.
+        pool.close(crate::agent::EXIT_WAIT).await;
         outcome
     });
     Ok(permission::decide(&request, &prompt, outcome))

@@ -145,3 +145,20 @@ async fn a_forms_json_names_its_own_timeout_and_nothing_unknown() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+#[tokio::test]
+async fn the_panel_hears_its_answer_was_taken_before_him_ask_exits() {
+    // him ask exits as soon as it has its answer; the `accepted` it queued for the host
+    // must still be written, or the panel tells the person their answer was not delivered.
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let child = him_ask(runtime.path(), &["confirm", "Deploy now?"])
+        .spawn()
+        .unwrap();
+    let ask = ext.take_ask().await;
+    ext.submit(&ask["id"], json!({"confirmed": true})).await;
+    let verdict = ext.verdict_on(&ask["id"]).await;
+    assert_eq!(verdict["type"], "accepted", "{verdict}");
+    let output = child.wait_with_output().await.unwrap();
+    assert_eq!(output.status.code(), Some(0));
+}

@@ -234,3 +234,18 @@ async fn other_events_and_bad_input_are_left_to_the_agent() {
         &finish(start_hook(runtime.path(), "codex", &[], &json!("not an object")).await).await,
     );
 }
+
+#[tokio::test]
+async fn the_panel_hears_the_decision_was_taken_before_the_hook_exits() {
+    // The hook exits as soon as it has written the decision; the `accepted` it queued for
+    // the host must be written first, or the panel says the answer was not delivered.
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let child = start_hook(runtime.path(), "claude-code", &[], &claude_input()).await;
+    let ask = ext.take_ask().await;
+    ext.submit(&ask["id"], json!({"decision": "deny"})).await;
+    let verdict = ext.verdict_on(&ask["id"]).await;
+    assert_eq!(verdict["type"], "accepted", "{verdict}");
+    let decision = &stdout_json(&finish(child).await)["hookSpecificOutput"]["decision"];
+    assert_eq!(decision["behavior"], "deny");
+}

@@ -59,7 +59,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         let service = server.serve(transport).await?;
         let reason = service.waiting().await;
         // The client is gone: whatever it asked can no longer be answered to anyone.
-        pool_owner.shutdown();
+        pool_owner.close().await;
         tracing::debug!(?reason, "MCP session ended");
         Ok::<_, BoxError>(())
     })?;

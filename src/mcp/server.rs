@@ -209,6 +209,14 @@ impl HimServer {
         }
     }
 
+    /// As [`HimServer::shutdown`], for a process about to exit: waits (a little) for the
+    /// withdrawals to be written.
+    pub async fn close(&self) {
+        if let Some(pool) = self.pool.get() {
+            pool.close(crate::agent::EXIT_WAIT).await;
+        }
+    }
+
     fn pool(&self, ctx: &RequestContext<RoleServer>) -> &Pool {
         self.pool.get_or_init(|| {
             let agent = match ctx.client_info() {

@@ -425,3 +425,18 @@ pub async fn host_still_works(ext: &mut FakeExtension, runtime: &Path) {
     ext.submit(&ask["id"], json!({"answer": "yes"})).await;
     assert_eq!(call.await.expect("call task")["answer"], "yes");
 }
+
+impl FakeExtension {
+    /// The host's verdict on the answer to `id`, for an extension that takes verdicts
+    /// (`start_correcting`): `accepted`, or the `error` saying it was not delivered.
+    pub async fn verdict_on(&mut self, id: &Value) -> Value {
+        loop {
+            let frame = self.recv().await;
+            if &frame["id"] == id
+                && ["accepted", "error", "refused"].contains(&frame["type"].as_str().unwrap_or(""))
+            {
+                return frame;
+            }
+        }
+    }
+}
