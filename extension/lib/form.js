@@ -589,7 +589,10 @@ function optionFilter(doc, field, id, list, rows, onFilter) {
   none.hidden = true;
   box.append(input, none);
 
-  const texts = rows.map(({ row }) => row.textContent.toLocaleLowerCase());
+  // What a row says, without its key badge or the Recommended badge.
+  const texts = rows.map(({ row }) =>
+    [...row.querySelectorAll('.him-option-label, .him-option-desc')].map((el) => el.textContent).join(' ').toLocaleLowerCase(),
+  );
   const apply = () => {
     const wanted = input.value.trim().toLocaleLowerCase();
     const shown = rows.filter((r, i) => {

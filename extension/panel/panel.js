@@ -305,6 +305,9 @@ function renderQueue(questions) {
   const elsewhere = focusCard && focusCard !== active && focusCard.id !== before && isWaiting(focusCard.question);
   if ((changed || activeId !== before) && active && !active.element.contains(document.activeElement) && !elsewhere) {
     active.view.focusFirst();
+    // The browser draws no ring for a focus the page moved after a click; this one must be
+    // seen, so the panel draws it until the person next uses the mouse.
+    document.body.dataset.focusRing = '';
   }
 }
 
@@ -672,6 +675,8 @@ document.addEventListener('keydown', (event) => {
   const active = cards.get(activeId);
   if (active && !active.expired && !active.broken && !active.question.closed) active.view.handleKey(event);
 });
+
+document.addEventListener('pointerdown', () => delete document.body.dataset.focusRing, true);
 
 $('prev').addEventListener('click', () => step(-1));
 $('next').addEventListener('click', () => step(1));
