@@ -700,9 +700,10 @@ function optionRow(doc, option, i, { name, id, multi, checked }) {
   label.htmlFor = id;
   const key = doc.createElement('kbd');
   key.setAttribute('aria-hidden', 'true');
+  // A row without a key keeps an invisible badge, so that every label starts in line.
   const setKey = (text) => {
-    key.textContent = text ?? '';
-    key.hidden = text === null;
+    key.textContent = text ?? '0';
+    key.toggleAttribute('data-none', text === null);
   };
   setKey(i < 9 ? String(i + 1) : null);
   label.appendChild(key);

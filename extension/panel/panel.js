@@ -387,7 +387,14 @@ function createCard(question) {
   row.hidden = true;
   const rowWho = document.createElement('span');
   rowWho.className = 'row-who';
-  rowWho.textContent = [label, question.project].filter(Boolean).join(' · ');
+  rowWho.textContent = label;
+  if (question.project) {
+    // In a narrow panel the project gives way to the title; the mark's colour still tells.
+    const project = document.createElement('span');
+    project.className = 'row-project';
+    project.textContent = ` · ${question.project}`;
+    rowWho.append(project);
+  }
   const rowTitle = document.createElement('span');
   rowTitle.className = 'row-title';
   rowTitle.textContent = titleText(question.form);
