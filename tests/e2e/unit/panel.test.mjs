@@ -256,3 +256,38 @@ test('every string of the panel page comes from _locales', async () => {
   );
   for (const key of used) assert.ok(ENGLISH[key], `${key} is used by panel.js but not in en/messages.json`);
 });
+
+test('permission cards, closed cards and drafts keep working in the inbox', async () => {
+  const { document, push } = await openPanel();
+  const now = Date.now();
+  const permission = withDeadline(
+    question(
+      'perm',
+      { title: 'Claude Code asks to use Bash', fields: [], permission: { tool_name: 'Bash', input: { command: 'ls -la' } } },
+      'claude-code',
+    ),
+    now + 200_000,
+  );
+  const drafted = { ...withDeadline(question('draft', textForm('Kept draft'), 'codex'), now + 100_000), draft: { values: { answer: 'half typed' }, note: '' } };
+  const closed = { ...question('closed', textForm('Closed one'), 'codex'), closed: { reason: 'cancelled', text: 'Cancelled by the agent.', at_ms: now } };
+  push([permission, drafted, closed]);
+  const cards = [...document.querySelectorAll('article.card')];
+  assert.deepEqual(
+    cards.map((c) => [c.querySelector('.row-title').textContent, c.hasAttribute('data-collapsed')]),
+    [
+      ['Kept draft', false],
+      ['Claude Code asks to use Bash', true],
+      ['Closed one', false],
+    ],
+    'the open card, the permission card as a line, the closed card whole',
+  );
+  assert.equal(cards[0].querySelector('input').value, 'half typed', 'the draft is back in its field');
+  assert.match(cards[2].querySelector('.him-status').textContent, /^Cancelled by the agent\. What you typed stays here/);
+  assert.equal(document.getElementById('count').textContent, '1 of 2', 'a closed card is not counted');
+
+  cards[1].querySelector('.card-row').click();
+  assert.equal(cards[1].hasAttribute('data-collapsed'), false);
+  assert.equal(document.activeElement.textContent, 'Deny', 'a permission card opens on Deny');
+  assert.equal(cards[0].hasAttribute('data-collapsed'), true);
+  assert.equal(cards[0].querySelector('input').value, 'half typed', 'the draft stays in the folded card');
+});
