@@ -291,7 +291,15 @@ function renderQueue(questions) {
   const active = cards.get(activeId) ?? null;
 
   for (const q of order) setCollapsed(cards.get(q.id), q.id !== activeId && isWaiting(q) && !cards.get(q.id).broken);
-  placeCards([active, ...order.map((q) => cards.get(q.id)).filter((c) => c !== active)].filter(Boolean), focusCard);
+  let wanted = [active, ...order.map((q) => cards.get(q.id)).filter((c) => c !== active)].filter(Boolean);
+  // A card that closed (or whose answer came back) while the person is in it stays exactly
+  // where it is, what they typed there to copy; the next question opens around it.
+  const held = focusCard && !isWaiting(focusCard.question) ? focusCard : null;
+  if (held) {
+    wanted = wanted.filter((c) => c !== held);
+    wanted.splice(Math.min([...$('queue').children].indexOf(held.element), wanted.length), 0, held);
+  }
+  placeCards(wanted, focusCard);
   for (const q of order) updateCard(cards.get(q.id));
   renderCount(order);
 
@@ -299,10 +307,11 @@ function renderQueue(questions) {
   $('empty').hidden = questions.length > 0 || !$('problem').hidden;
   // When a question arrives or leaves, or another card opens, the open card gets the focus:
   // answer one, and the keyboard is already in the next. It never takes the focus from
-  // another question the person is in (a closed card being copied from does not count),
-  // and a broken card never takes it (Enter there would decline a question the person
-  // could not read).
-  const elsewhere = focusCard && focusCard !== active && focusCard.id !== before && isWaiting(focusCard.question);
+  // another card the person is in (one that closed under their hands included: the next
+  // keys must not land in another question), only from the untouched card that gave way to
+  // a more urgent one; and a broken card never takes it (Enter there would decline a
+  // question the person could not read).
+  const elsewhere = focusCard && focusCard !== active && !(focusCard.id === before && isWaiting(focusCard.question));
   if ((changed || activeId !== before) && active && !active.element.contains(document.activeElement) && !elsewhere) {
     active.view.focusFirst();
     // The browser draws no ring for a focus the page moved after a click; this one must be

@@ -291,3 +291,22 @@ test('permission cards, closed cards and drafts keep working in the inbox', asyn
   assert.equal(cards[0].hasAttribute('data-collapsed'), true);
   assert.equal(cards[0].querySelector('input').value, 'half typed', 'the draft stays in the folded card');
 });
+
+test('the open card closing under the person\'s hands stays in place with the focus; the next one opens below it', async () => {
+  const { window, document, push } = await openPanel();
+  const now = Date.now();
+  const a = withDeadline(question('a', textForm('Being typed'), 'codex'), now + 100_000);
+  const b = withDeadline(question('b', textForm('Next up'), 'codex'), now + 200_000);
+  push([a, b]);
+  const box = document.querySelector('article.card input');
+  box.focus();
+  box.value = 'my text';
+  box.dispatchEvent(new window.Event('input', { bubbles: true }));
+  push([{ ...a, deadline_ms: null, draft: { values: { answer: 'my text' }, note: '' }, closed: { reason: 'cancelled', text: 'Cancelled by the agent.', at_ms: now } }, b]);
+  const cards = [...document.querySelectorAll('article.card')];
+  assert.equal(cards[0].querySelector('.row-title').textContent, 'Being typed', 'still first');
+  assert.equal(document.activeElement, box, 'the focus stays where the person was typing');
+  assert.equal(box.readOnly, true);
+  assert.equal(cards[1].hasAttribute('data-collapsed'), false, 'the next question opened, below it');
+  assert.equal(document.getElementById('nav').hidden, true, 'one question waits: no count');
+});
