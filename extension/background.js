@@ -36,6 +36,7 @@ import {
 } from './lib/queue.js';
 import { backoffMs, describeHostProblem } from './lib/hosterror.js';
 import { postIfOpen } from './lib/port.js';
+import { t } from './lib/i18n.js';
 import { addRecent, dropRecent, normaliseRecent, recentEntry } from './lib/recent.js';
 
 const api = globalThis.browser ?? globalThis.chrome;
@@ -362,20 +363,16 @@ function answer(from, msg, now) {
       // That panel closed; the question stays in the queue for the next one.
     }
   };
-  if (!question) return fail('This question is no longer waiting.');
-  if (question.judging) return fail('Your answer is still being checked by the agent.');
-  if (question.undelivered || question.closed) {
-    return fail('Nobody waits for this answer any more; copy it from here.');
-  }
-  if (!hostReady) return fail('The him host is not connected; your answer is kept. Try again once it is.');
-  if (question.unconfirmed_since_ms !== null) {
-    return fail('Waiting for the agent to reconnect; your answer is kept. Try again in a moment.');
-  }
+  if (!question) return fail(t('answerFailedNotWaiting'));
+  if (question.judging) return fail(t('answerFailedBeingChecked'));
+  if (question.undelivered || question.closed) return fail(t('answerFailedNobodyWaits'));
+  if (!hostReady) return fail(t('answerFailedNoHost'));
+  if (question.unconfirmed_since_ms !== null) return fail(t('answerFailedAgentReconnecting'));
   const action = ['submit', 'decline', 'cancel'].includes(msg.action) ? msg.action : 'cancel';
   const out = { type: 'answer', id: msg.id, action };
   if (action === 'submit') out.values = msg.values && typeof msg.values === 'object' ? msg.values : {};
   if (typeof msg.note === 'string' && msg.note.trim() !== '') out.note = msg.note;
-  if (!sendToHost(out)) return fail('The connection to him closed; your answer is kept. Try again in a moment.');
+  if (!sendToHost(out)) return fail(t('answerFailedConnectionClosed'));
   if (hostVerdicts) {
     queue = answerJudging(queue, msg.id, out, now).state;
   } else {
@@ -394,20 +391,20 @@ function updateBadge() {
   action.setBadgeText({ text: n ? String(n) : '' }).catch(() => {});
   action.setBadgeBackgroundColor?.({ color: '#3558d6' })?.catch?.(() => {});
   action
-    .setTitle({ title: n ? `him: ${n} question${n === 1 ? '' : 's'} waiting` : 'him' })
+    .setTitle({ title: n === 0 ? 'him' : n === 1 ? t('badgeOneQuestion') : t('badgeQuestions', n) })
     .catch(() => {});
 }
 
 function notify(question) {
   if (!question || !api.notifications) return;
   if ([...panels.values()].some((visible) => visible)) return;
-  const where = question.project ? ` (${question.project})` : '';
+  const who = agentLabel(question.agent);
   api.notifications
     .create(`him:${question.id}`, {
       type: 'basic',
       iconUrl: api.runtime.getURL('icons/icon-128.png'),
-      title: `${agentLabel(question.agent)}${where} asks`,
-      message: question.form.title || 'A question is waiting for you.',
+      title: question.project ? t('notificationTitleInProject', who, question.project) : t('notificationTitle', who),
+      message: question.form.title || t('notificationNoTitle'),
     })
     .catch(() => {});
 }

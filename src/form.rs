@@ -896,10 +896,20 @@ mod tests {
 
     #[test]
     fn the_shared_fixture_of_forms_is_accepted_or_refused_as_it_says() {
+        judge_fixture_forms("forms");
+    }
+
+    /// The permission-form shape that extension/lib/formmodel.js twins (`checkPermissionForm`).
+    #[test]
+    fn the_shared_fixture_of_permission_forms_is_accepted_or_refused_as_it_says() {
+        judge_fixture_forms("permission_forms");
+    }
+
+    fn judge_fixture_forms(section: &str) {
         let fixture: Value =
             serde_json::from_str(include_str!("../tests/fixtures/forms.json")).unwrap();
-        let cases: Vec<FormCase> = serde_json::from_value(fixture["forms"].clone()).unwrap();
-        assert!(!cases.is_empty(), "the fixture lost its forms");
+        let cases: Vec<FormCase> = serde_json::from_value(fixture[section].clone()).unwrap();
+        assert!(!cases.is_empty(), "the fixture lost its {section}");
         let mut wrong = Vec::new();
         for case in cases {
             let form: Form = serde_json::from_value(expand_repeats(case.form))

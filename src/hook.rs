@@ -22,6 +22,14 @@
 //!
 //! Hooks run with no controlling terminal, so this never prompts in one, and it offers no
 //! loopback form: the agent's terminal is the fallback.
+//!
+//! Run end to end in the agents' interactive UIs (tests/e2e/claude-code-tui.test.mjs and
+//! codex-tui.test.mjs) with Claude Code 2.1.332 and Codex 0.171.0: allow runs the call
+//! (Claude Code shows "Allowed by PermissionRequest hook"), deny reaches the model as an
+//! error with the message, and no decision leaves the agent's own prompt waiting. Claude
+//! Code draws its prompt while the hook runs and takes it down when the hook decides. Codex
+//! sends an `exec_command` asked for outside the sandbox as `tool_name: "Bash"`,
+//! `tool_input: {"command", "description"}` (the description is the model's justification).
 
 use std::io::{Read, Write};
 use std::process::ExitCode;

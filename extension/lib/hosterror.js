@@ -1,7 +1,10 @@
 // What to tell the person when the native host cannot be reached. The browser's own message
 // (runtime.lastError in Chrome, port.error in Firefox) is shown as-is, because it is what a
 // search or a bug report needs; this adds what it means and exactly what to run.
-// The messages matched here are Chromium's (see FACTS.md) and Firefox's.
+// The messages matched here are Chromium's (see FACTS.md) and Firefox's, which are English
+// whatever the browser's language; what this adds is in the person's (./i18n.js).
+
+import { t } from './i18n.js';
 
 /**
  * @param {string|null} message the browser's error text (or, with `fromHost`, the host's
@@ -13,7 +16,7 @@ export function describeHostProblem(message, ctx = {}) {
   const text = String(message ?? '').trim();
   const doctor = 'him doctor';
   if (ctx.fromHost) {
-    return { summary: 'The him host could not start.', message: text, source: 'host', commands: [doctor] };
+    return { summary: t('hostCouldNotStart'), message: text, source: 'host', commands: [doctor] };
   }
   return { ...fromBrowser(text, ctx), source: 'browser' };
 }
@@ -23,35 +26,35 @@ function fromBrowser(text, ctx) {
   const doctor = 'him doctor';
   if (lower.includes('not found') || lower.includes('no such native application')) {
     return {
-      summary: 'him is not installed for this browser.',
+      summary: t('hostNotInstalled'),
       message: text,
       commands: ['him install', doctor],
     };
   }
   if (lower.includes('forbidden') || lower.includes('not allowed') || lower.includes('access to the specified')) {
     return {
-      summary: "him's host manifest does not allow this extension.",
+      summary: t('hostForbidsExtension'),
       message: text,
       commands: [ctx.extensionId ? `him install --extension-id ${ctx.extensionId}` : 'him install', doctor],
     };
   }
   if (lower.includes('invalid native messaging host name')) {
     return {
-      summary: 'This extension asked for a host name the browser rejects.',
+      summary: t('hostNameRejected'),
       message: text,
       commands: [doctor],
     };
   }
   if (lower.includes('exited') || lower.includes('failed to start') || lower.includes('error when communicating')) {
     return {
-      summary: 'The him host started but stopped. Reinstalling often fixes a moved binary.',
+      summary: t('hostStopped'),
       message: text,
       commands: [doctor, 'him install'],
     };
   }
   return {
-    summary: 'The connection to the him host closed.',
-    message: text || 'The host closed the connection.',
+    summary: t('hostConnectionClosed'),
+    message: text || t('hostClosedConnection'),
     commands: [doctor],
   };
 }
@@ -64,16 +67,14 @@ function fromBrowser(text, ctx) {
  * @param {{unconfirmed_since_ms: ?number}} question
  */
 export function sendBlockedReason(host, question) {
-  const kept = 'Your answer is kept.';
   if (host.status === 'error') {
     const fix = host.problem?.commands?.[0];
-    const summary = host.problem?.summary ? ` ${host.problem.summary}` : '';
-    const then = fix ? ` Run ${fix} (see above), then Try again; your answer is kept.` : ` ${kept}`;
-    return `Cannot send: the him host is not connected.${summary}${then}`;
+    const then = fix ? t('sendBlockedRunFix', fix) : t('answerKept');
+    return [t('sendBlockedNoHost'), host.problem?.summary, then].filter(Boolean).join(' ');
   }
-  if (host.status !== 'connected') return `Connecting to the him host… ${kept}`;
+  if (host.status !== 'connected') return t('sendBlockedConnecting');
   if (question.unconfirmed_since_ms !== null && question.unconfirmed_since_ms !== undefined) {
-    return `Waiting for the agent to reconnect… ${kept}`;
+    return t('sendBlockedAgentReconnecting');
   }
   return null;
 }

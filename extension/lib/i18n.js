@@ -38,9 +38,24 @@ function fromTable(key) {
  * as itself, so a missing string shows where it is missing (and the locale test fails).
  */
 export function t(key, ...subs) {
+  return tParts(key, ...subs.map((sub) => (sub === undefined ? sub : String(sub)))).join('');
+}
+
+/**
+ * The message `key` as a list of its text pieces with `subs` in their places, unchanged:
+ * for a message that holds an element (`title.append(...tParts('allowTool', codeElement))`),
+ * since the words around it come in another order in another language.
+ */
+export function tParts(key, ...subs) {
   const template = (table ? fromTable(key) : fromBrowser(key)) || key;
-  return template.replace(/\{([1-9])\}/g, (whole, n) => {
-    const sub = subs[Number(n) - 1];
-    return sub === undefined ? whole : String(sub);
-  });
+  const parts = [];
+  let at = 0;
+  for (const match of template.matchAll(/\{([1-9])\}/g)) {
+    const sub = subs[Number(match[1]) - 1];
+    if (sub === undefined) continue;
+    parts.push(template.slice(at, match.index), sub);
+    at = match.index + match[0].length;
+  }
+  parts.push(template.slice(at));
+  return parts.filter((part) => part !== '');
 }

@@ -16,9 +16,12 @@
 // The view has renderForm's interface (lib/form.js), so the panel treats both alike:
 //   const view = renderPermission(doc, form, {idPrefix, draft, onChange, onSubmit, onDecline});
 // onSubmit gets {values: {decision: 'allow' | 'deny'}, note}. Like form.js it uses no
-// extension API and takes the document from its caller.
+// extension API and takes the document from its caller. A form that breaks the permission
+// shape (formmodel.js checkPermissionForm) throws, as renderForm does for a form it cannot draw.
 
+import { checkPermissionForm } from './formmodel.js';
 import { holdControls } from './holds.js';
+import { t, tParts } from './i18n.js';
 
 /** Whether `form` is a permission prompt, drawn by this module rather than lib/form.js. */
 export function isPermissionForm(form) {
@@ -26,6 +29,11 @@ export function isPermissionForm(form) {
 }
 
 export function renderPermission(doc, form, opts = {}) {
+  // The agent side refuses a permission form of another shape (Form::validate); one that
+  // got here anyway gets no Allow button but the panel's card that cannot be drawn, where
+  // the person can only decline.
+  const shape = checkPermissionForm(form);
+  if (!shape.ok) throw new Error(`not a permission prompt him can show: ${shape.message}`);
   const prefix = opts.idPrefix ?? 'him';
   const permission = form.permission;
   const tool = String(permission.tool_name ?? '');
@@ -47,7 +55,7 @@ export function renderPermission(doc, form, opts = {}) {
 
   const title = el('h2', 'him-title');
   title.id = `${prefix}-title`;
-  title.append('Allow ', el('code', 'him-perm-tool', tool), '?');
+  title.append(...tParts('permissionAllowTool', el('code', 'him-perm-tool', tool)));
   root.append(title);
 
   const body = el('fieldset', 'him-body');
@@ -55,20 +63,20 @@ export function renderPermission(doc, form, opts = {}) {
   body.append(...inputView(doc, el, tool, input));
 
   const noteWrap = el('div', 'him-field him-note');
-  const noteLabel = el('label', 'him-label', 'Note (optional, sent to the agent with your decision)');
+  const noteLabel = el('label', 'him-label', t('permissionNoteLabel'));
   noteLabel.htmlFor = `${prefix}-note`;
   const noteArea = el('textarea');
   noteArea.id = `${prefix}-note`;
   noteArea.rows = 2;
-  noteArea.placeholder = 'Why not, or what to do instead';
+  noteArea.placeholder = t('permissionNotePlaceholder');
   noteArea.value = typeof opts.draft?.note === 'string' ? opts.draft.note : '';
   noteWrap.append(noteLabel, noteArea);
   body.append(noteWrap);
 
   const actions = el('div', 'him-actions');
-  const deny = el('button', 'him-deny', 'Deny');
+  const deny = el('button', 'him-deny', t('permissionDeny'));
   deny.type = 'button';
-  const allow = el('button', 'him-allow', 'Allow');
+  const allow = el('button', 'him-allow', t('permissionAllow'));
   allow.type = 'button';
   actions.append(deny, allow);
   body.append(actions);
@@ -76,7 +84,7 @@ export function renderPermission(doc, form, opts = {}) {
   const status = el('p', 'him-status');
   status.setAttribute('role', 'status');
   root.append(status);
-  root.append(el('p', 'him-hint', 'Allow needs a click · Esc or Enter denies'));
+  root.append(el('p', 'him-hint', t('permissionHint')));
 
   const note = () => noteArea.value;
   const decide = (decision) => {
@@ -97,7 +105,7 @@ export function renderPermission(doc, form, opts = {}) {
       // Enter on a focused button "clicks" it; on Allow that would be an allow by reflex.
       if (event.target === allow) {
         event.preventDefault();
-        status.textContent = 'Enter does not allow: click Allow.';
+        status.textContent = t('permissionEnterDoesNotAllow');
         return;
       }
       // Elsewhere Enter decides nothing: on Deny it is Deny's own click, in the note a
@@ -160,36 +168,36 @@ function inputView(doc, el, tool, input) {
   };
 
   if (obj && tool === 'Bash' && str('command') !== null) {
-    section('Command', code(str('command')));
+    section(t('permissionCommand'), code(str('command')));
     shown.add('command');
   } else if (obj && (tool === 'Edit' || tool === 'Write' || tool === 'MultiEdit') && str('file_path') !== null) {
-    section('File', code(str('file_path'), 'him-perm-path'));
+    section(t('permissionFile'), code(str('file_path'), 'him-perm-path'));
     shown.add('file_path');
     if (tool === 'Write' && str('content') !== null) {
-      section('New content', diff(null, str('content')));
+      section(t('permissionNewContent'), diff(null, str('content')));
       shown.add('content');
     } else if (tool === 'Edit' && str('old_string') !== null && str('new_string') !== null) {
-      section('Change', diff(str('old_string'), str('new_string')));
+      section(t('permissionChange'), diff(str('old_string'), str('new_string')));
       shown.add('old_string');
       shown.add('new_string');
     } else if (tool === 'MultiEdit' && Array.isArray(obj.edits)) {
       const edits = obj.edits;
       if (edits.every((e) => typeof e?.old_string === 'string' && typeof e?.new_string === 'string')) {
-        edits.forEach((e, i) => section(`Change ${i + 1} of ${edits.length}`, diff(e.old_string, e.new_string)));
+        edits.forEach((e, i) => section(t('permissionChangeOf', i + 1, edits.length), diff(e.old_string, e.new_string)));
         // Other keys of an edit (replace_all) must still be seen: keep them in the rest.
         if (edits.every((e) => Object.keys(e).length === 2)) shown.add('edits');
       }
     }
   } else if (obj && tool === 'WebFetch' && str('url') !== null) {
-    section('URL', code(str('url'), 'him-perm-path'));
+    section(t('permissionUrl'), code(str('url'), 'him-perm-path'));
     shown.add('url');
   }
 
   if (!shown.size) {
-    section('Input', code(JSON.stringify(input ?? null, null, 2)));
+    section(t('permissionInput'), code(JSON.stringify(input ?? null, null, 2)));
   } else {
     const rest = Object.fromEntries(Object.entries(obj).filter(([key]) => !shown.has(key)));
-    if (Object.keys(rest).length) section('Other input (as the agent gave it)', code(JSON.stringify(rest, null, 2)));
+    if (Object.keys(rest).length) section(t('permissionOtherInput'), code(JSON.stringify(rest, null, 2)));
   }
   return parts;
 }

@@ -1,7 +1,8 @@
 // The pending-question queue the service worker keeps in storage.session and the panel
 // shows. Pure functions over plain JSON data (it must survive a structured-clone round
 // trip through storage); every function that needs the time takes `now` (Unix ms), so
-// tests control the clock. Nothing here touches a browser API.
+// tests control the clock. Nothing here touches a browser API; the words the person reads
+// come from ./i18n.js.
 //
 // state = {
 //   questions: [{id, form, timeout_ms, asked_at_ms, deadline_ms, agent, project,
@@ -25,6 +26,8 @@
 // A question that ends without the person's answer (withdrawn, timed out, its agent gone)
 // after they started typing stays in place as `closed: {reason, text, at_ms}`, no longer
 // answerable, so that what they typed can still be copied, until they dismiss it.
+
+import { t } from './i18n.js';
 
 /** How long a notice stays in the panel. */
 export const NOTICE_TTL_MS = 2 * 60 * 1000;
@@ -61,7 +64,7 @@ export function normaliseQueue(value) {
 
 /** The agent's display name: its title, else its name. */
 export function agentLabel(agent) {
-  return (agent && (agent.title || agent.name)) || 'An agent';
+  return (agent && (agent.title || agent.name)) || t('agentUnnamed');
 }
 
 /** Check the parts of an `ask` message the panel relies on; returns an error text or null. */
@@ -111,21 +114,23 @@ export function addQuestion(state, ask, now) {
   return { state: { ...state, questions }, added: !existing };
 }
 
+// Each a call, so that every key is written out where it is used (the locale test scans
+// for them) and is looked up in the language of the moment.
 const WITHDRAW_TEXT = {
-  timeout: 'Timed out: the agent stopped waiting for an answer.',
-  cancelled: 'Cancelled by the agent.',
-  answered: 'Answered somewhere else.',
-  shutdown: 'The agent shut down.',
-  gone: 'The agent is no longer waiting.',
-  expired: 'Timed out: the agent stopped waiting for an answer.',
-  submit: 'Answer sent.',
-  decline: 'Declined.',
-  cancel: 'Dismissed.',
+  timeout: () => t('leftTimedOut'),
+  cancelled: () => t('leftCancelled'),
+  answered: () => t('leftAnsweredElsewhere'),
+  shutdown: () => t('leftAgentShutDown'),
+  gone: () => t('leftAgentGone'),
+  expired: () => t('leftTimedOut'),
+  submit: () => t('leftAnswerSent'),
+  decline: () => t('leftDeclined'),
+  cancel: () => t('leftDismissed'),
 };
 
 /** The notice text for a reason a question left the queue. */
 export function leaveText(reason) {
-  return WITHDRAW_TEXT[reason] ?? 'Withdrawn by the agent.';
+  return Object.hasOwn(WITHDRAW_TEXT, reason) ? WITHDRAW_TEXT[reason]() : t('leftWithdrawn');
 }
 
 /**
@@ -139,7 +144,7 @@ export function removeQuestion(state, id, reason, now) {
   const notice = {
     key: `${id}:${reason}:${now}`,
     id,
-    title: question.form?.title || 'A question',
+    title: question.form?.title || t('questionUntitled'),
     agent: agentLabel(question.agent),
     text: leaveText(reason),
     kind: reason,
@@ -253,7 +258,7 @@ export function answerRefused(state, id, refusal, now) {
   const { judging, ...rest } = question;
   const refused = {
     field: typeof refusal?.field === 'string' ? refusal.field : null,
-    message: typeof refusal?.message === 'string' ? refusal.message : 'the answer does not fit the question',
+    message: typeof refusal?.message === 'string' ? refusal.message : t('refusedWithoutReason'),
     at_ms: now,
   };
   return { state: { ...state, questions: state.questions.map((q) => (q.id === id ? { ...rest, refused } : q)) }, marked: true };
@@ -296,7 +301,7 @@ export function answerUndelivered(state, id, message, now) {
 }
 
 function undeliveredBecause(message, now) {
-  return { message: typeof message === 'string' ? message : 'the host could not deliver it', at_ms: now };
+  return { message: typeof message === 'string' ? message : t('undeliveredWithoutReason'), at_ms: now };
 }
 
 /**
@@ -402,11 +407,11 @@ export function timeLeft(q, now) {
 
 /** "45 s", "4:05", "1 h 20 min": short enough for a card header, exact near the end. */
 export function formatTimeLeft(ms) {
-  if (ms === null || ms === undefined) return 'no time limit';
+  if (ms === null || ms === undefined) return t('timeNoLimit');
   const s = Math.ceil(ms / 1000);
-  if (s < 60) return `${s} s`;
+  if (s < 60) return t('timeSeconds', s);
   if (s < 3600) return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
   const h = Math.floor(s / 3600);
   const min = Math.floor((s % 3600) / 60);
-  return min ? `${h} h ${min} min` : `${h} h`;
+  return min ? t('timeHoursMinutes', h, min) : t('timeHours', h);
 }

@@ -95,13 +95,26 @@ function render() {
   renderRecent(Array.isArray(state.recent) ? state.recent : []);
 }
 
-/** The static words of panel.html, from _locales. */
+/** The static words of panel.html, from _locales: element id → its text, and → its name. */
 function translatePage() {
   document.documentElement.lang = t('panel_lang');
-  for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
-  for (const el of document.querySelectorAll('[data-i18n-aria-label]')) {
-    el.setAttribute('aria-label', t(el.dataset.i18nAriaLabel));
-  }
+  const words = {
+    link: t('panel_link_connecting'),
+    'problem-run': t('panel_problem_run'),
+    retry: t('panel_retry'),
+    empty: t('panel_empty'),
+    'recent-note': t('panel_recent_note'),
+    'recent-copy': t('panel_recent_copy'),
+  };
+  const names = {
+    nav: t('panel_nav_label'),
+    prev: t('panel_prev'),
+    next: t('panel_next'),
+    queue: t('panel_queue_label'),
+    notices: t('panel_notices_label'),
+  };
+  for (const [id, text] of Object.entries(words)) $(id).textContent = text;
+  for (const [id, name] of Object.entries(names)) $(id).setAttribute('aria-label', name);
 }
 
 function renderLink(host) {

@@ -3,8 +3,10 @@
 //! ```text
 //!   Loopback::bind ──► 127.0.0.1:<random port>, token = 128 random bits
 //!   GET  /q/<token>            the page: form, who asks and the time left as inline JSON,
-//!                              no inline script; once closed, a short page saying so (410)
-//!   GET  /q/<token>/<asset>    page.js, form.js, markdown.js, queue.js (the extension's lib), css
+//!                              with the words of the Accept-Language's locale, no inline
+//!                              script; once closed, a short page saying so (410)
+//!   GET  /q/<token>/<asset>    page.js, form.js, markdown.js, queue.js, i18n.js (the
+//!                              extension's lib), css
 //!   POST /q/<token>            {action, values, note} → the answer, once (then 410)
 //!   anything else              404; a Host other than 127.0.0.1:<port> → 421, two → 400
 //! ```
@@ -41,6 +43,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::admission::{Admission, Proof, Ticket};
 use crate::agent::Identity;
+use crate::fallback::locale::{self, Locale};
 use crate::form::Form;
 use crate::peer::{self, Peer};
 use crate::protocol::{Action, Answer};
@@ -75,6 +78,8 @@ const MARKDOWN_JS: &str = include_str!("../../extension/lib/markdown.js");
 // The panel's own time-left wording and agent label, so both say them alike.
 const QUEUE_JS: &str = include_str!("../../extension/lib/queue.js");
 const FORM_CSS: &str = include_str!("../../extension/lib/form.css");
+// lib's words in the page's language (the table comes with the page, see `locale`).
+const I18N_JS: &str = include_str!("../../extension/lib/i18n.js");
 
 /// The files a page may load, by the name after `/q/<token>/`.
 fn asset(name: &str) -> Option<(&'static str, &'static str)> {
@@ -86,6 +91,7 @@ fn asset(name: &str) -> Option<(&'static str, &'static str)> {
         "formmodel.js" => Some((JS, FORM_MODEL_JS)),
         "markdown.js" => Some((JS, MARKDOWN_JS)),
         "queue.js" => Some((JS, QUEUE_JS)),
+        "i18n.js" => Some((JS, I18N_JS)),
         "form.css" => Some((CSS, FORM_CSS)),
         "page.css" => Some((CSS, PAGE_CSS)),
         _ => None,
@@ -267,13 +273,12 @@ enum ClosedBecause {
 }
 
 impl ClosedBecause {
+    /// The key of its sentence in the messages files.
     fn sentence(self) -> &'static str {
         match self {
-            ClosedBecause::Answered => "This question was answered.",
-            ClosedBecause::TimedOut => "This question is closed: it timed out.",
-            ClosedBecause::Withdrawn => {
-                "This question is closed: the agent stopped waiting, or it was answered elsewhere."
-            }
+            ClosedBecause::Answered => "loopbackClosedAnswered",
+            ClosedBecause::TimedOut => "loopbackClosedTimedOut",
+            ClosedBecause::Withdrawn => "loopbackClosedWithdrawn",
         }
     }
 }
@@ -286,6 +291,19 @@ fn content(status: StatusCode, content_type: &'static str, body: Bytes) -> Respo
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+/// A page in `locale`'s language, saying so (`Content-Language`), and that another
+/// `Accept-Language` gets another page.
+fn html(status: StatusCode, locale: &Locale, body: String) -> Response<Body> {
+    let mut response = content(status, "text/html; charset=utf-8", Bytes::from(body));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_LANGUAGE,
+        HeaderValue::from_static(locale.tag),
+    );
+    headers.insert(header::VARY, HeaderValue::from_static("Accept-Language"));
     response
 }
 
@@ -538,26 +556,22 @@ async fn respond(request: Request<Incoming>, shared: &Shared, ticket: &Ticket) -
         Route::Refuse(refusal) => not_taken(refusal.response()),
         // A reload after the end gets a page that says so rather than JSON; the styles
         // carry nothing of the question, so that page may still load them.
-        Route::Page if shared.closed() => not_taken(content(
-            StatusCode::GONE,
-            "text/html; charset=utf-8",
-            Bytes::from(closed_page(shared.closed_because(), &shared.base)),
-        )),
+        Route::Page if shared.closed() => {
+            let locale = locale::for_request(request.headers());
+            let body = closed_page(shared.closed_because(), &shared.base, locale);
+            not_taken(html(StatusCode::GONE, locale, body))
+        }
         Route::Asset(content_type, _)
             if shared.closed() && !content_type.starts_with("text/css") =>
         {
             not_taken(gone())
         }
-        Route::Page => not_taken(content(
-            StatusCode::OK,
-            "text/html; charset=utf-8",
-            Bytes::from(page(
-                &shared.form,
-                &shared.base,
-                &shared.asker,
-                shared.deadline.saturating_duration_since(Instant::now()),
-            )),
-        )),
+        Route::Page => {
+            let locale = locale::for_request(request.headers());
+            let remaining = shared.deadline.saturating_duration_since(Instant::now());
+            let body = page(&shared.form, &shared.base, &shared.asker, remaining, locale);
+            not_taken(html(StatusCode::OK, locale, body))
+        }
         Route::Asset(content_type, body) => not_taken(content(
             StatusCode::OK,
             content_type,
@@ -614,8 +628,10 @@ fn take(body: &[u8], shared: &Shared) -> Handled {
             "message": "Thank you: your answer was sent to the agent. You can close this tab."}),
         Outcome::Declined { .. } | Outcome::Dismissed => json!({"status": "declined",
             "message": "You declined; the agent was told. You can close this tab."}),
+        // The page says these in the person's language; `reason` is the agent side's own.
         Outcome::Invalid(err) => json!({"status": "invalid_response",
-            "message": format!("The answer did not fit the question and was discarded: {err}.")}),
+            "message": format!("The answer did not fit the question and was discarded: {err}."),
+            "reason": err.to_string()}),
         _ => json!({"status": "error", "message": "The answer was not taken."}),
     };
     (json_reply(StatusCode::OK, &told), Some((slot, answer)))
@@ -624,7 +640,8 @@ fn take(body: &[u8], shared: &Shared) -> Handled {
 /// The page: static markup, the question as inline JSON data (not script: CSP allows no
 /// inline script), and module scripts from the same origin. `remaining` is the time left
 /// when the page is served; the page counts down from its own load, so no clocks need agree.
-fn page(form: &Form, base: &str, asker: &Identity, remaining: Duration) -> String {
+/// The page's words are `locale`'s, its whole table inline as data for `lib/i18n.js`.
+fn page(form: &Form, base: &str, asker: &Identity, remaining: Duration, locale: &Locale) -> String {
     let data = json!({
         "form": form,
         "agent": asker.agent,
@@ -633,40 +650,48 @@ fn page(form: &Form, base: &str, asker: &Identity, remaining: Duration) -> Strin
     })
     .to_string();
     format!(
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+        "<!doctype html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"color-scheme\" content=\"light dark\">\n\
          <meta name=\"referrer\" content=\"no-referrer\">\n\
          <title>him: {title}</title>\n\
          <link rel=\"stylesheet\" href=\"{base}/form.css\">\n\
          <link rel=\"stylesheet\" href=\"{base}/page.css\">\n\
+         <script type=\"application/json\" id=\"him-messages\">{messages}</script>\n\
          <script type=\"application/json\" id=\"him-question\">{data}</script>\n\
          <script type=\"module\" src=\"{base}/page.js\"></script>\n\
          </head>\n<body>\n<header class=\"bar\"><h1>him</h1>\
-         <p id=\"him-asker\">Your AI agent is asking you. Answer here, once; this page closes with the question.</p>\
+         <p id=\"him-asker\">{asking}</p>\
          <p id=\"him-time\" role=\"timer\"></p></header>\n\
-         <main id=\"him-main\"><noscript>This form needs JavaScript.</noscript></main>\n\
+         <main id=\"him-main\"><noscript>{needs_script}</noscript></main>\n\
          </body>\n</html>\n",
+        lang = locale.tag,
         title = escape_html(&first_line(&form.title)),
+        messages = escape_script_json(&locale.table_json()),
         data = escape_script_json(&data),
+        asking = escape_html(locale.text("loopbackAsking")),
+        needs_script = escape_html(locale.text("loopbackNeedsScript")),
     )
 }
 
 /// What a reload finds once the form is closed: why, and that the tab can go. No script and
 /// nothing of the question, which may have held a secret.
-fn closed_page(why: ClosedBecause, base: &str) -> String {
+fn closed_page(why: ClosedBecause, base: &str, locale: &Locale) -> String {
     format!(
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+        "<!doctype html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"color-scheme\" content=\"light dark\">\n\
          <meta name=\"referrer\" content=\"no-referrer\">\n\
-         <title>him: question closed</title>\n\
+         <title>{title}</title>\n\
          <link rel=\"stylesheet\" href=\"{base}/form.css\">\n\
          <link rel=\"stylesheet\" href=\"{base}/page.css\">\n\
          </head>\n<body data-him-done=\"closed\">\n<header class=\"bar\"><h1>him</h1></header>\n\
-         <main id=\"him-main\"><p class=\"closed\">{why} You can close this tab.</p></main>\n\
+         <main id=\"him-main\"><p class=\"closed\">{why} {can_close}</p></main>\n\
          </body>\n</html>\n",
-        why = why.sentence(),
+        lang = locale.tag,
+        title = escape_html(locale.text("loopbackClosedTitle")),
+        why = escape_html(locale.text(why.sentence())),
+        can_close = escape_html(locale.text("loopbackCanClose")),
     )
 }
 
@@ -884,10 +909,106 @@ mod tests {
             },
             project: Some("<!-- p".into()),
         };
-        let html = page(&form, "/q/t", &asker, Duration::from_secs(5));
-        assert_eq!(html.matches("</script>").count(), 2, "{html}");
+        let html = page(
+            &form,
+            "/q/t",
+            &asker,
+            Duration::from_secs(5),
+            locale::english(),
+        );
+        assert_eq!(html.matches("</script>").count(), 3, "{html}");
         assert!(!html.contains("<b>"));
         assert!(!html.contains("<!--"));
         assert!(html.contains("<title>him: &lt;/script&gt;"));
+    }
+
+    /// The JSON data of the script element `id` in `html`.
+    fn data_of(html: &str, id: &str) -> Value {
+        let open = format!("<script type=\"application/json\" id=\"{id}\">");
+        let start = html.find(&open).expect("the data script") + open.len();
+        let end = start + html[start..].find("</script>").expect("its end");
+        serde_json::from_str(&html[start..end]).expect("JSON data")
+    }
+
+    #[test]
+    fn the_page_is_in_the_language_it_was_given_with_lib_s_words_as_data() {
+        let form: Form = serde_json::from_value(json!({
+            "title": "Ship it?",
+            "fields": [{"name": "a", "type": "text", "label": "A"}]
+        }))
+        .unwrap();
+        let asker = Identity {
+            agent: crate::protocol::AgentInfo {
+                name: "codex".into(),
+                title: None,
+                version: None,
+            },
+            project: None,
+        };
+        let five = Duration::from_secs(5);
+        let german = page(&form, "/q/t", &asker, five, locale::choose("de-DE"));
+        assert!(german.contains("<html lang=\"de\">"), "{german}");
+        assert!(
+            german.contains("Ihr KI-Agent hat eine Frage an Sie."),
+            "{german}"
+        );
+        assert!(german.contains("<noscript>Dieses Formular benötigt JavaScript.</noscript>"));
+        assert_eq!(
+            data_of(&german, "him-messages")["decline"]["message"],
+            "Ablehnen"
+        );
+        assert_eq!(
+            data_of(&german, "him-question")["form"]["title"],
+            "Ship it?"
+        );
+        let chinese = page(&form, "/q/t", &asker, five, locale::choose("zh-CN"));
+        assert!(chinese.contains("<html lang=\"zh-CN\">"), "{chinese}");
+        assert_eq!(
+            data_of(&chinese, "him-messages")["submit"]["message"],
+            "提交"
+        );
+        let english = page(&form, "/q/t", &asker, five, locale::choose("fr"));
+        assert!(english.contains("<html lang=\"en\">"));
+        assert_eq!(
+            data_of(&english, "him-messages")["submit"]["message"],
+            "Submit"
+        );
+
+        let closed = closed_page(ClosedBecause::TimedOut, "/q/t", locale::choose("zh"));
+        assert!(closed.contains("<html lang=\"zh-CN\">"), "{closed}");
+        assert!(
+            closed.contains("<title>him：问题已关闭</title>"),
+            "{closed}"
+        );
+        assert!(
+            closed.contains("这个问题已关闭：已超时。 你可以关闭此标签页。"),
+            "{closed}"
+        );
+        let response = html(StatusCode::GONE, locale::choose("de"), closed);
+        assert_eq!(response.headers()[header::CONTENT_LANGUAGE], "de");
+        assert_eq!(response.headers()[header::VARY], "Accept-Language");
+    }
+
+    #[test]
+    fn the_loopback_serves_i18n_js_and_every_module_the_page_imports() {
+        let host = [("Host", "127.0.0.1:4000")];
+        let mut sources = vec![PAGE_JS];
+        let mut served = Vec::new();
+        while let Some(source) = sources.pop() {
+            for (at, _) in source.match_indices("from './") {
+                let rest = &source[at + "from './".len()..];
+                let file = &rest[..rest.find('\'').unwrap()];
+                if served.contains(&file.to_owned()) {
+                    continue;
+                }
+                let path = format!("/q/{TOKEN}/{file}");
+                match route(&request("GET", &path, &host), 4000, TOKEN) {
+                    Route::Asset(_, body) => sources.push(body),
+                    other => panic!("{file} is imported but not served: {other:?}"),
+                }
+                served.push(file.to_owned());
+            }
+        }
+        assert!(served.contains(&"i18n.js".to_owned()), "{served:?}");
     }
 }

@@ -3,10 +3,12 @@
 //!
 //! - [`terminal`]: `him ask` in a terminal asks right there, before `HIM_FALLBACK`;
 //! - [`loopback`]: `HIM_FALLBACK=http`, a one-time web form on 127.0.0.1 that renders the
-//!   form with the extension's own `lib/form.js`, opened with [`opener`];
+//!   form with the extension's own `lib/form.js`, in the language [`locale`] picks, opened
+//!   with [`opener`];
 //! - the chat hand-back (`HIM_FALLBACK=return`) is a result, not a channel:
 //!   `ask_result::needs_user_input`.
 
+pub mod locale;
 pub mod loopback;
 pub mod opener;
 pub mod terminal;

@@ -40,7 +40,9 @@ pub fn open(url: &str) -> std::io::Result<Opened> {
         let dir = crate::runtime::runtime_dir()
             .map_err(|e| std::io::Error::other(format!("no private directory: {e}")))?
             .dir;
-        Some(LauncherPage::write(&dir, url)?)
+        // No request says which language the person reads; their session's locale does.
+        let locale = crate::fallback::locale::from_environment(|name| std::env::var(name).ok());
+        Some(LauncherPage::write(&dir, url, locale)?)
     } else {
         None
     };
@@ -71,7 +73,11 @@ struct LauncherPage {
 }
 
 impl LauncherPage {
-    fn write(dir: &Path, url: &str) -> std::io::Result<LauncherPage> {
+    fn write(
+        dir: &Path,
+        url: &str,
+        locale: &crate::fallback::locale::Locale,
+    ) -> std::io::Result<LauncherPage> {
         // The URL is him's own (`http://127.0.0.1:<port>/q/<hex>`); anything else would
         // need escaping in the page, so it is refused rather than escaped.
         if !url
@@ -89,9 +95,16 @@ impl LauncherPage {
             .open(&path)?;
         writeln!(
             file,
-            "<!doctype html><meta charset=utf-8><meta name=referrer content=no-referrer>\
+            "<!doctype html><html lang=\"{lang}\"><meta charset=utf-8>\
+             <meta name=referrer content=no-referrer>\
              <meta http-equiv=refresh content=\"0;url={url}\"><title>him</title>\
-             <a href=\"{url}\">Open the question</a>"
+             <a href=\"{url}\">{open}</a>",
+            lang = locale.tag,
+            // The messages are ours, but a "<" in one must not become markup here either.
+            open = locale
+                .text("launcherOpenQuestion")
+                .replace('&', "&amp;")
+                .replace('<', "&lt;"),
         )?;
         Ok(LauncherPage { path })
     }
@@ -112,15 +125,20 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("temp dir");
         let url = "http://127.0.0.1:40000/q/0123456789abcdef0123456789abcdef";
-        let page = LauncherPage::write(dir.path(), url).expect("launcher");
+        let german = crate::fallback::locale::choose("de");
+        let page = LauncherPage::write(dir.path(), url, german).expect("launcher");
         let meta = std::fs::metadata(&page.path).expect("written");
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         let text = std::fs::read_to_string(&page.path).expect("read");
         assert!(text.contains(&format!("content=\"0;url={url}\"")), "{text}");
+        assert!(
+            text.contains("lang=\"de\"") && text.contains(">Frage öffnen</a>"),
+            "{text}"
+        );
         let path = page.path.clone();
         drop(page);
         assert!(!path.exists());
-        assert!(LauncherPage::write(dir.path(), "http://x/\"><script>").is_err());
+        assert!(LauncherPage::write(dir.path(), "http://x/\"><script>", german).is_err());
     }
 
     #[test]

@@ -9,11 +9,17 @@
 // clock need not agree with him's). After an answer it replaces the form with what was
 // sent, in text only and never a password; a reload finds the port closed soon after, so
 // that state says plainly that the tab can go.
+//
+// Its words, and lib's, are the extension's (_locales): him picks the file for the
+// request's Accept-Language and puts it in the page as JSON data, for useMessages() to
+// take before anything is drawn.
 
 import { renderForm } from './form.js';
 import { optionsOf } from './formmodel.js';
+import { t, useMessages } from './i18n.js';
 import { agentLabel, formatTimeLeft } from './queue.js';
 
+useMessages(JSON.parse(document.getElementById('him-messages').textContent));
 const main = document.getElementById('him-main');
 const question = JSON.parse(document.getElementById('him-question').textContent);
 const { form } = question;
@@ -22,7 +28,7 @@ const deadline = typeof question.remaining_ms === 'number' ? loadedAt + question
 const asker = agentLabel(question.agent);
 
 // Who asks, as the panel's card head says it: "claude-code · him".
-document.getElementById('him-asker').textContent = `${[asker, question.project].filter(Boolean).join(' · ')} asks you. Answer here, once.`;
+document.getElementById('him-asker').textContent = t('loopbackAsks', [asker, question.project].filter(Boolean).join(' · '));
 
 const view = renderForm(document, form, {
   idPrefix: 'him',
@@ -50,12 +56,12 @@ let ticker = null;
 function tick() {
   if (done || deadline === null) return;
   const left = Math.max(0, deadline - Date.now());
-  timeEl.textContent = `${formatTimeLeft(left)} left`;
-  timeEl.setAttribute('aria-label', `${formatTimeLeft(left)} left to answer`);
+  timeEl.textContent = t('timeLeft', formatTimeLeft(left));
+  timeEl.setAttribute('aria-label', t('timeLeftToAnswer', formatTimeLeft(left)));
   if (left < URGENT_MS) timeEl.dataset.urgent = '';
   if (left === 0 && !sent) {
     // him closes the port at the deadline too; say so before a submit finds it closed.
-    finish('This question timed out: the agent stopped waiting for an answer. You can close this tab.', 'timeout');
+    finish(t('loopbackTimedOut'), 'timeout');
     view.setDisabled(true);
   }
 }
@@ -91,7 +97,7 @@ async function post(answer) {
     }
     const retriable = response === null || response.status === 503;
     if (!retriable || attempt >= RETRY_DELAYS_MS.length) return response;
-    view.setStatus('Sending… (trying again)');
+    view.setStatus(t('sendingAgain'));
     await new Promise((resolve) => setTimeout(resolve, RETRY_DELAYS_MS[attempt]));
   }
 }
@@ -100,24 +106,27 @@ async function send(answer) {
   if (sent || done) return;
   sent = true;
   view.setDisabled(true);
-  view.setStatus('Sending…');
+  view.setStatus(t('sending'));
   const response = await post(answer);
   if (response === null) {
-    finish('This question is no longer open: it was answered elsewhere, timed out, or the agent stopped waiting. You can close this tab.');
+    finish(t('loopbackNoLongerOpen'));
     return;
   }
   const body = await response.json().catch(() => ({}));
   if (response.ok && (body.status === 'answered' || body.status === 'declined')) {
     showSent(answer, body.status);
   } else if (response.ok) {
-    finish(body.message || 'Sent. You can close this tab.', body.status);
+    // him's `message` is English for any client; the page says it in the person's words,
+    // with the agent side's reason (English, as the agent got it) when there is one.
+    const reason = typeof body.reason === 'string' ? body.reason : null;
+    finish(body.status === 'invalid_response' && reason ? t('loopbackDiscarded', reason) : t('loopbackNotTaken'), body.status);
   } else if (response.status === 410) {
-    finish('This question was already answered. You can close this tab.');
+    finish(t('loopbackAlreadyAnswered'));
   } else {
     // Nothing was taken: let the person try again.
     sent = false;
     view.setDisabled(false);
-    view.setStatus(body.message || `Not sent (HTTP ${response.status}); try again.`);
+    view.setStatus(typeof body.message === 'string' ? t('notSentBecause', body.message) : t('notSentStatus', response.status));
   }
 }
 
@@ -140,8 +149,8 @@ function shown(field, value) {
     if (option === undefined) return String(v);
     return typeof option === 'object' ? String(option.label) : String(option);
   };
-  if (Array.isArray(value)) return value.length ? value.map(label).join(', ') : '(none)';
-  if (field.type === 'checkbox') return value ? 'Yes' : 'No';
+  if (Array.isArray(value)) return value.length ? value.map(label).join(', ') : t('noneChosen');
+  if (field.type === 'checkbox') return value ? t('yes') : t('no');
   return label(value);
 }
 
@@ -151,7 +160,7 @@ function showSent(answer, status) {
   section.className = 'sent';
   section.setAttribute('role', 'status');
   const heading = document.createElement('h2');
-  heading.textContent = status === 'declined' ? `Declined; ${asker} was told` : `Sent to ${asker}`;
+  heading.textContent = status === 'declined' ? t('loopbackDeclinedHeading', asker) : t('loopbackSentHeading', asker);
   section.append(heading);
 
   const list = document.createElement('dl');
@@ -170,13 +179,11 @@ function showSent(answer, status) {
       row(field.label || field.name, value);
     }
   }
-  if (answer.note) row('Note', answer.note);
+  if (answer.note) row(t('noteTerm'), answer.note);
   if (list.childElementCount) section.append(list);
 
   const closing = document.createElement('p');
-  closing.textContent = status === 'declined'
-    ? 'You declined; the agent was told. You can close this tab.'
-    : 'Your answer was sent to the agent. You can close this tab.';
+  closing.textContent = status === 'declined' ? t('loopbackDeclinedClosing') : t('loopbackSentClosing');
   section.append(closing);
 
   done = true;
@@ -196,5 +203,5 @@ function forgetTheForm() {
   } catch {
     // Only the state is lost; the page already says what happened.
   }
-  document.title = 'him: done — you can close this tab';
+  document.title = t('loopbackDoneTitle');
 }

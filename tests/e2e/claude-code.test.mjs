@@ -3,6 +3,8 @@
 // (a scripted model that asks to run one Bash command), with him's native host started as
 // Chrome starts it and an extension stand-in on its stdio that allows or denies. The test
 // checks what Claude Code then did: ran the command, or not, and what the model was told.
+// The same for Claude Code's own AskUserQuestion: its questions become a form in the panel,
+// and the test reads the answers as Claude Code hands them to the model.
 //
 // Needs HIM_BIN and the Claude Code CLI: HIM_CLAUDE, or tests/e2e/node22 (where `cargo test`
 // installs it), or `npm install @anthropic-ai/claude-code` (its native binary is used;
@@ -11,30 +13,21 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import { createRequire } from 'node:module';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import {
+  findClaude,
+  startAnthropicModel,
+  startHost as startHostOn,
+  stopAllHosts,
+  toolResult as firstToolResult,
+  untilHostListens as untilRunsHost,
+} from './standins.mjs';
 
 const HIM_BIN = process.env.HIM_BIN;
-const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
 
-function findClaude() {
-  if (process.env.HIM_CLAUDE) return process.env.HIM_CLAUDE;
-  // tests/e2e/node22 is where `cargo test` installs it (beside Node 22, which it wants);
-  // tests/e2e itself for a hand install.
-  for (const from of ['./node22/package.json', './package.json']) {
-    try {
-      const require = createRequire(new URL(from, import.meta.url));
-      const pkg = require.resolve(`@anthropic-ai/claude-code-${process.platform}-${process.arch}/package.json`);
-      const bin = path.join(path.dirname(pkg), 'claude');
-      if (existsSync(bin)) return bin;
-    } catch {}
-  }
-  return null;
-}
 const CLAUDE = findClaude();
 const skip = CLAUDE ? false : 'the Claude Code CLI is not installed (npm install @anthropic-ai/claude-code, or set HIM_CLAUDE)';
 if (skip && process.env.HIM_E2E === '1') throw new Error(`HIM_E2E=1: ${skip}`);
@@ -43,106 +36,20 @@ if (skip) console.log(`# skipped: ${skip}`);
 let tmp;
 let runtimeDir;
 let model;
-let modelUrl;
-/** Every request the scripted model got, parsed. */
-const requests = [];
 let host;
 
-/** The scripted model: ask to run `command` with Bash once, then say "done". */
+/** The Bash call's command, for the tests that ask to run one. */
 let command = '';
-
-function sse(res, events) {
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  for (const [event, data] of events) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-  res.end();
+function runBash(cmd) {
+  command = cmd;
+  model.call = { name: 'Bash', input: { command, description: 'Write the marker' } };
 }
 
-function reply(req, res, body) {
-  const last = body.messages?.at(-1);
-  const content = Array.isArray(last?.content) ? last.content : [];
-  const sawResult = content.some((c) => c.type === 'tool_result');
-  const hasBash = (body.tools ?? []).some((t) => t.name === 'Bash');
-  const usage = { input_tokens: 10, output_tokens: 5 };
-  const block =
-    hasBash && !sawResult
-      ? { type: 'tool_use', id: `toolu_him_${requests.length}`, name: 'Bash', input: { command, description: 'Write the marker' } }
-      : { type: 'text', text: 'done' };
-  const message = { id: `msg_${requests.length}`, type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, usage };
-  const stop = block.type === 'tool_use' ? 'tool_use' : 'end_turn';
-  if (!body.stream) {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ...message, content: [block], stop_reason: stop }));
-    return;
-  }
-  const start = block.type === 'tool_use' ? { ...block, input: {} } : { type: 'text', text: '' };
-  const delta =
-    block.type === 'tool_use'
-      ? { type: 'input_json_delta', partial_json: JSON.stringify(block.input) }
-      : { type: 'text_delta', text: block.text };
-  sse(res, [
-    ['message_start', { type: 'message_start', message }],
-    ['content_block_start', { type: 'content_block_start', index: 0, content_block: start }],
-    ['content_block_delta', { type: 'content_block_delta', index: 0, delta }],
-    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-    ['message_delta', { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage }],
-    ['message_stop', { type: 'message_stop' }],
-  ]);
-}
-
-/** Every host started, stopped or not. */
-const hosts = [];
-
-/** him's native host, started as Chrome starts it, and an extension stand-in on its stdio. */
-function startHost(decide) {
-  const child = spawn(HIM_BIN, [`chrome-extension://${EXTENSION_ID}/`], {
-    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn' },
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const asks = [];
-  const send = (msg) => {
-    const body = Buffer.from(JSON.stringify(msg));
-    const head = Buffer.alloc(4);
-    head.writeUInt32LE(body.length);
-    child.stdin.write(Buffer.concat([head, body]));
-  };
-  let buf = Buffer.alloc(0);
-  child.stdout.on('data', (chunk) => {
-    buf = Buffer.concat([buf, chunk]);
-    while (buf.length >= 4 && buf.length >= 4 + buf.readUInt32LE(0)) {
-      const len = buf.readUInt32LE(0);
-      const msg = JSON.parse(buf.subarray(4, 4 + len).toString());
-      buf = buf.subarray(4 + len);
-      if (msg.type === 'hello') send({ type: 'ready', protocol: 1, extension: { id: EXTENSION_ID, version: '0.0.0-e2e' } });
-      if (msg.type === 'ask') {
-        asks.push(msg);
-        send({ type: 'shown', id: msg.id });
-        send({ type: 'answer', id: msg.id, ...decide(msg) });
-      }
-    }
-  });
-  hosts.push(child);
-  // Closing stdin is how a browser ends its host; the kill makes sure no host outlives its
-  // test, since a live child's pipes would keep this process (and cargo test) waiting.
-  const stop = () => {
-    child.stdin.end();
-    child.kill('SIGKILL');
-  };
-  return { child, asks, stop };
-}
-
-async function untilHostListens() {
-  const end = Date.now() + 10_000;
-  while (Date.now() < end) {
-    try {
-      if (readdirSync(path.join(runtimeDir, 'hosts')).some((n) => n.endsWith('.sock'))) return;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('the host did not listen');
-}
+const startHost = (decide) => startHostOn(HIM_BIN, runtimeDir, decide);
+const untilHostListens = () => untilRunsHost(runtimeDir);
 
 /** Runs `claude -p` in a fresh project and home; returns its parsed JSON result. */
-function runClaude(project) {
+function runClaude(project, prompt = 'Write the marker file.') {
   const home = path.join(tmp, `home-${path.basename(project)}`);
   mkdirSync(home, { recursive: true });
   const mcpConfig = path.join(tmp, 'mcp.json');
@@ -152,7 +59,7 @@ function runClaude(project) {
       mcpServers: { him: { command: HIM_BIN, args: ['serve', '--permission-tool'], env: { HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn' } } },
     }),
   );
-  const args = ['-p', 'Write the marker file.', '--permission-prompt-tool', 'mcp__him__approve', '--mcp-config', mcpConfig, '--strict-mcp-config', '--output-format', 'json', '--model', 'claude-sonnet-4-5'];
+  const args = ['-p', prompt, '--permission-prompt-tool', 'mcp__him__approve', '--mcp-config', mcpConfig, '--strict-mcp-config', '--output-format', 'json', '--model', 'claude-sonnet-4-5'];
   return new Promise((resolve, reject) => {
     execFile(
       CLAUDE,
@@ -163,7 +70,7 @@ function runClaude(project) {
         env: {
           PATH: process.env.PATH,
           HOME: home,
-          ANTHROPIC_BASE_URL: modelUrl,
+          ANTHROPIC_BASE_URL: model.url,
           ANTHROPIC_API_KEY: 'sk-ant-test',
           CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
           DISABLE_AUTOUPDATER: '1',
@@ -186,45 +93,23 @@ before(async () => {
   tmp = mkdtempSync(path.join(tmpdir(), 'him-claude-'));
   runtimeDir = path.join(tmp, 'run');
   mkdirSync(runtimeDir, { mode: 0o700 });
-  model = createServer((req, res) => {
-    let data = '';
-    req.on('data', (c) => (data += c));
-    req.on('end', () => {
-      if (req.method !== 'POST' || !req.url.startsWith('/v1/messages') || req.url.includes('count_tokens')) {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ input_tokens: 10 }));
-        return;
-      }
-      const body = JSON.parse(data);
-      requests.push(body);
-      reply(req, res, body);
-    });
-  });
-  await new Promise((r) => model.listen(0, '127.0.0.1', r));
-  modelUrl = `http://127.0.0.1:${model.address().port}`;
+  model = await startAnthropicModel();
 });
 
 after(() => {
-  for (const child of hosts) child.kill('SIGKILL');
+  stopAllHosts();
   model?.close();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
-/** The tool_result Claude Code sent the model for its Bash call. */
-function toolResult() {
-  for (const body of requests) {
-    for (const m of body.messages ?? []) {
-      for (const c of Array.isArray(m.content) ? m.content : []) if (c.type === 'tool_result') return c;
-    }
-  }
-  return null;
-}
+/** The tool_result Claude Code sent the model for the scripted call. */
+const toolResult = () => firstToolResult(model.requests);
 
 test('Claude Code runs the command once the person allows it in the panel', { skip, timeout: 120_000 }, async () => {
   const project = path.join(tmp, 'allow-project');
   mkdirSync(project);
-  command = 'echo him-was-here > marker.txt';
-  requests.length = 0;
+  runBash('echo him-was-here > marker.txt');
+  model.requests.length = 0;
   host = startHost(() => ({ action: 'submit', values: { decision: 'allow' } }));
   await untilHostListens();
   const result = await runClaude(project);
@@ -241,8 +126,8 @@ test('Claude Code runs the command once the person allows it in the panel', { sk
 test('Claude Code does not run it when the person denies, and the model reads the note', { skip, timeout: 120_000 }, async () => {
   const project = path.join(tmp, 'deny-project');
   mkdirSync(project);
-  command = 'echo should-not-run > marker.txt';
-  requests.length = 0;
+  runBash('echo should-not-run > marker.txt');
+  model.requests.length = 0;
   host = startHost(() => ({ action: 'submit', values: { decision: 'deny' }, note: 'not on a Friday' }));
   await untilHostListens();
   const result = await runClaude(project);
@@ -258,11 +143,117 @@ test('Claude Code does not run it when the person denies, and the model reads th
 test('with no browser connected Claude Code is denied, never allowed', { skip, timeout: 120_000 }, async () => {
   const project = path.join(tmp, 'none-project');
   mkdirSync(project);
-  command = 'echo should-not-run > marker.txt';
-  requests.length = 0;
+  runBash('echo should-not-run > marker.txt');
+  model.requests.length = 0;
   rmSync(path.join(runtimeDir, 'hosts'), { recursive: true, force: true });
   const result = await runClaude(project);
   assert.equal(existsSync(path.join(project, 'marker.txt')), false);
   assert.equal(result.permission_denials?.length, 1, JSON.stringify(result));
   assert.match(JSON.stringify(toolResult()?.content), /no browser/);
+});
+
+// AskUserQuestion in `claude -p` reaches the permission-prompt tool; him shows its questions
+// as a form and allows the call with the answers in `updatedInput`. What counts is what
+// Claude Code then tells the model, which these tests read in the model's next request.
+
+const QUESTIONS = [
+  {
+    question: 'Which database should the service use?',
+    header: 'Database',
+    multiSelect: false,
+    options: [
+      { label: 'Postgres', description: 'A server' },
+      { label: 'SQLite', description: 'One file' },
+    ],
+  },
+  {
+    question: 'Which checks should CI run?',
+    header: 'CI',
+    multiSelect: true,
+    // A label holding ", " is what makes the multi-select encoding matter.
+    options: [
+      { label: 'Lint, format', description: 'clippy and rustfmt' },
+      { label: 'Unit tests', description: 'cargo test' },
+      { label: 'Fuzz', description: 'cargo fuzz' },
+    ],
+  },
+  {
+    question: 'What should the service be called?',
+    header: 'Name',
+    multiSelect: false,
+    options: [
+      { label: 'shop-api', description: '' },
+      { label: 'store-api', description: '' },
+    ],
+  },
+];
+
+/**
+ * The text of the tool_result Claude Code sent the model, whatever its content shape, without
+ * the `<system-reminder>` Claude Code appends to it.
+ */
+function toolResultText() {
+  const result = toolResult();
+  assert.ok(result, 'the model got a tool result');
+  const { content } = result;
+  const text = typeof content === 'string' ? content : content.map((c) => c.text ?? '').join('');
+  return text.split('\n\n<system-reminder>')[0];
+}
+
+/** Runs `claude -p` whose model calls AskUserQuestion with `questions`; the panel answers `values`. */
+async function askQuestions(name, questions, values) {
+  const project = path.join(tmp, name);
+  mkdirSync(project);
+  model.call = { name: 'AskUserQuestion', input: { questions } };
+  model.requests.length = 0;
+  host = startHost(() => ({ action: 'submit', values }));
+  await untilHostListens();
+  const result = await runClaude(project, 'Ask me about the service.');
+  host.stop();
+  return result;
+}
+
+test("AskUserQuestion's questions reach the panel as a form and the model reads the answers", { skip, timeout: 120_000 }, async () => {
+  const result = await askQuestions('questions-project', QUESTIONS, {
+    q0: 'SQLite',
+    q1: ['Lint, format', 'Unit tests'],
+    q2_other: 'till',
+  });
+  assert.equal(host.asks.length, 1, 'one form reached the panel');
+  const { form } = host.asks[0];
+  assert.equal(form.permission, undefined, 'questions, not a permission card');
+  const kinds = form.fields.map((f) => [f.name, f.type]);
+  assert.deepEqual(kinds, [
+    ['q0', 'radio'], ['q0_other', 'text'],
+    ['q1', 'multi_select'], ['q1_other', 'text'],
+    ['q2', 'radio'], ['q2_other', 'text'],
+  ]);
+  assert.equal(form.fields[0].label, QUESTIONS[0].question);
+  assert.equal(form.fields[0].description, 'Database', 'the header');
+  assert.deepEqual(form.fields[2].options.map((o) => [o.label, o.description]), [
+    ['Lint, format', 'clippy and rustfmt'], ['Unit tests', 'cargo test'], ['Fuzz', 'cargo fuzz'],
+  ]);
+  assert.deepEqual(result.permission_denials ?? [], [], JSON.stringify(result));
+  // An answer of one's own is not one of the options, so Claude Code 2.1.332 words it as
+  // "The user answered", asking the model to read it carefully.
+  assert.equal(
+    toolResultText(),
+    'The user answered: "Which database should the service use?"="SQLite", ' +
+      '"Which checks should CI run?"=""Lint, format", Unit tests", ' +
+      '"What should the service be called?"="till". Read the answers carefully \u2014 they may ' +
+      'request clarification, changes, or that you not proceed \u2014 and follow what they actually say.',
+  );
+});
+
+test('a multi-select answer is written so that Claude Code reads back the very labels picked', { skip, timeout: 120_000 }, async () => {
+  await askQuestions('multi-project', QUESTIONS.slice(0, 2), { q0: 'Postgres', q1: ['Lint, format', 'Fuzz'] });
+  // Claude Code says "Your questions have been answered" only when it parses every answer
+  // back into options it offered: here, the multi-select string into its two labels (it
+  // shows the answer as written, without escaping its quotes). Unquoted, "Lint, format,
+  // Fuzz" would read as three labels, two of them never offered.
+  assert.equal(
+    toolResultText(),
+    'Your questions have been answered: "Which database should the service use?"="Postgres", ' +
+      '"Which checks should CI run?"=""Lint, format", Fuzz". You can now continue with these answers in mind.',
+  );
 });

@@ -301,3 +301,81 @@ test('the countdown reaching zero says the question timed out and disables the f
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+/** Like open(), in a browser context set to `locale`, which Chromium sends as Accept-Language. */
+async function openIn(locale, url) {
+  const context = await browser.newContext({ locale });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' || msg.type() === 'warning') problems.push(`console ${msg.type()}: ${msg.text()}`);
+  });
+  const response = await page.goto(url);
+  assert.equal(response.status(), 200);
+  assert.match(response.request().headers()['accept-language'], new RegExp(`^${locale}`));
+  return { page, problems, context };
+}
+
+test('a browser set to German gets the page in German, errors and answer included', async () => {
+  const release = {
+    title: 'Release',
+    allowNote: true,
+    fields: [
+      { name: 'version', type: 'text', label: 'Version', required: true },
+      { name: 'platforms', type: 'multi_select', label: 'Platforms', options: ['linux', 'mac', 'windows'], min: 1, max: 2 },
+    ],
+  };
+  const { url, result } = await ask('german', ['form', JSON.stringify(release)]);
+  const { page, problems, context } = await openIn('de-DE', url);
+  await page.getByRole('heading', { name: 'Release' }).waitFor();
+  assert.equal(await page.evaluate(() => document.documentElement.lang), 'de');
+  assert.match(await page.locator('#him-asker').textContent(), /^him ask · [^ ]+ hat eine Frage an Sie\. Sie können hier einmal antworten\.$/);
+  assert.match(await page.getByRole('timer').textContent(), /^noch \d+:\d\d$/);
+  await page.getByText('Wählen Sie 1 bis 2 aus.').waitFor();
+  await page.getByLabel('Notiz (optional)').waitFor();
+  await page.getByRole('button', { name: 'Ablehnen' }).waitFor();
+
+  // Sent empty: the messages and the summary above Senden are German too.
+  await page.getByRole('button', { name: 'Senden' }).click();
+  await page.getByText('Dieses Feld ist erforderlich.').waitFor();
+  await page.getByText('Wählen Sie mindestens 1 Option.').waitFor();
+  assert.match(await page.locator('.him-summary').textContent(), /^2 Felder müssen korrigiert werden: /);
+
+  await page.getByLabel('Version').fill('2.0');
+  // Leaving the field clears its message, and what is below moves up: leave it first.
+  await page.keyboard.press('Tab');
+  await page.getByRole('checkbox', { name: 'linux' }).check();
+  await page.getByRole('button', { name: 'Senden' }).click();
+  const sent = page.locator('section.sent');
+  await sent.getByRole('heading', { name: 'An him ask gesendet' }).waitFor({ timeout: STEP_MS });
+  await sent.getByText('Ihre Antwort wurde an den Agenten gesendet. Sie können diesen Tab schließen.').waitFor();
+  assert.equal(await page.title(), 'him: erledigt – Sie können diesen Tab schließen');
+  const answer = await result;
+  assert.equal(answer.status, 'answered', JSON.stringify(answer));
+  assert.deepEqual(answer.values, { version: '2.0', platforms: ['linux'] });
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a browser set to Chinese gets the page in Simplified Chinese; a yes/no is answered with Y', async () => {
+  const { url, result } = await ask('chinese', ['confirm', 'Deploy now?']);
+  const { page, problems, context } = await openIn('zh-CN', url);
+  await page.getByRole('button', { name: '是', exact: false }).waitFor();
+  assert.equal(await page.evaluate(() => document.documentElement.lang), 'zh-CN');
+  await page.getByRole('button', { name: '否', exact: false }).waitFor();
+  assert.match(await page.locator('.him-hint').textContent(), /Esc Esc 拒绝/);
+  assert.match(await page.locator('#him-asker').textContent(), /^him ask · [^ ]+ 向你提问。/);
+  assert.match(await page.getByRole('timer').textContent(), /^剩余 \d+:\d\d$/);
+  await page.keyboard.press('Escape');
+  await page.getByText('再按一次 Esc 即可拒绝。').waitFor({ timeout: STEP_MS });
+  await page.keyboard.press('y');
+  const sent = page.locator('section.sent');
+  await sent.getByRole('heading', { name: '已发送给 him ask' }).waitFor({ timeout: STEP_MS });
+  assert.equal(await sent.locator('dd').first().textContent(), '是');
+  const answer = await result;
+  assert.equal(answer.status, 'answered', JSON.stringify(answer));
+  assert.equal(answer.confirmed, true);
+  assert.deepEqual(problems, []);
+  await context.close();
+});

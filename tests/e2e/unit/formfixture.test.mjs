@@ -1,12 +1,13 @@
 // The JS twin of src/form.rs judged against the fixture the Rust side is tested with
 // (`the_shared_fixture_of_forms_and_answers_is_judged_as_it_says` in src/form.rs): the
 // panel and the agent side apply the same rules, with the same messages.
+import './english.mjs';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { checkAnswer, validateRaw } from '../../../extension/lib/formmodel.js';
+import { checkAnswer, checkPermissionForm, validateRaw } from '../../../extension/lib/formmodel.js';
 
-const { cases } = JSON.parse(readFileSync(new URL('../../fixtures/forms.json', import.meta.url), 'utf8'));
+const { cases, permission_forms: permissionForms } = JSON.parse(readFileSync(new URL('../../fixtures/forms.json', import.meta.url), 'utf8'));
 
 test('the shared fixture of forms and answers is judged as it says', () => {
   assert.ok(cases.length > 50, 'the fixture lost its cases');
@@ -41,4 +42,18 @@ test('ask_choice with free text: nothing chosen and no note is stopped in the pa
   assert.equal(none.errors.choice, 'Choose an option, or add a note.');
   assert.equal(validateRaw(form, { choice: null }, 'Neither; use files').ok, true);
   assert.equal(validateRaw(form, { choice: 'SQLite' }, '').ok, true);
+});
+
+test("the shared fixture's permission forms are judged as Form::validate judges them", () => {
+  assert.ok(permissionForms.length >= 10, 'the fixture lost its permission forms');
+  assert.ok(permissionForms.some((c) => c.valid) && permissionForms.some((c) => !c.valid));
+  const wrong = [];
+  for (const c of permissionForms) {
+    const verdict = checkPermissionForm(c.form);
+    const fits = c.valid
+      ? verdict.ok
+      : !verdict.ok && verdict.field === (c.field ?? null) && verdict.message === c.message;
+    if (!fits) wrong.push(`${c.name}: got ${JSON.stringify(verdict)}`);
+  }
+  assert.deepEqual(wrong, []);
 });

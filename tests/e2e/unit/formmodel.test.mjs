@@ -1,6 +1,7 @@
 // The pure form model (extension/lib/formmodel.js): raw values, typed values, drafts and the
 // person-facing checks. The agent side's rules are tested from the shared fixture, in
 // formfixture.test.mjs.
+import './english.mjs';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {

@@ -1,0 +1,187 @@
+// Real Claude Code in its interactive terminal UI (in tmux), with him as its PermissionRequest
+// hook, configured exactly as `him config claude-code --hooks` prints it. The scripted model
+// (a loopback stand-in of its API) asks to run one shell command; the extension stand-in on
+// him's native host allows or denies, or no browser is connected and Claude Code's own prompt
+// must be what is left waiting on the screen. Its own AskUserQuestion goes through the same
+// hook. Hooks do not fire in `claude -p`, so this is the only way to see the hook work where
+// people use it.
+//
+// Needs HIM_BIN, tmux and the Claude Code CLI (see standins.mjs findClaude; written against
+// 2.1.332). Without them it skips, saying so — and fails instead under HIM_E2E=1.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { findClaude, startAnthropicModel, startHost, stopAllHosts, toolResult, until, untilHostListens } from './standins.mjs';
+import { Terminal, haveTmux } from './tmux.mjs';
+
+const HIM_BIN = process.env.HIM_BIN;
+const CLAUDE = findClaude();
+const skip = !CLAUDE
+  ? 'the Claude Code CLI is not installed (npm install @anthropic-ai/claude-code, or set HIM_CLAUDE)'
+  : !haveTmux()
+    ? 'tmux is not installed (apt-get install tmux)'
+    : false;
+if (skip && process.env.HIM_E2E === '1') throw new Error(`HIM_E2E=1: ${skip}`);
+if (skip) console.log(`# skipped: ${skip}`);
+
+let tmp;
+let runtimeDir;
+let model;
+const terminals = [];
+
+before(async () => {
+  if (skip) return;
+  assert.ok(HIM_BIN, 'HIM_BIN must name the him binary (cargo test sets it)');
+  tmp = mkdtempSync(path.join(tmpdir(), 'him-ctui-'));
+  runtimeDir = path.join(tmp, 'run');
+  mkdirSync(runtimeDir, { mode: 0o700 });
+  model = await startAnthropicModel();
+});
+
+after(async () => {
+  for (const t of terminals) await t.close();
+  stopAllHosts();
+  model?.close();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+/**
+ * Starts Claude Code in a terminal, in a fresh project and home whose settings.json is what
+ * `him config claude-code --hooks` prints, and asks it to write the marker file.
+ */
+async function startClaude(name, command, call = { name: 'Bash', input: { command, description: 'Write the marker' } }) {
+  const project = path.join(tmp, name);
+  const home = path.join(tmp, `home-${name}`);
+  mkdirSync(project);
+  mkdirSync(path.join(home, '.claude'), { recursive: true });
+  const settings = execFileSync(HIM_BIN, ['config', 'claude-code', '--hooks'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  writeFileSync(path.join(home, '.claude', 'settings.json'), settings);
+  // Claude Code's first-run screens (theme, onboarding, trusting the folder, using an API key
+  // from the environment), answered as Claude Code itself records the answers.
+  writeFileSync(
+    path.join(home, '.claude.json'),
+    JSON.stringify({
+      hasCompletedOnboarding: true,
+      theme: 'dark',
+      customApiKeyResponses: { approved: ['sk-ant-test'], rejected: [] },
+      projects: { [project]: { hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true } },
+    }),
+  );
+  model.call = call;
+  model.requests.length = 0;
+  const terminal = new Terminal(tmp, [CLAUDE, '--model', 'claude-sonnet-4-5'], {
+    cwd: project,
+    env: {
+      PATH: process.env.PATH,
+      HOME: home,
+      TERM: 'xterm-256color',
+      ANTHROPIC_BASE_URL: model.url,
+      ANTHROPIC_API_KEY: 'sk-ant-test',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+      // Claude Code passes its whole environment to hooks; the host listens here.
+      HIM_RUNTIME_DIR: runtimeDir,
+    },
+  });
+  terminals.push(terminal);
+  await terminal.until(/\? for shortcuts/);
+  terminal.type('Write the marker file.');
+  terminal.press('Enter');
+  return { terminal, marker: path.join(project, 'marker.txt') };
+}
+
+/** The tool_result the model got for the Bash call, once it comes. */
+const untilToolResult = () => until('the tool result to reach the model', () => toolResult(model.requests));
+
+/**
+ * Waits until the turn is over on the screen (the model's closing "done") and says whether
+ * Claude Code's own permission prompt is still there. Claude Code draws its prompt while the
+ * hook runs and takes it down once the hook decides, so only the settled screen tells.
+ */
+async function promptLeftOnScreen(terminal) {
+  await terminal.until(/^● done$/m);
+  return /Do you want to proceed\?|Enter to select/.test(terminal.screen());
+}
+
+const text = (result) =>
+  typeof result.content === 'string' ? result.content : result.content.map((c) => c.text ?? '').join('');
+
+test('allowed in the panel, the command runs and no prompt is left in the terminal', { skip, timeout: 60_000 }, async () => {
+  const host = startHost(HIM_BIN, runtimeDir, () => ({ action: 'submit', values: { decision: 'allow' } }));
+  await untilHostListens(runtimeDir);
+  const command = 'echo him-was-here > marker.txt';
+  const { terminal, marker } = await startClaude('allow', command);
+  const result = await untilToolResult();
+  host.stop();
+  assert.equal(readFileSync(marker, 'utf8').trim(), 'him-was-here', 'the command ran');
+  assert.notEqual(result.is_error, true, text(result));
+  assert.equal(host.asks.length, 1, 'one card reached the panel');
+  assert.equal(host.asks[0].form.permission.tool_name, 'Bash');
+  assert.equal(host.asks[0].form.permission.input.command, command, 'the command verbatim');
+  assert.equal(host.asks[0].agent?.name ?? 'Claude Code', 'Claude Code');
+  assert.equal(await promptLeftOnScreen(terminal), false);
+  assert.match(terminal.screen(), /Allowed by PermissionRequest hook/);
+});
+
+test('denied in the panel with a note, it does not run and the model reads the note', { skip, timeout: 60_000 }, async () => {
+  const host = startHost(HIM_BIN, runtimeDir, () => ({ action: 'submit', values: { decision: 'deny' }, note: 'not on a Friday' }));
+  await untilHostListens(runtimeDir);
+  const { terminal, marker } = await startClaude('deny', 'echo should-not-run > marker.txt');
+  const result = await untilToolResult();
+  host.stop();
+  assert.equal(host.asks.length, 1);
+  assert.equal(existsSync(marker), false, 'the command did not run');
+  assert.equal(result.is_error, true);
+  assert.match(text(result), /not on a Friday/);
+  assert.equal(await promptLeftOnScreen(terminal), false);
+});
+
+test("with no browser the hook defers: Claude Code's own prompt waits, and answering it there works", { skip, timeout: 60_000 }, async () => {
+  rmSync(path.join(runtimeDir, 'hosts'), { recursive: true, force: true });
+  const { terminal, marker } = await startClaude('none', 'echo asked-in-the-terminal > marker.txt');
+  await terminal.until(/Do you want to proceed\?/);
+  const screen = terminal.screen();
+  assert.match(screen, /echo asked-in-the-terminal > marker\.txt/, 'the prompt shows the command');
+  assert.match(screen, /1\. Yes/);
+  assert.equal(existsSync(marker), false, 'nothing ran before the person answered');
+  assert.equal(toolResult(model.requests), null, 'the model is still waiting');
+  // The hook has long exited by now (with no host it answers in milliseconds); the prompt
+  // stays until the person answers it.
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.match(terminal.screen(), /Do you want to proceed\?/, 'the prompt is still waiting');
+  assert.equal(existsSync(marker), false);
+  // Claude Code drops keys that come in the first moments after it draws a prompt (so a key
+  // meant for something else does not answer it): press Enter (on "1. Yes") until it takes.
+  const result = await until('the terminal prompt to take the answer', async () => {
+    terminal.press('Enter');
+    await new Promise((r) => setTimeout(r, 300));
+    return toolResult(model.requests);
+  });
+  assert.notEqual(result.is_error, true, text(result));
+  assert.equal(readFileSync(marker, 'utf8').trim(), 'asked-in-the-terminal');
+  assert.equal(await promptLeftOnScreen(terminal), false);
+});
+
+test("AskUserQuestion goes through the hook too: the panel's answers reach the model", { skip, timeout: 60_000 }, async () => {
+  const questions = [
+    { question: 'Which database?', header: 'DB', multiSelect: false, options: [{ label: 'Postgres', description: 'a server' }, { label: 'SQLite', description: 'one file' }] },
+    { question: 'Which checks?', header: 'CI', multiSelect: true, options: [{ label: 'Lint, format', description: 'clippy, rustfmt' }, { label: 'Fuzz', description: 'cargo fuzz' }] },
+  ];
+  const host = startHost(HIM_BIN, runtimeDir, () => ({ action: 'submit', values: { q0: 'SQLite', q1: ['Lint, format', 'Fuzz'] } }));
+  await untilHostListens(runtimeDir);
+  const { terminal } = await startClaude('questions', '', { name: 'AskUserQuestion', input: { questions } });
+  const result = await untilToolResult();
+  host.stop();
+  assert.equal(host.asks.length, 1);
+  assert.deepEqual(host.asks[0].form.fields.map((f) => f.type), ['radio', 'text', 'multi_select', 'text']);
+  assert.equal(
+    text(result).split('\n\n<system-reminder>')[0],
+    'Your questions have been answered: "Which database?"="SQLite", "Which checks?"=""Lint, format", Fuzz". ' +
+      'You can now continue with these answers in mind.',
+  );
+  assert.equal(await promptLeftOnScreen(terminal), false, "Claude Code's own question form is gone");
+});

@@ -1,0 +1,250 @@
+// Stand-ins the real-agent tests share: scripted loopback models that speak Anthropic's
+// Messages API (what Claude Code calls at ANTHROPIC_BASE_URL) and OpenAI's Responses API
+// (what Codex calls at a model provider's `base_url`), and him's native host started as
+// Chrome starts it with an extension stand-in on its stdio that answers every ask.
+
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+export const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
+
+/**
+ * The Claude Code CLI's native binary: HIM_CLAUDE, or the one npm installed in
+ * tests/e2e/node22 (where `cargo test` installs it, beside Node 22, which it wants) or in
+ * tests/e2e (a hand install); null when there is none.
+ */
+export function findClaude() {
+  if (process.env.HIM_CLAUDE) return process.env.HIM_CLAUDE;
+  for (const from of ['./node22/package.json', './package.json']) {
+    try {
+      const require = createRequire(new URL(from, import.meta.url));
+      const pkg = require.resolve(`@anthropic-ai/claude-code-${process.platform}-${process.arch}/package.json`);
+      const bin = path.join(path.dirname(pkg), 'claude');
+      if (existsSync(bin)) return bin;
+    } catch {}
+  }
+  return null;
+}
+
+/**
+ * The Codex CLI's native binary: HIM_CODEX, or the one npm installed (its platform package)
+ * in tests/e2e/node22 or tests/e2e; null when there is none.
+ */
+export function findCodex() {
+  if (process.env.HIM_CODEX) return process.env.HIM_CODEX;
+  const triple = { x64: 'x86_64', arm64: 'aarch64' }[process.arch];
+  for (const from of ['./node22/package.json', './package.json']) {
+    try {
+      const require = createRequire(new URL(from, import.meta.url));
+      const pkg = require.resolve(`@openai/codex-${process.platform}-${process.arch}/package.json`);
+      const bin = path.join(path.dirname(pkg), 'vendor', `${triple}-unknown-${process.platform}-musl`, 'bin', 'codex');
+      if (existsSync(bin)) return bin;
+    } catch {}
+  }
+  return null;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` until it returns something truthy, or fails naming `what` after `ms`. */
+export async function until(what, check, ms = 20_000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const got = await check();
+    if (got) return got;
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/**
+ * The scripted model, on 127.0.0.1: while the conversation has no tool_result yet and the
+ * request offers the tool `model.call.name`, it answers with one `tool_use` of `model.call`;
+ * after that, "done". Every request to /v1/messages is kept, parsed, in `model.requests`.
+ */
+export async function startAnthropicModel() {
+  const model = { call: { name: 'Bash', input: {} }, requests: [], url: '' };
+  const server = createServer((req, res) => {
+    let data = '';
+    req.on('data', (c) => (data += c));
+    req.on('end', () => {
+      if (req.method !== 'POST' || !req.url.startsWith('/v1/messages') || req.url.includes('count_tokens')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ input_tokens: 10 }));
+        return;
+      }
+      const body = JSON.parse(data);
+      model.requests.push(body);
+      reply(model, res, body);
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  model.url = `http://127.0.0.1:${server.address().port}`;
+  model.close = () => server.close();
+  return model;
+}
+
+function reply(model, res, body) {
+  const n = model.requests.length;
+  const last = body.messages?.at(-1);
+  const content = Array.isArray(last?.content) ? last.content : [];
+  const sawResult = content.some((c) => c.type === 'tool_result');
+  const hasTool = (body.tools ?? []).some((t) => t.name === model.call.name);
+  const usage = { input_tokens: 10, output_tokens: 5 };
+  const block =
+    hasTool && !sawResult
+      ? { type: 'tool_use', id: `toolu_him_${n}`, name: model.call.name, input: model.call.input }
+      : { type: 'text', text: 'done' };
+  const message = { id: `msg_${n}`, type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, usage };
+  const stop = block.type === 'tool_use' ? 'tool_use' : 'end_turn';
+  if (!body.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ ...message, content: [block], stop_reason: stop }));
+    return;
+  }
+  const start = block.type === 'tool_use' ? { ...block, input: {} } : { type: 'text', text: '' };
+  const delta =
+    block.type === 'tool_use'
+      ? { type: 'input_json_delta', partial_json: JSON.stringify(block.input) }
+      : { type: 'text_delta', text: block.text };
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  for (const [event, data] of [
+    ['message_start', { type: 'message_start', message }],
+    ['content_block_start', { type: 'content_block_start', index: 0, content_block: start }],
+    ['content_block_delta', { type: 'content_block_delta', index: 0, delta }],
+    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+    ['message_delta', { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage }],
+    ['message_stop', { type: 'message_stop' }],
+  ]) {
+    res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  }
+  res.end();
+}
+
+/**
+ * The scripted model for Codex, on 127.0.0.1, at `${model.url}/responses` (streamed): while
+ * the request offers the function `model.call.name` and holds no function_call_output yet,
+ * it answers with one function_call of `model.call` (arguments as JSON); after that, a
+ * message "done". Codex also asks for a title without tools, which gets "done" too.
+ */
+export async function startResponsesModel() {
+  const model = { call: { name: 'exec_command', arguments: {} }, requests: [], url: '' };
+  const server = createServer((req, res) => {
+    let data = '';
+    req.on('data', (c) => (data += c));
+    req.on('end', () => {
+      if (req.method !== 'POST' || !req.url.endsWith('/responses')) {
+        res.writeHead(404).end();
+        return;
+      }
+      const body = JSON.parse(data);
+      model.requests.push(body);
+      const n = model.requests.length;
+      const offered = (body.tools ?? []).some((t) => t.name === model.call.name);
+      const answered = (body.input ?? []).some((i) => i.type === 'function_call_output');
+      const item =
+        offered && !answered
+          ? {
+              type: 'function_call',
+              id: `fc_him_${n}`,
+              call_id: `call_him_${n}`,
+              name: model.call.name,
+              arguments: JSON.stringify(model.call.arguments),
+              status: 'completed',
+            }
+          : { type: 'message', role: 'assistant', id: `msg_${n}`, content: [{ type: 'output_text', text: 'done' }] };
+      const id = `resp_${n}`;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const event = (type, fields) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`);
+      event('response.created', { response: { id } });
+      event('response.output_item.done', { output_index: 0, item });
+      event('response.completed', { response: { id, usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } } });
+      res.end();
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  model.url = `http://127.0.0.1:${server.address().port}/v1`;
+  model.close = () => server.close();
+  return model;
+}
+
+/** The first function_call_output Codex sent the model, in any of `requests`. */
+export function functionCallOutput(requests) {
+  for (const body of requests) {
+    for (const item of body.input ?? []) if (item.type === 'function_call_output') return item;
+  }
+  return null;
+}
+
+/** The first tool_result the agent sent the model, in any of `requests`. */
+export function toolResult(requests) {
+  for (const body of requests) {
+    for (const m of body.messages ?? []) {
+      for (const c of Array.isArray(m.content) ? m.content : []) if (c.type === 'tool_result') return c;
+    }
+  }
+  return null;
+}
+
+/** Every host started, stopped or not. */
+const hosts = [];
+
+/**
+ * him's native host, started as Chrome starts it, and an extension stand-in on its stdio that
+ * shows each ask and answers it with `decide(ask)` ({action, values?, note?}).
+ */
+export function startHost(himBin, runtimeDir, decide) {
+  const child = spawn(himBin, [`chrome-extension://${EXTENSION_ID}/`], {
+    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn' },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const asks = [];
+  const send = (msg) => {
+    const body = Buffer.from(JSON.stringify(msg));
+    const head = Buffer.alloc(4);
+    head.writeUInt32LE(body.length);
+    child.stdin.write(Buffer.concat([head, body]));
+  };
+  let buf = Buffer.alloc(0);
+  child.stdout.on('data', (chunk) => {
+    buf = Buffer.concat([buf, chunk]);
+    while (buf.length >= 4 && buf.length >= 4 + buf.readUInt32LE(0)) {
+      const len = buf.readUInt32LE(0);
+      const msg = JSON.parse(buf.subarray(4, 4 + len).toString());
+      buf = buf.subarray(4 + len);
+      if (msg.type === 'hello') send({ type: 'ready', protocol: 1, extension: { id: EXTENSION_ID, version: '0.0.0-e2e' } });
+      if (msg.type === 'ask') {
+        asks.push(msg);
+        send({ type: 'shown', id: msg.id });
+        send({ type: 'answer', id: msg.id, ...decide(msg) });
+      }
+    }
+  });
+  hosts.push(child);
+  // Closing stdin is how a browser ends its host; the kill makes sure no host outlives its
+  // test, since a live child's pipes would keep this process (and cargo test) waiting.
+  const stop = () => {
+    child.stdin.end();
+    child.kill('SIGKILL');
+  };
+  return { child, asks, stop };
+}
+
+/** Ends every host `startHost` started. */
+export function stopAllHosts() {
+  for (const child of hosts) child.kill('SIGKILL');
+}
+
+/** Resolves once a host listens in `runtimeDir`. */
+export function untilHostListens(runtimeDir) {
+  return until('the host to listen', () => {
+    try {
+      return readdirSync(path.join(runtimeDir, 'hosts')).some((n) => n.endsWith('.sock'));
+    } catch {
+      return false;
+    }
+  }, 10_000);
+}
