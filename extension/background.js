@@ -37,12 +37,15 @@ import {
 import { backoffMs, describeHostProblem } from './lib/hosterror.js';
 import { postIfOpen } from './lib/port.js';
 import { t } from './lib/i18n.js';
+import { addRecent, dropRecent, normaliseRecent, recentEntry } from './lib/recent.js';
 
 const api = globalThis.browser ?? globalThis.chrome;
 const HOST_NAME = 'dev.him.host';
 const PROTOCOL = 1;
 
 let queue = emptyQueue();
+/** The answers sent this session, newest first (lib/recent.js); stored under `recent`. */
+let recent = [];
 /** What the panel shows about the link: connecting | connected | error. */
 let host = { status: 'connecting', version: null, problem: null };
 let port = null;
@@ -71,9 +74,10 @@ let lastWindowId = null;
 // Every change to the queue runs through this chain, after the stored state has loaded, one
 // at a time: messages from the host and the panels interleave, and storage writes are async.
 let chain = api.storage.session
-  .get('queue')
+  .get(['queue', 'recent'])
   .then((got) => {
     queue = normaliseQueue(got.queue);
+    recent = normaliseRecent(got.recent);
   })
   .catch(() => {
     queue = emptyQueue();
@@ -83,6 +87,7 @@ function update(change) {
   const run = chain.then(async () => {
     const now = Date.now();
     const before = JSON.stringify(queue);
+    const recentBefore = recent;
     const result = await change(now);
     const expired = expire(queue, now);
     const dropped = dropUnconfirmed(expired.state, now);
@@ -90,7 +95,14 @@ function update(change) {
     queue = pruneSent(pruneNotices(dropped.state, now), now);
     const gone = [...expired.expired, ...dropped.dropped];
     for (const id of gone) clearNotification(id);
-    if (JSON.stringify(queue) !== before) {
+    if (recent !== recentBefore) {
+      try {
+        await api.storage.session.set({ recent });
+      } catch (err) {
+        console.warn('him: could not keep the recent answers in session storage:', err);
+      }
+    }
+    if (JSON.stringify(queue) !== before || recent !== recentBefore) {
       try {
         await api.storage.session.set({ queue });
       } catch (err) {
@@ -214,7 +226,10 @@ function onHostMessage(from, msg) {
       break;
     case 'accepted':
       update((now) => {
-        queue = answerAccepted(queue, msg.id, now).state;
+        const judged = queue.questions.find((q) => q.id === msg.id && q.judging);
+        const accepted = answerAccepted(queue, msg.id, now);
+        queue = accepted.state;
+        if (accepted.removed && judged) remember(judged, judged.judging.answer, now);
       });
       break;
     case 'refused':
@@ -229,7 +244,9 @@ function onHostMessage(from, msg) {
       // cannot listen for agents and is about to exit); keep it for the panel.
       if (typeof msg.id === 'string') {
         update((now) => {
-          queue = answerUndelivered(queue, msg.id, msg.message, now).state;
+          const back = answerUndelivered(queue, msg.id, msg.message, now);
+          queue = back.state;
+          if (back.restored) recent = dropRecent(recent, msg.id);
         });
       } else if (typeof msg.message === 'string') {
         hostSaid = msg.message;
@@ -262,7 +279,12 @@ if (api.runtime.getBrowserInfo) {
 // ---- the panels ----
 
 function panelState() {
-  return { type: 'state', queue, host, now: Date.now() };
+  return { type: 'state', queue, host, recent, now: Date.now() };
+}
+
+/** Keep `answer` to `question` in the session's recent answers (passwords left out). */
+function remember(question, answer, now) {
+  recent = addRecent(recent, recentEntry(question, answer, agentLabel(question.agent), now));
 }
 
 function broadcast() {
@@ -351,7 +373,12 @@ function answer(from, msg, now) {
   if (action === 'submit') out.values = msg.values && typeof msg.values === 'object' ? msg.values : {};
   if (typeof msg.note === 'string' && msg.note.trim() !== '') out.note = msg.note;
   if (!sendToHost(out)) return fail(t('answerFailedConnectionClosed'));
-  queue = hostVerdicts ? answerJudging(queue, msg.id, out, now).state : answerSent(queue, msg.id, out, now).state;
+  if (hostVerdicts) {
+    queue = answerJudging(queue, msg.id, out, now).state;
+  } else {
+    queue = answerSent(queue, msg.id, out, now).state;
+    remember(question, out, now);
+  }
   clearNotification(msg.id);
 }
 

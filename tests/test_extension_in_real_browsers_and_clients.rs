@@ -2,8 +2,10 @@
 //! `extension/lib`, `web-ext lint` on the Firefox build, the end-to-end run in real
 //! Chromium against this crate's `him` binary (tests/e2e/chromium.test.mjs), and the
 //! Firefox build's handshake with the real host in real Firefox (tests/e2e/firefox.test.mjs),
-//! the loopback form answered in real Chromium (tests/e2e/loopback.test.mjs), and the
-//! extension in Chromium started in German and in Chinese (tests/e2e/languages.test.mjs).
+//! the loopback form answered in real Chromium (tests/e2e/loopback.test.mjs), the
+//! extension in Chromium started in German and in Chinese (tests/e2e/languages.test.mjs), and
+//! the side panel as an inbox with its measured contrast, targets and text sizes
+//! (tests/e2e/inbox.test.mjs).
 //!
 //! They need Node, the npm packages of tests/e2e (installed here with `npm ci` when they are
 //! missing), and for the end-to-end runs Debian's Chromium (`/usr/lib/chromium/chromium`, or `HIM_CHROMIUM`).
@@ -141,6 +143,18 @@ fn a_person_answers_every_ask_tool_in_the_chromium_side_panel() {
         )
     {
         node_test(&["chromium.test.mjs"]);
+    }
+}
+
+#[test]
+fn the_side_panel_is_an_inbox_that_meets_contrast_target_and_text_sizes_in_chromium() {
+    if node_ready()
+        && have(
+            chromium().is_file(),
+            "Chromium is not installed (apt-get install chromium)",
+        )
+    {
+        node_test(&["inbox.test.mjs"]);
     }
 }
 

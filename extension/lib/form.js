@@ -146,6 +146,8 @@ export function renderForm(doc, form, opts = {}) {
     body.appendChild(control.element);
     return control;
   });
+  // A long list of options scrolls Submit out of sight: it stays at the bottom instead.
+  if (controls.some((c) => c.compact)) root.classList.add('him-long');
 
   let noteArea = null;
   if (form.allow_note) {
@@ -377,7 +379,7 @@ export function renderForm(doc, form, opts = {}) {
       return;
     }
     if (yesNoControl && handleYesNoKey(event)) return;
-    if (event.key === 'Enter' && !event.shiftKey && !event.altKey) {
+    if (event.key === 'Enter' && !event.shiftKey && !event.altKey && !event.defaultPrevented) {
       const tag = event.target?.tagName?.toLowerCase();
       const onButton = tag === 'button' || tag === 'a';
       // Ctrl/Cmd+Enter submits from anywhere, a text area included; plain Enter submits
@@ -463,7 +465,7 @@ function buildField(doc, field, id, raw, hideLabel, yesNo) {
   wrap.dataset.name = field.name;
   const parts = { wrap, id, descId: `${id}-desc`, description: fieldDescription(doc, field, `${id}-desc`), hideLabel };
   const build = yesNo ? buildYesNo : (BUILDERS[field.type] ?? buildInput);
-  const { focusables, read, pick, described, set, onPress, focusTarget } = build(doc, field, raw, parts);
+  const { focusables, read, pick, described, set, onPress, focusTarget, compact } = build(doc, field, raw, parts);
 
   const errorId = `${id}-error`;
   const error = doc.createElement('p');
@@ -478,6 +480,7 @@ function buildField(doc, field, id, raw, hideLabel, yesNo) {
   return {
     field,
     element: wrap,
+    compact: Boolean(compact),
     read,
     pick,
     set,
@@ -526,13 +529,22 @@ function buildOptionGroup(doc, field, raw, { wrap, id, descId, description, hide
 
   const list = doc.createElement('div');
   list.className = 'him-options';
+  list.id = `${id}-options`;
   const options = optionsOf(field);
-  const inputs = options.map((option, i) => {
+  const rows = options.map((option, i) => {
     const checked = multi ? raw.some((v) => sameValue(v, option.value)) : sameValue(raw, option.value);
-    const { row, input } = optionRow(doc, option, i, { name: id, id: `${id}-o${i}`, multi, checked });
-    list.appendChild(row);
-    return input;
+    const made = optionRow(doc, option, i, { name: id, id: `${id}-o${i}`, multi, checked });
+    list.appendChild(made.row);
+    return made;
   });
+  const inputs = rows.map((r) => r.input);
+  const compact = options.length > COMPACT_OVER;
+  // Digits pick among the options in sight: all of them, or those the filter left.
+  let visible = rows;
+  if (compact) {
+    list.classList.add('him-compact');
+    wrap.appendChild(optionFilter(doc, field, id, list, rows, (shown) => (visible = shown)));
+  }
   wrap.appendChild(list);
 
   const describedBy = [description && descId, bounds?.id].filter(Boolean).join(' ');
@@ -540,19 +552,95 @@ function buildOptionGroup(doc, field, raw, { wrap, id, descId, description, hide
   return {
     focusables: inputs,
     described: wrap,
+    compact,
     read() {
       if (multi) return options.filter((_, i) => inputs[i].checked).map((o) => o.value);
       const i = inputs.findIndex((input) => input.checked);
       return i === -1 ? null : options[i].value;
     },
     pick(i) {
-      const input = inputs[i];
+      const input = visible[i]?.input;
       if (!input) return false;
       input.checked = multi ? !input.checked : true;
       input.focus();
       return true;
     },
   };
+}
+
+/** More options than this in one group: compact rows, with a box that filters them. */
+const COMPACT_OVER = 8;
+
+/**
+ * The filter above a long option group: typing narrows the rows to those whose label or
+ * description holds the text (a letter typed on an option lands here too); Enter picks
+ * the first row left, ↓ goes to it, Esc clears the text. `onFilter(rows)` hears which rows
+ * are left; their key badges are renumbered 1–9.
+ */
+function optionFilter(doc, field, id, list, rows, onFilter) {
+  const box = doc.createElement('div');
+  box.className = 'him-filter';
+  const input = doc.createElement('input');
+  input.type = 'search';
+  input.id = `${id}-filter`;
+  input.autocomplete = 'off';
+  input.spellcheck = false;
+  input.placeholder = t('filterPlaceholder');
+  input.setAttribute('aria-label', t('filterLabel', labelText(field)));
+  input.setAttribute('aria-controls', list.id);
+  const none = doc.createElement('p');
+  none.className = 'him-filter-none';
+  none.hidden = true;
+  box.append(input, none);
+
+  // What a row says, without its key badge or the Recommended badge.
+  const texts = rows.map(({ row }) =>
+    [...row.querySelectorAll('.him-option-label, .him-option-desc')].map((el) => el.textContent).join(' ').toLocaleLowerCase(),
+  );
+  const apply = () => {
+    const wanted = input.value.trim().toLocaleLowerCase();
+    const shown = rows.filter((r, i) => {
+      const match = wanted === '' || texts[i].includes(wanted);
+      r.row.hidden = !match;
+      return match;
+    });
+    shown.forEach((r, i) => r.setKey(i < 9 ? String(i + 1) : null));
+    rows.filter((r) => r.row.hidden).forEach((r) => r.setKey(null));
+    none.hidden = shown.length > 0;
+    none.textContent = shown.length ? '' : t('filterNoMatch', input.value.trim());
+    onFilter(shown);
+    return shown;
+  };
+  // The filter's text is no part of the answer: its edits are not the form's.
+  input.addEventListener('input', (event) => {
+    event.stopPropagation();
+    apply();
+  });
+  input.addEventListener('keydown', (event) => {
+    if (event.isComposing || event.keyCode === 229) return;
+    const shown = rows.filter((r) => !r.row.hidden);
+    if (event.key === 'Enter' && !event.ctrlKey && !event.metaKey) {
+      event.preventDefault();
+      if (shown[0] && !shown[0].input.disabled) shown[0].input.click();
+    } else if (event.key === 'ArrowDown' && shown[0]) {
+      event.preventDefault();
+      shown[0].input.focus();
+    } else if (event.key === 'Escape' && input.value !== '') {
+      event.preventDefault();
+      input.value = '';
+      apply();
+    }
+  });
+  // A letter typed on one of the options starts (or goes on with) the filter.
+  list.addEventListener('keydown', (event) => {
+    if (event.altKey || event.ctrlKey || event.metaKey || event.isComposing) return;
+    if (event.key.length !== 1 || /[\s0-9]/.test(event.key)) return;
+    event.preventDefault();
+    input.focus();
+    input.value += event.key;
+    apply();
+  });
+  return box;
 }
 
 /**
@@ -614,17 +702,21 @@ function optionRow(doc, option, i, { name, id, multi, checked }) {
   input.checked = checked;
   const label = doc.createElement('label');
   label.htmlFor = id;
-  if (i < 9) {
-    const key = doc.createElement('kbd');
-    key.setAttribute('aria-hidden', 'true');
-    key.textContent = String(i + 1);
-    label.appendChild(key);
-  }
+  const key = doc.createElement('kbd');
+  key.setAttribute('aria-hidden', 'true');
+  // A row without a key keeps an invisible badge, so that every label starts in line.
+  const setKey = (text) => {
+    key.textContent = text ?? '0';
+    key.toggleAttribute('data-none', text === null);
+  };
+  setKey(i < 9 ? String(i + 1) : null);
+  label.appendChild(key);
   const text = doc.createElement('span');
   text.className = 'him-option-label';
   text.textContent = option.label ?? String(option.value);
   label.appendChild(text);
   if (option.recommended) {
+    // A badge beside the label; the tile itself looks like every other until chosen.
     row.classList.add('him-recommended');
     const rec = doc.createElement('span');
     rec.className = 'him-rec';
@@ -640,7 +732,22 @@ function optionRow(doc, option, i, { name, id, multi, checked }) {
     row.appendChild(desc);
     input.setAttribute('aria-describedby', desc.id);
   }
-  return { row, input };
+  clickableTile(row, input);
+  return { row, input, setKey };
+}
+
+/**
+ * A click anywhere on `tile` (its padding, its description) picks its `input`, as a click on
+ * its label does: the whole tile is the target. Links and the controls themselves keep
+ * their own clicks.
+ */
+function clickableTile(tile, input) {
+  tile.addEventListener('click', (event) => {
+    if (event.target.closest?.('a, input, label, button')) return;
+    if (input.disabled) return;
+    input.click();
+    input.focus();
+  });
 }
 
 /** checkbox: the box first, its label beside it. */
@@ -656,6 +763,7 @@ function buildCheckbox(doc, field, raw, { wrap, id, description }) {
   label.htmlFor = id;
   label.appendChild(renderInlineMarkdown(doc, labelText(field)));
   row.append(input, label);
+  clickableTile(row, input);
   wrap.appendChild(row);
   if (description) wrap.appendChild(description);
   return { focusables: [input], described: input, read: () => input.checked };

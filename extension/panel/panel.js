@@ -4,6 +4,10 @@
 // cursor and typing are never disturbed. Drafts and answers go back to the worker; every
 // message on that port is listed in extension/README.md ("Messages between the panel and
 // the worker").
+//
+// It is an inbox (lib/inbox.js): one card is open, on top; the other questions are one line
+// each below it, the soonest deadline first; "2 of 3" and ‹ › (or Alt+↑ / Alt+↓) move
+// between them. Under the questions: notices, then the session's Recent answers.
 
 import { renderForm } from '../lib/form.js';
 import { holdControls } from '../lib/holds.js';
@@ -11,6 +15,9 @@ import { isPermissionForm, renderPermission } from '../lib/permission.js';
 import { agentLabel, formatTimeLeft, timeLeft } from '../lib/queue.js';
 import { sendBlockedReason } from '../lib/hosterror.js';
 import { postIfOpen } from '../lib/port.js';
+import { t } from '../lib/i18n.js';
+import { agentMark, chooseActive, inboxOrder, isWaiting, stepActive } from '../lib/inbox.js';
+import { recentJson } from '../lib/recent.js';
 
 const api = globalThis.browser ?? globalThis.chrome;
 const $ = (id) => document.getElementById(id);
@@ -18,17 +25,24 @@ const $ = (id) => document.getElementById(id);
 const DRAFT_DELAY_MS = 250;
 /** Under this, the time left turns red. */
 const URGENT_MS = 30_000;
+/** A value longer than this is cut short in a notice (Recent shows it whole). */
+const ECHO_MAX = 80;
 
 let port = null;
 let state = null;
 let reconnected = false;
 /**
- * Question id → {element, view, timeEl, question, draftTimer, expired, sending, dismiss, broken}.
- * `broken` cards show why their form could not be drawn instead of it (brokenView).
+ * Question id → {element, row, view, timeEl, rowTime, question, draftTimer, expired, sending,
+ * dismiss, broken, collapsed}. `broken` cards show why their form could not be drawn
+ * instead of it (brokenView).
  */
 const cards = new Map();
 let cardCounter = 0;
 let noticeKeys = '';
+let recentKey = '';
+/** The id of the open card, and whether the person chose it (then it stays open). */
+let activeId = null;
+let chosenId = null;
 
 function send(message) {
   return postIfOpen(port, message);
@@ -60,7 +74,7 @@ function onWorkerMessage(msg) {
           // so the answer did not get through.
           card.sending = false;
           card.view.setDisabled(false);
-          card.view.setStatus('The connection was interrupted before your answer was sent; send it again.');
+          card.view.setStatus(t('panel_status_interrupted'));
         }
       }
     }
@@ -78,6 +92,29 @@ function render() {
   renderLink(state.host);
   renderNotices(state.queue.notices);
   renderQueue(state.queue.questions);
+  renderRecent(Array.isArray(state.recent) ? state.recent : []);
+}
+
+/** The static words of panel.html, from _locales: element id → its text, and → its name. */
+function translatePage() {
+  document.documentElement.lang = t('panel_lang');
+  const words = {
+    link: t('panel_link_connecting'),
+    'problem-run': t('panel_problem_run'),
+    retry: t('panel_retry'),
+    empty: t('panel_empty'),
+    'recent-note': t('panel_recent_note'),
+    'recent-copy': t('panel_recent_copy'),
+  };
+  const names = {
+    nav: t('panel_nav_label'),
+    prev: t('panel_prev'),
+    next: t('panel_next'),
+    queue: t('panel_queue_label'),
+    notices: t('panel_notices_label'),
+  };
+  for (const [id, text] of Object.entries(words)) $(id).textContent = text;
+  for (const [id, name] of Object.entries(names)) $(id).setAttribute('aria-label', name);
 }
 
 function renderLink(host) {
@@ -85,15 +122,17 @@ function renderLink(host) {
   link.dataset.status = host.status;
   link.textContent =
     host.status === 'connected'
-      ? `Connected${host.version ? ` to him ${host.version}` : ''}`
+      ? host.version
+        ? t('panel_link_connected_version', host.version)
+        : t('panel_link_connected')
       : host.status === 'connecting'
-        ? 'Connecting to him…'
-        : 'Not connected';
+        ? t('panel_link_connecting')
+        : t('panel_link_disconnected');
   const problem = $('problem');
   problem.hidden = host.status !== 'error' || !host.problem;
   if (problem.hidden) return;
   $('problem-title').textContent = host.problem.summary;
-  $('problem-said').textContent = host.problem.source === 'host' ? 'The host said: ' : 'The browser said: ';
+  $('problem-said').textContent = `${host.problem.source === 'host' ? t('panel_problem_host_said') : t('panel_problem_browser_said')} `;
   $('problem-message').textContent = host.problem.message;
   const list = $('problem-commands');
   list.replaceChildren(
@@ -103,11 +142,11 @@ function renderLink(host) {
       code.textContent = command;
       const copy = document.createElement('button');
       copy.type = 'button';
-      copy.textContent = 'Copy';
-      copy.setAttribute('aria-label', `Copy ${command}`);
+      copy.textContent = t('panel_copy');
+      copy.setAttribute('aria-label', t('panel_copy_command', command));
       copy.addEventListener('click', () => {
         navigator.clipboard?.writeText(command).then(
-          () => (copy.textContent = 'Copied'),
+          () => (copy.textContent = t('panel_copied')),
           () => {},
         );
       });
@@ -122,6 +161,7 @@ function renderNotices(notices) {
   const keys = notices.map((n) => n.key).join('|');
   if (keys === noticeKeys) return;
   noticeKeys = keys;
+  const recent = Array.isArray(state.recent) ? state.recent : [];
   $('notices').replaceChildren(
     ...notices.map((notice) => {
       const el = document.createElement('div');
@@ -130,17 +170,103 @@ function renderNotices(notices) {
       const p = document.createElement('p');
       const what = document.createElement('span');
       what.className = 'what';
-      what.textContent = `“${notice.title}”`;
-      p.append(what, document.createTextNode(` (${notice.agent}): ${notice.text}`));
+      what.textContent = t('panel_notice_title', notice.title);
+      p.append(what, document.createTextNode(` ${t('panel_notice_text', notice.agent, notice.text)}`));
+      // An answer that went through says what it was, so a slip shows at once.
+      const sent = notice.kind === 'submit' ? recent.find((e) => e.id === notice.id) : null;
+      const echo = sent ? echoOf(sent, ECHO_MAX) : '';
+      if (echo) {
+        const said = document.createElement('span');
+        said.className = 'echo';
+        said.textContent = t('panel_notice_echo', echo);
+        p.append(document.createTextNode(' '), said);
+      }
       const dismiss = document.createElement('button');
       dismiss.type = 'button';
       dismiss.textContent = '×';
-      dismiss.setAttribute('aria-label', 'Dismiss notice');
+      dismiss.setAttribute('aria-label', t('panel_notice_dismiss'));
       dismiss.addEventListener('click', () => send({ type: 'dismiss', key: notice.key }));
       el.append(p, dismiss);
       return el;
     }),
   );
+}
+
+/** One answer value for a person: options by their labels, yes/no in words. */
+function shownValue(value, max = Infinity) {
+  let text;
+  if (typeof value === 'boolean') text = value ? t('panel_yes') : t('panel_no');
+  else if (Array.isArray(value)) text = value.length ? value.map((v) => shownValue(v)).join(', ') : t('panel_echo_none');
+  else if (value === null || value === undefined || value === '') text = t('panel_echo_empty');
+  else text = String(value);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/**
+ * What an answer said, on one line: the value alone for a one-question card, else
+ * "label: value" for each field; then the note; then how many password fields went, never
+ * what they held (they are not in the entry at all).
+ */
+function echoOf(entry, max = Infinity) {
+  const parts =
+    entry.fields.length === 1 && entry.hidden === 0
+      ? [shownValue(entry.fields[0].shown, max)]
+      : entry.fields.map((f) => t('panel_echo_field', f.label, shownValue(f.shown, max)));
+  if (entry.hidden) parts.push(t('panel_echo_hidden', entry.hidden));
+  if (entry.note) parts.push(t('panel_echo_note', shownValue(entry.note, max)));
+  return parts.join('; ');
+}
+
+function renderRecent(recent) {
+  const key = recent.map((e) => `${e.id}:${e.at_ms}`).join('|');
+  if (key === recentKey) return;
+  recentKey = key;
+  $('recent').hidden = recent.length === 0;
+  $('recent-summary').textContent = t('panel_recent_title', recent.length);
+  $('recent-list').replaceChildren(
+    ...recent.map((entry) => {
+      const li = document.createElement('li');
+      li.className = 'recent-item';
+      const head = document.createElement('p');
+      head.className = 'recent-head';
+      const who = [entry.agent, entry.project].filter(Boolean).join(' · ');
+      head.append(markElement(entry.agent, entry.project), document.createTextNode(who));
+      const when = document.createElement('time');
+      when.dateTime = new Date(entry.at_ms).toISOString();
+      when.textContent = new Date(entry.at_ms).toLocaleTimeString(t('panel_lang'), { hour: '2-digit', minute: '2-digit' });
+      head.append(when);
+      const title = document.createElement('p');
+      title.className = 'recent-title';
+      title.textContent = entry.title || t('panel_untitled');
+      const answer = document.createElement('p');
+      answer.className = 'recent-answer';
+      answer.textContent = entry.action === 'submit' ? echoOf(entry) : t('panel_recent_declined', entry.note || '').trim();
+      li.append(head, title, answer);
+      return li;
+    }),
+  );
+}
+
+$('recent-copy').addEventListener('click', () => {
+  const button = $('recent-copy');
+  const text = JSON.stringify(recentJson(state?.recent ?? []), null, 2);
+  navigator.clipboard?.writeText(text).then(
+    () => (button.textContent = t('panel_copied')),
+    () => (button.textContent = t('panel_copy_failed')),
+  );
+  setTimeout(() => (button.textContent = t('panel_recent_copy')), 2000);
+});
+
+/** The small coloured initial that tells agents apart (lib/inbox.js's agentMark). */
+function markElement(label, project) {
+  const mark = agentMark(label, project);
+  const el = document.createElement('span');
+  el.className = 'mark';
+  el.setAttribute('aria-hidden', 'true');
+  el.textContent = mark.initial;
+  el.style.setProperty('--mark-light', mark.colours.light);
+  el.style.setProperty('--mark-dark', mark.colours.dark);
+  return el;
 }
 
 function renderQueue(questions) {
@@ -154,8 +280,7 @@ function renderQueue(questions) {
       changed = true;
     }
   }
-  const main = $('queue');
-  questions.forEach((question, i) => {
+  for (const question of questions) {
     let card = cards.get(question.id);
     if (!card) {
       card = createCard(question);
@@ -163,20 +288,111 @@ function renderQueue(questions) {
       changed = true;
     }
     card.question = question;
-    // Keep the cards in queue order (oldest first). Move one only when it is out of place:
-    // moving an element takes the focus out of it.
-    if (main.children[i] !== card.element) main.insertBefore(card.element, main.children[i] ?? null);
-    updateCard(card);
-  });
+  }
+  if (chosenId !== null && !ids.has(chosenId)) chosenId = null;
+
+  const order = inboxOrder(questions);
+  const focusCard = cardHolding(document.activeElement);
+  const before = activeId;
+  const current = cards.get(activeId);
+  // The open card stays open while the person is in the middle of it: chose it, typed in
+  // it, or sent it and waits for the verdict. Otherwise the most urgent question is.
+  const keep = Boolean(
+    current && (chosenId === activeId || current.draftSent || current.question.judging || current.question.refused),
+  );
+  activeId = chooseActive(order, { current: activeId, keep, canOpen: (q) => !cards.get(q.id).broken });
+  const active = cards.get(activeId) ?? null;
+
+  for (const q of order) setCollapsed(cards.get(q.id), q.id !== activeId && isWaiting(q) && !cards.get(q.id).broken);
+  let wanted = [active, ...order.map((q) => cards.get(q.id)).filter((c) => c !== active)].filter(Boolean);
+  // A card that closed (or whose answer came back) while the person is in it stays exactly
+  // where it is, what they typed there to copy; the next question opens around it.
+  const held = focusCard && !isWaiting(focusCard.question) ? focusCard : null;
+  if (held) {
+    wanted = wanted.filter((c) => c !== held);
+    wanted.splice(Math.min([...$('queue').children].indexOf(held.element), wanted.length), 0, held);
+  }
+  placeCards(wanted, focusCard);
+  for (const q of order) updateCard(cards.get(q.id));
+  renderCount(order);
+
   // Under the banner that says him cannot be reached, "nothing to answer" would mislead.
   $('empty').hidden = questions.length > 0 || !$('problem').hidden;
-  // When a question arrives or leaves and the focus is not in another one, the oldest
-  // question gets it: answer one, and the keyboard is already in the next. A question
-  // never takes the focus from one the person is in, and a broken card never takes it
-  // (Enter there would decline a question the person could not read).
-  if (changed && !main.contains(document.activeElement)) {
-    [...cards.values()].find((c) => !c.broken && !c.question.closed)?.view.focusFirst();
+  // When a question arrives or leaves, or another card opens, the open card gets the focus:
+  // answer one, and the keyboard is already in the next. It never takes the focus from
+  // another card the person is in (one that closed under their hands included: the next
+  // keys must not land in another question), only from the untouched card that gave way to
+  // a more urgent one; and a broken card never takes it (Enter there would decline a
+  // question the person could not read).
+  const elsewhere = focusCard && focusCard !== active && !(focusCard.id === before && isWaiting(focusCard.question));
+  if ((changed || activeId !== before) && active && !active.element.contains(document.activeElement) && !elsewhere) {
+    active.view.focusFirst();
+    // The browser draws no ring for a focus the page moved after a click; this one must be
+    // seen, so the panel draws it until the person next uses the mouse.
+    document.body.dataset.focusRing = '';
   }
+}
+
+/** The card whose element holds `node`, or null. */
+function cardHolding(node) {
+  for (const card of cards.values()) if (card.element.contains(node)) return card;
+  return null;
+}
+
+/**
+ * Put the cards in `wanted` order in the queue, moving only cards that do not hold the
+ * focus: moving an element takes the focus out of it.
+ */
+function placeCards(wanted, focusCard) {
+  const main = $('queue');
+  const now = [...main.children];
+  if (wanted.length === now.length && wanted.every((c, i) => now[i] === c.element)) return;
+  const pivot = focusCard && wanted.includes(focusCard) ? wanted.indexOf(focusCard) : -1;
+  if (pivot === -1) {
+    wanted.forEach((c, i) => {
+      if (main.children[i] !== c.element) main.insertBefore(c.element, main.children[i] ?? null);
+    });
+    return;
+  }
+  for (const c of wanted.slice(0, pivot)) main.insertBefore(c.element, focusCard.element);
+  let previous = focusCard.element;
+  for (const c of wanted.slice(pivot + 1)) {
+    if (previous.nextElementSibling !== c.element) previous.after(c.element);
+    previous = c.element;
+  }
+}
+
+function setCollapsed(card, collapsed) {
+  if (card.collapsed === collapsed) return;
+  card.collapsed = collapsed;
+  card.element.toggleAttribute('data-collapsed', collapsed);
+  card.row.hidden = !collapsed;
+  card.head.hidden = collapsed;
+  card.view.element.hidden = collapsed;
+}
+
+/** "2 of 3" over the questions that can be opened, with ‹ › when there is more than one. */
+function renderCount(order) {
+  const open = order.filter((q) => isWaiting(q) && !cards.get(q.id).broken);
+  const at = open.findIndex((q) => q.id === activeId);
+  $('nav').hidden = open.length < 2 || at === -1;
+  $('count').textContent = at === -1 ? '' : t('panel_count', at + 1, open.length);
+}
+
+/** Open the card `step` places from the open one (wrapping round), as the person asked. */
+function step(by) {
+  if (!state) return;
+  const order = inboxOrder(state.queue.questions);
+  const id = stepActive(order, activeId, by, (q) => !cards.get(q.id)?.broken);
+  if (id !== null) open(id);
+}
+
+/** Open question `id`'s card because the person chose it, and put the keyboard in it. */
+function open(id) {
+  chosenId = id;
+  activeId = id;
+  renderQueue(state.queue.questions);
+  cards.get(id)?.view.focusFirst();
 }
 
 function createCard(question) {
@@ -184,37 +400,66 @@ function createCard(question) {
   const element = document.createElement('article');
   element.className = 'card';
   element.setAttribute('aria-labelledby', `${prefix}-title`);
+  const label = agentLabel(question.agent);
+
+  // The card as one line (agent · title · time left), when another card is open.
+  const row = document.createElement('button');
+  row.type = 'button';
+  row.className = 'card-row';
+  row.hidden = true;
+  const rowWho = document.createElement('span');
+  rowWho.className = 'row-who';
+  rowWho.textContent = label;
+  if (question.project) {
+    // In a narrow panel the project gives way to the title; the mark's colour still tells.
+    const project = document.createElement('span');
+    project.className = 'row-project';
+    project.textContent = ` · ${question.project}`;
+    rowWho.append(project);
+  }
+  const rowTitle = document.createElement('span');
+  rowTitle.className = 'row-title';
+  rowTitle.textContent = titleText(question.form);
+  const rowTime = document.createElement('span');
+  rowTime.className = 'row-time';
+  row.append(markElement(label, question.project), rowWho, rowTitle, rowTime);
+  row.addEventListener('click', () => open(question.id));
 
   const head = document.createElement('div');
   head.className = 'card-head';
   const who = document.createElement('span');
   who.className = 'who';
-  who.textContent = [agentLabel(question.agent), question.project].filter(Boolean).join(' · ');
+  who.append(markElement(label, question.project), document.createTextNode([label, question.project].filter(Boolean).join(' · ')));
   const timeEl = document.createElement('span');
   timeEl.className = 'time';
   timeEl.setAttribute('role', 'timer');
   head.append(who, timeEl);
 
   const card = {
+    id: question.id,
     element,
+    row,
+    rowTime,
+    head,
     timeEl,
     question,
     draftTimer: null,
     expired: false,
     sending: false,
     broken: false,
+    collapsed: false,
     view: null,
   };
   const answer = (action, extra = {}) => {
     if (card.expired) return;
     card.sending = true;
     card.view.setDisabled(true);
-    card.view.setStatus(action === 'submit' ? 'Sending…' : 'Declining…');
+    card.view.setStatus(action === 'submit' ? t('panel_status_sending') : t('panel_status_declining'));
     clearTimeout(card.draftTimer);
     if (!send({ type: 'answer', id: question.id, action, ...extra })) {
       card.sending = false;
       card.view.setDisabled(false);
-      card.view.setStatus('Not connected to the extension; try again in a moment.');
+      card.view.setStatus(t('panel_status_no_worker'));
     }
   };
   try {
@@ -248,8 +493,21 @@ function createCard(question) {
     element.dataset.broken = '';
     card.view = brokenView(prefix, err, () => answer('decline'));
   }
-  element.append(head, card.view.element);
+  // A draft from before a reload means the person is in the middle of this one.
+  if (question.draft) card.draftSent = true;
+  element.append(row, head, card.view.element);
   return card;
+}
+
+/** A form's title as plain text, its first paragraph only (for the one-line row). */
+function titleText(form) {
+  const title = String(form?.title || '').trim();
+  if (!title) return t('panel_untitled');
+  return title
+    .split(/\n\s*\n/)[0]
+    .replace(/[*_`]+/g, '')
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .replace(/\s+/g, ' ');
 }
 
 /**
@@ -263,13 +521,13 @@ function brokenView(prefix, err, onDecline) {
   const message = document.createElement('p');
   message.id = `${prefix}-title`;
   message.className = 'card-broken-message';
-  message.textContent = `This question could not be shown: ${err?.message ?? err}`;
+  message.textContent = t('panel_broken', err?.message ?? String(err));
   const actions = document.createElement('div');
   actions.className = 'him-actions';
   const decline = document.createElement('button');
   decline.type = 'button';
   decline.className = 'him-decline';
-  decline.textContent = 'Decline';
+  decline.textContent = t('panel_decline');
   decline.addEventListener('click', onDecline);
   actions.append(decline);
   const status = document.createElement('p');
@@ -283,7 +541,7 @@ function brokenView(prefix, err, onDecline) {
       event.preventDefault();
       if (Date.now() > escArmedUntil) {
         escArmedUntil = Date.now() + 2000;
-        status.textContent = 'Press Esc again to decline.';
+        status.textContent = t('panel_esc_again');
         return;
       }
       escArmedUntil = 0;
@@ -303,6 +561,8 @@ function brokenView(prefix, err, onDecline) {
     showRefusal({ message }) {
       status.textContent = message ?? '';
     },
+    draft: () => ({ values: {}, note: '' }),
+    focusFirst: () => decline.focus(),
   };
 }
 
@@ -311,15 +571,20 @@ function updateCard(card) {
   if (showClosed(card)) return;
   if (showVerdict(card)) return;
   const left = timeLeft(card.question, Date.now());
-  card.timeEl.textContent = left === null ? '' : `${formatTimeLeft(left)} left`;
-  card.timeEl.setAttribute('aria-label', left === null ? 'No time limit' : `${formatTimeLeft(left)} left to answer`);
-  if (left !== null && left < URGENT_MS) card.timeEl.dataset.urgent = '';
+  const text = left === null ? '' : t('panel_time_left', formatTimeLeft(left));
+  card.timeEl.textContent = text;
+  card.rowTime.textContent = text;
+  card.timeEl.setAttribute('aria-label', left === null ? t('panel_no_time_limit') : t('panel_time_left_long', formatTimeLeft(left)));
+  if (left !== null && left < URGENT_MS) {
+    card.timeEl.dataset.urgent = '';
+    card.rowTime.dataset.urgent = '';
+  }
   if (left === 0 && !card.expired) {
     // It can no longer be answered; the worker removes it and leaves a notice.
     card.expired = true;
     card.element.dataset.expired = '';
     card.view.setDisabled(true);
-    card.view.setStatus('Timed out.');
+    card.view.setStatus(t('panel_status_timed_out'));
     send({ type: 'tick' });
     return;
   }
@@ -334,8 +599,8 @@ function updateCard(card) {
 
 /**
  * Shows that this card's question ended before the person answered it (withdrawn, timed
- * out, its agent gone): the card stays where it is, greyed, says why, and keeps what was
- * typed readable and copyable until *Dismiss*. Returns whether it is closed.
+ * out, its agent gone): the card stays, greyed, says why, and keeps what was typed readable
+ * and copyable until *Dismiss*. Returns whether it is closed.
  */
 function showClosed(card) {
   const closed = card.question.closed;
@@ -349,12 +614,12 @@ function showClosed(card) {
   card.timeEl.removeAttribute('aria-label');
   card.view.setDisabled(false);
   card.view.setReadOnly(true);
-  card.view.setStatus(`${closed.text} What you typed stays here to copy until you dismiss it.`);
+  card.view.setStatus(t('panel_closed', closed.text));
   const dismiss = document.createElement('button');
   dismiss.type = 'button';
   dismiss.className = 'discard';
-  dismiss.textContent = 'Dismiss';
-  dismiss.setAttribute('aria-label', 'Dismiss this question');
+  dismiss.textContent = t('panel_dismiss');
+  dismiss.setAttribute('aria-label', t('panel_dismiss_question'));
   dismiss.addEventListener('click', () => send({ type: 'discard', id: card.question.id }));
   card.timeEl.after(dismiss);
   return true;
@@ -372,7 +637,8 @@ function showVerdict(card) {
     card.judged = true;
     card.sending = true;
     card.view.setDisabled(true);
-    card.view.setStatus('Sending…');
+    card.view.setStatus(t('panel_status_sending'));
+    card.rowTime.textContent = t('panel_status_sending');
     return true;
   }
   const newRefusal = refused && refused.at_ms !== card.refusedAt;
@@ -410,23 +676,39 @@ function showUndelivered(card) {
   card.timeEl.textContent = '';
   card.timeEl.removeAttribute('aria-label');
   card.view.setDisabled(false);
-  card.view.setStatus(`Your answer did not reach the agent: ${undelivered.message.replace(/\.?$/, '.')}`);
+  card.view.setStatus(t('panel_undelivered', undelivered.message.replace(/\.?$/, '.')));
   card.dismiss = document.createElement('button');
   card.dismiss.type = 'button';
   card.dismiss.className = 'discard';
-  card.dismiss.textContent = 'Dismiss';
-  card.dismiss.setAttribute('aria-label', 'Dismiss this answer');
+  card.dismiss.textContent = t('panel_dismiss');
+  card.dismiss.setAttribute('aria-label', t('panel_dismiss_answer'));
   card.dismiss.addEventListener('click', () => send({ type: 'discard', id: card.question.id }));
   card.timeEl.after(card.dismiss);
   return true;
 }
 
-// Number keys pick options even when focus is outside any form (e.g. on the page itself).
 document.addEventListener('keydown', (event) => {
-  if (event.defaultPrevented || $('queue').contains(event.target)) return;
-  const first = [...cards.values()].find((c) => !c.expired && !c.broken && !c.question.closed);
-  first?.view.handleKey(event);
+  if (event.defaultPrevented || event.isComposing) return;
+  // Alt+↓ / Alt+↑ open the next or the previous question, from anywhere but the two
+  // controls where those keys already mean something (a drop-down opens; a text area
+  // moves by paragraph on macOS).
+  if (event.altKey && !event.ctrlKey && !event.metaKey && (event.key === 'ArrowDown' || event.key === 'ArrowUp')) {
+    const tag = event.target?.tagName?.toLowerCase();
+    if (tag === 'select' || tag === 'textarea') return;
+    event.preventDefault();
+    step(event.key === 'ArrowDown' ? 1 : -1);
+    return;
+  }
+  // Number keys (and Y/N) pick in the open card even when focus is outside every card.
+  if ($('queue').contains(event.target)) return;
+  const active = cards.get(activeId);
+  if (active && !active.expired && !active.broken && !active.question.closed) active.view.handleKey(event);
 });
+
+document.addEventListener('pointerdown', () => delete document.body.dataset.focusRing, true);
+
+$('prev').addEventListener('click', () => step(-1));
+$('next').addEventListener('click', () => step(1));
 
 document.addEventListener('visibilitychange', () => {
   send({ type: 'visibility', visible: document.visibilityState === 'visible' });
@@ -445,4 +727,5 @@ setInterval(() => {
   if (state) for (const card of cards.values()) updateCard(card);
 }, 1000);
 
+translatePage();
 connectWorker();

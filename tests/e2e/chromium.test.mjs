@@ -118,9 +118,21 @@ async function accessibilityViolations() {
   return results.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }
 
-/** The card showing the question titled `title`. */
+/** The card showing the question titled `title`: the open one, or one with its whole form shown. */
 function card(title) {
   return page.locator('article.card', { has: page.getByRole('heading', { name: title }) });
+}
+
+/** The card of the question titled `title`, open or one line in the inbox. */
+function inboxCard(title) {
+  return page.locator('article.card', { hasText: title });
+}
+
+/** Open the card of `title` from its one-line row, as the person clicks it. */
+async function openCard(title) {
+  const row = inboxCard(title).locator('.card-row');
+  if (await row.isVisible()) await row.click();
+  await card(title).waitFor();
 }
 
 /** A raw agent on the live host's socket that said hello as `name` (see rawagent.mjs). */
@@ -376,7 +388,11 @@ test('two questions at once: the new one waits its turn, then gets the keyboard'
   await box.waitFor();
   await box.pressSequentially('fast-');
   const second = ask('ask_confirm', { question: 'Enable it for everyone?' });
-  await card('Enable it for everyone?').waitFor();
+  const waiting = inboxCard('Enable it for everyone?');
+  await waiting.waitFor();
+  assert.equal(await waiting.getAttribute('data-collapsed'), '', 'one line in the inbox');
+  assert.match(await waiting.locator('.card-row').textContent(), /him-e2e · e2e-projectEnable it for everyone\?\d:\d\d left/);
+  assert.equal(await page.locator('#count').textContent(), '1 of 2');
   assert.equal(await box.evaluate((el) => el === document.activeElement), true, 'typing is not interrupted');
   await box.pressSequentially('path');
   await box.press('Enter');
@@ -588,10 +604,12 @@ test('a question that ends while the person types stays in place, greyed, its te
     agent.send({ type: 'ask', id, form, timeout_ms: 120_000, asked_at_ms: Date.now() });
     await agent.next((m) => m.type === 'shown' && m.id === id);
   }
+  await openCard(typed.title);
   await card(typed.title).getByRole('textbox').fill('idx_old_users');
   await until('the draft to be stored', async () =>
     (await stored()).queue?.questions?.some((x) => x.draft?.values?.answer === 'idx_old_users'),
   );
+  await openCard(answering.title);
   const answeringBox = card(answering.title).getByRole('textbox');
   await answeringBox.fill('Grace');
   await until('the draft to be stored', async () =>
@@ -708,6 +726,7 @@ test('answers the host cannot deliver come back to their cards, kept, with why, 
   }));
   await tag.box.fill('v2.3.1');
   await tag.box.press('Enter');
+  await openCard(questions[1].title);
   await signer.box.fill('Grace');
   await signer.box.press('Enter');
 
@@ -869,8 +888,8 @@ test('a question whose form cannot be drawn becomes an error card; the other one
     assert.match(await broken.locator('.card-head').textContent(), /raw-socket · elsewhere/);
     assert.deepEqual(
       await page.locator('article.card').evaluateAll((all) => all.map((c) => c.hasAttribute('data-broken'))),
-      [true, false],
-      'in queue order, the broken one first',
+      [false, true],
+      'the one that can be answered open on top; the broken one, more urgent, never opens but shows whole',
     );
     await until('both to be shown', () => received().filter((m) => m.type === 'shown').length === 2);
     assert.deepEqual(await accessibilityViolations(), [], 'light theme');

@@ -188,6 +188,29 @@ test('Escape twice declines, and the page says so', async () => {
   await page.close();
 });
 
+test('a long list on the loopback page is compact rows with a filter, and a click anywhere on a tile picks, as in the panel', async () => {
+  const regions = ['eu-west-1', 'eu-west-2', 'eu-central-1', 'eu-north-1', 'us-east-1', 'us-east-2', 'us-west-1', 'us-west-2', 'ap-south-1', 'ap-east-1'];
+  const { url, result } = await ask('long', ['choice', 'Which region?', ...regions]);
+  const { page, problems } = await open(url);
+  await page.getByRole('radio', { name: 'eu-west-1' }).waitFor();
+  assert.equal(await page.locator('.him-options.him-compact').count(), 1);
+  await page.getByRole('radio', { name: 'eu-west-1' }).focus();
+  await page.keyboard.type('us-w');
+  const filter = page.getByRole('searchbox', { name: 'Filter the options of Which region?' });
+  assert.equal(await filter.inputValue(), 'us-w');
+  assert.deepEqual(await page.locator('.him-option:visible .him-option-label').allTextContents(), ['us-west-1', 'us-west-2']);
+  await filter.fill('');
+  const tile = page.locator('.him-option', { has: page.getByRole('radio', { name: 'ap-east-1' }) });
+  const box = await tile.boundingBox();
+  await page.mouse.click(box.x + box.width - 3, box.y + box.height / 2);
+  assert.equal(await page.getByRole('radio', { name: 'ap-east-1' }).isChecked(), true);
+  await page.getByRole('button', { name: 'Submit' }).click();
+  const answer = await result;
+  assert.equal(answer.answer, 'ap-east-1', JSON.stringify(answer));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('a choice is made with a number key and Enter alone', async () => {
   const { url, result } = await ask('choice', ['choice', 'Which database?', 'Postgres', 'SQLite', 'DuckDB']);
   const { page, problems } = await open(url);

@@ -7,13 +7,18 @@ import { readFileSync } from 'node:fs';
 import { JSDOM } from 'jsdom';
 
 const PANEL_HTML = readFileSync(new URL('../../../extension/panel/panel.html', import.meta.url), 'utf8');
+const ENGLISH = JSON.parse(readFileSync(new URL('../../../extension/_locales/en/messages.json', import.meta.url), 'utf8'));
+
+/** chrome.i18n as the browser answers it for English: the raw message, "$$" undone. */
+const i18n = { getMessage: (key) => ENGLISH[key]?.message.replace(/\$\$/g, '$') ?? '' };
 
 /**
  * Loads panel.js into a fresh panel page: the page, what it sent to the worker, `push` (a
  * worker's `state` with these questions) and `deliver` (any message from the worker).
  */
+let pages = 0;
 async function openPanel() {
-  const dom = new JSDOM(PANEL_HTML, { url: 'https://panel.test/panel/panel.html' });
+  const dom = new JSDOM(PANEL_HTML, { url: 'https://panel.test/panel/panel.html', pretendToBeVisual: true });
   const sent = [];
   let listener = null;
   const port = {
@@ -24,22 +29,24 @@ async function openPanel() {
   Object.assign(globalThis, {
     window: dom.window,
     document: dom.window.document,
-    chrome: { runtime: { connect: () => port } },
+    chrome: { runtime: { connect: () => port }, i18n },
   });
   // The page redraws its timers every second; that must not keep this test process alive.
   const realSetInterval = globalThis.setInterval;
   globalThis.setInterval = (fn, ms) => realSetInterval(fn, ms).unref();
   try {
-    await import('../../../extension/panel/panel.js');
+    // A fresh instance of the page's module for each page (the lib modules it imports are pure).
+    await import(`../../../extension/panel/panel.js?page=${++pages}`);
   } finally {
     globalThis.setInterval = realSetInterval;
   }
   const deliver = (message) => listener(message);
-  const push = (questions) =>
+  const push = (questions, { notices = [], recent = [] } = {}) =>
     deliver({
       type: 'state',
-      queue: { questions, notices: [] },
+      queue: { questions, notices },
       host: { status: 'connected', version: 'test', problem: null },
+      recent,
       now: Date.now(),
     });
   return { window: dom.window, document: dom.window.document, sent, push, deliver };
@@ -79,8 +86,9 @@ test('a form that cannot be drawn shows as an error card; the other questions sh
     console.warn = realWarn;
   }
 
-  const [bad, good] = document.querySelectorAll('article.card');
+  const [good, bad] = document.querySelectorAll('article.card');
   assert.ok(bad && good, 'both cards are in the panel');
+  assert.ok(bad.hasAttribute('data-broken'), 'the card that can be answered is open, on top');
   assert.match(bad.textContent, /This question could not be shown: .+/);
   assert.match(bad.querySelector('.card-head').textContent, /raw-socket · demo/, 'who asked is still shown');
   assert.ok(bad.hasAttribute('data-broken'));
@@ -110,16 +118,213 @@ test('a form that cannot be drawn shows as an error card; the other questions sh
     question('next', { title: 'And this?', fields: [{ name: 'a', type: 'text', label: 'A' }] }, 'codex'),
   ]);
   const titles = [...document.querySelectorAll('article.card')].map((c) => c.querySelector('h2')?.textContent);
-  assert.deepEqual(titles, [undefined, 'And this?'], 'the broken card first, as queued');
+  assert.deepEqual(titles, ['And this?', undefined], 'the open card first; the broken one never opens');
   // The worker could not send the decline: the card takes it back, and Esc twice declines again.
   deliver({ type: 'answer-failed', id: 'bad', message: 'Reconnecting to the agent; try again.' });
-  const decline = document.querySelector('article.card button.him-decline');
+  const decline = document.querySelector('article.card[data-broken] button.him-decline');
   assert.equal(decline.disabled, false);
-  assert.equal(document.querySelector('article.card .him-status').textContent, 'Reconnecting to the agent; try again.');
+  assert.equal(document.querySelector('article.card[data-broken] .him-status').textContent, 'Reconnecting to the agent; try again.');
   sent.length = 0;
   decline.dispatchEvent(new window.KeyboardEvent('keydown', { key: 'Escape', bubbles: true, cancelable: true }));
   assert.deepEqual(sent, [], 'one Esc only asks for another');
-  assert.equal(document.querySelector('article.card .him-status').textContent, 'Press Esc again to decline.');
+  assert.equal(document.querySelector('article.card[data-broken] .him-status').textContent, 'Press Esc again to decline.');
   decline.dispatchEvent(new window.KeyboardEvent('keydown', { key: 'Escape', bubbles: true, cancelable: true }));
   assert.deepEqual(sent, [{ type: 'answer', id: 'bad', action: 'decline' }]);
+});
+
+function textForm(title) {
+  return { title, fields: [{ name: 'answer', type: 'text', label: title }] };
+}
+
+function withDeadline(q, deadline) {
+  return { ...q, deadline_ms: deadline, timeout_ms: 600_000 };
+}
+
+test('an inbox: the most urgent question is open on top, the others one line each, "1 of 3", Alt+↓ and a click move', async () => {
+  const { window, document, sent, push } = await openPanel();
+  const now = Date.now();
+  const later = withDeadline(question('later', textForm('Later one'), 'codex'), now + 500_000);
+  const soon = withDeadline(question('soon', textForm('Soon one'), 'claude-code'), now + 100_000);
+  const never = question('never', textForm('No deadline'), 'gemini');
+  push([later, never, soon]);
+
+  const cards = () => [...document.querySelectorAll('article.card')];
+  const open = () => cards().filter((c) => !c.hasAttribute('data-collapsed'));
+  assert.deepEqual(
+    cards().map((c) => c.querySelector('.row-title').textContent),
+    ['Soon one', 'Later one', 'No deadline'],
+    'soonest deadline first, none last',
+  );
+  assert.equal(open().length, 1);
+  assert.equal(open()[0].querySelector('h2').textContent, 'Soon one');
+  assert.ok(open()[0].contains(document.activeElement), 'the open card has the focus');
+  assert.equal(document.getElementById('count').textContent, '1 of 3');
+  assert.equal(document.getElementById('nav').hidden, false);
+  const row = cards()[1].querySelector('.card-row');
+  assert.equal(row.hidden, false);
+  assert.match(row.textContent, /^Ccodex · demoLater one\d+:\d\d left$/, 'mark · agent · title · time left');
+  assert.equal(cards()[1].querySelector('form').hidden, true, 'its form is kept, hidden');
+  assert.equal(document.querySelector('h1'), null, 'no product name: the browser shows it above the panel');
+
+  document.activeElement.dispatchEvent(new window.KeyboardEvent('keydown', { key: 'ArrowDown', altKey: true, bubbles: true, cancelable: true }));
+  assert.equal(open()[0].querySelector('h2').textContent, 'Later one', 'Alt+↓ opens the next');
+  assert.equal(cards()[0], open()[0], 'on top');
+  assert.equal(document.getElementById('count').textContent, '2 of 3');
+  assert.ok(open()[0].contains(document.activeElement));
+
+  cards().find((c) => c.textContent.includes('No deadline')).querySelector('.card-row').click();
+  assert.equal(open()[0].querySelector('h2').textContent, 'No deadline');
+  assert.equal(document.getElementById('count').textContent, '3 of 3');
+  document.getElementById('next').click();
+  assert.equal(open()[0].querySelector('h2').textContent, 'Soon one', '› wraps round');
+
+  // The person types in the open one; a more urgent question arrives: it waits its turn.
+  const box = open()[0].querySelector('input');
+  box.value = 'typing';
+  box.dispatchEvent(new window.Event('input', { bubbles: true }));
+  const urgent = withDeadline(question('urgent', textForm('Urgent one'), 'claude-code'), now + 20_000);
+  push([later, never, soon, urgent]);
+  assert.equal(open()[0].querySelector('h2').textContent, 'Soon one', 'the card being typed in stays open');
+  assert.equal(document.activeElement, box, 'and keeps the focus');
+  assert.equal(document.getElementById('count').textContent, '2 of 4');
+  assert.equal(cards()[1].querySelector('.row-title').textContent, 'Urgent one', 'the new one first in the list');
+  assert.equal(cards()[1].querySelector('.row-time').hasAttribute('data-urgent'), true, 'under 30 s: red');
+
+  // Answered: the most urgent one opens, with the keyboard in it.
+  push([later, never, urgent]);
+  assert.equal(open()[0].querySelector('h2').textContent, 'Urgent one');
+  assert.equal(document.activeElement, open()[0].querySelector('input'));
+});
+
+test('each agent has a mark of its own: its initial on a colour taken from agent and project', async () => {
+  const { document, push } = await openPanel();
+  const a = question('a', textForm('A'), 'claude-code');
+  const b = { ...question('b', textForm('B'), 'claude-code'), project: 'other' };
+  const c = question('c', textForm('C'), 'claude-code');
+  push([a, b, c]);
+  const mark = (id) => [...document.querySelectorAll('article.card')].find((el) => el.textContent.includes(id === 'a' ? 'A' : id === 'b' ? 'B' : 'C')).querySelector('.mark');
+  assert.equal(mark('a').textContent, 'C');
+  assert.equal(mark('a').getAttribute('aria-hidden'), 'true', 'the name is said in words beside it');
+  assert.equal(mark('a').style.getPropertyValue('--mark-light'), mark('c').style.getPropertyValue('--mark-light'), 'same agent, same project, same colour');
+  assert.match(mark('a').style.getPropertyValue('--mark-dark'), /^#[0-9a-f]{6}$/);
+});
+
+test('a notice echoes what was sent, password fields never; Recent lists the session\'s answers', async () => {
+  const { document, push } = await openPanel();
+  const recent = [
+    {
+      id: 'q2',
+      title: 'Deploy settings',
+      agent: 'codex',
+      project: 'demo',
+      at_ms: Date.UTC(2026, 11, 1, 12, 0),
+      action: 'submit',
+      fields: [
+        { name: 'region', label: 'Region', value: 'eu', shown: 'eu-west' },
+        { name: 'now', label: 'Right away?', value: true, shown: true },
+        { name: 'flags', label: 'Flags', value: [], shown: [] },
+      ],
+      hidden: 1,
+      note: 'ping me',
+    },
+    { id: 'q1', title: 'Ship it?', agent: 'codex', project: 'demo', at_ms: Date.UTC(2026, 11, 1, 11, 0), action: 'decline', fields: [], hidden: 0, note: 'not today' },
+  ];
+  const notices = [{ key: 'k', id: 'q2', title: 'Deploy settings', agent: 'codex', text: 'Answer sent.', kind: 'submit', at_ms: Date.now() }];
+  push([], { notices, recent });
+  const notice = document.querySelector('.notice').textContent;
+  assert.equal(notice, '“Deploy settings” (codex): Answer sent. You sent: Region: eu-west; Right away?: Yes; Flags: nothing chosen; 1 hidden (password); note: ping me×');
+  const section = document.getElementById('recent');
+  assert.equal(section.hidden, false);
+  assert.equal(document.getElementById('recent-summary').textContent, 'Recent (2)');
+  const items = [...section.querySelectorAll('.recent-item')].map((li) => li.querySelector('.recent-answer').textContent);
+  assert.deepEqual(items, ['Region: eu-west; Right away?: Yes; Flags: nothing chosen; 1 hidden (password); note: ping me', 'Declined. not today']);
+  push([], { notices: [], recent: [] });
+  assert.equal(section.hidden, true, 'nothing answered yet: no Recent');
+});
+
+test('every string of the panel page comes from _locales', async () => {
+  const { document } = await openPanel();
+  const text = (id) => document.getElementById(id).textContent;
+  const name = (id) => document.getElementById(id).getAttribute('aria-label');
+  assert.equal(text('link'), ENGLISH.panel_link_connecting.message);
+  assert.equal(text('problem-run'), ENGLISH.panel_problem_run.message);
+  assert.equal(text('retry'), ENGLISH.panel_retry.message);
+  assert.equal(text('empty'), ENGLISH.panel_empty.message);
+  assert.equal(text('recent-copy'), ENGLISH.panel_recent_copy.message);
+  assert.equal(name('queue'), ENGLISH.panel_queue_label.message);
+  assert.equal(name('prev'), ENGLISH.panel_prev.message);
+  assert.equal(document.documentElement.lang, 'en');
+  // Nothing in the page is English written into the HTML: every text node is filled in.
+  const html = readFileSync(new URL('../../../extension/panel/panel.html', import.meta.url), 'utf8');
+  const body = html.slice(html.indexOf('<body>')).replace(/<!--[\s\S]*?-->/g, '');
+  assert.deepEqual([...body.matchAll(/>([^<>]*[A-Za-z][^<>]*)</g)].map((m) => m[1].trim()).filter(Boolean), []);
+});
+
+test('permission cards, closed cards and drafts keep working in the inbox', async () => {
+  const { document, push } = await openPanel();
+  const now = Date.now();
+  const permission = withDeadline(
+    question(
+      'perm',
+      {
+        title: 'Claude Code asks to use Bash',
+        fields: [
+          {
+            name: 'decision',
+            type: 'radio',
+            label: 'Decision',
+            required: true,
+            options: [
+              { value: 'allow', label: 'Allow' },
+              { value: 'deny', label: 'Deny' },
+            ],
+          },
+        ],
+        permission: { tool_name: 'Bash', input: { command: 'ls -la' } },
+      },
+      'claude-code',
+    ),
+    now + 200_000,
+  );
+  const drafted = { ...withDeadline(question('draft', textForm('Kept draft'), 'codex'), now + 100_000), draft: { values: { answer: 'half typed' }, note: '' } };
+  const closed = { ...question('closed', textForm('Closed one'), 'codex'), closed: { reason: 'cancelled', text: 'Cancelled by the agent.', at_ms: now } };
+  push([permission, drafted, closed]);
+  const cards = [...document.querySelectorAll('article.card')];
+  assert.deepEqual(
+    cards.map((c) => [c.querySelector('.row-title').textContent, c.hasAttribute('data-collapsed')]),
+    [
+      ['Kept draft', false],
+      ['Claude Code asks to use Bash', true],
+      ['Closed one', false],
+    ],
+    'the open card, the permission card as a line, the closed card whole',
+  );
+  assert.equal(cards[0].querySelector('input').value, 'half typed', 'the draft is back in its field');
+  assert.match(cards[2].querySelector('.him-status').textContent, /^Cancelled by the agent\. What you typed stays here/);
+  assert.equal(document.getElementById('count').textContent, '1 of 2', 'a closed card is not counted');
+
+  cards[1].querySelector('.card-row').click();
+  assert.equal(cards[1].hasAttribute('data-collapsed'), false);
+  assert.equal(document.activeElement.textContent, 'Deny', 'a permission card opens on Deny');
+  assert.equal(cards[0].hasAttribute('data-collapsed'), true);
+  assert.equal(cards[0].querySelector('input').value, 'half typed', 'the draft stays in the folded card');
+});
+
+test('the open card closing under the person\'s hands stays in place with the focus; the next one opens below it', async () => {
+  const { window, document, push } = await openPanel();
+  const now = Date.now();
+  const a = withDeadline(question('a', textForm('Being typed'), 'codex'), now + 100_000);
+  const b = withDeadline(question('b', textForm('Next up'), 'codex'), now + 200_000);
+  push([a, b]);
+  const box = document.querySelector('article.card input');
+  box.focus();
+  box.value = 'my text';
+  box.dispatchEvent(new window.Event('input', { bubbles: true }));
+  push([{ ...a, deadline_ms: null, draft: { values: { answer: 'my text' }, note: '' }, closed: { reason: 'cancelled', text: 'Cancelled by the agent.', at_ms: now } }, b]);
+  const cards = [...document.querySelectorAll('article.card')];
+  assert.equal(cards[0].querySelector('.row-title').textContent, 'Being typed', 'still first');
+  assert.equal(document.activeElement, box, 'the focus stays where the person was typing');
+  assert.equal(box.readOnly, true);
+  assert.equal(cards[1].hasAttribute('data-collapsed'), false, 'the next question opened, below it');
+  assert.equal(document.getElementById('nav').hidden, true, 'one question waits: no count');
 });
