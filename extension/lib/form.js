@@ -290,13 +290,45 @@ export function renderForm(doc, form, opts = {}) {
     // a note"), so it is judged again as it is typed.
     if (attempted && noteArea && event.target === noteArea) validate();
   });
+  // Leaving a field judges it again, and a message that comes or goes moves what is below.
+  // When a press of the pointer moved the focus, that waits until the click is over: moved
+  // between press and release, the click would land on nothing and be lost.
+  // The release may come anywhere, so it is heard on the window, only while pressed (a
+  // listener left there for good would keep every form ever shown alive).
+  let pointerDown = false;
+  let afterPointer = [];
+  const win = doc.defaultView;
+  const pointerReleased = () => {
+    win.removeEventListener('pointerup', pointerReleased, true);
+    win.removeEventListener('pointercancel', pointerReleased, true);
+    pointerDown = false;
+    const waiting = afterPointer;
+    afterPointer = [];
+    // After the click that this release ends, which the browser dispatches next.
+    if (waiting.length) win.setTimeout(() => waiting.forEach((run) => run()), 0);
+  };
+  root.addEventListener(
+    'pointerdown',
+    () => {
+      if (pointerDown) return;
+      pointerDown = true;
+      win.addEventListener('pointerup', pointerReleased, true);
+      win.addEventListener('pointercancel', pointerReleased, true);
+    },
+    true,
+  );
+  const judge = (control) => {
+    if (pointerDown) afterPointer.push(() => revalidate(control));
+    else revalidate(control);
+  };
+  // A text field's change comes as it loses the focus, so with the press that moved it.
   root.addEventListener('change', (event) => {
     const control = controls.find((c) => c.element.contains(event.target));
-    if (control && (control.invalid() || control.pick)) revalidate(control);
+    if (control && (control.invalid() || control.pick)) judge(control);
   });
   root.addEventListener('focusout', (event) => {
     const control = controls.find((c) => c.element.contains(event.target));
-    if (control && !control.element.contains(event.relatedTarget)) revalidate(control);
+    if (control && !control.element.contains(event.relatedTarget)) judge(control);
     if (!root.contains(event.relatedTarget)) showHint(null);
   });
   root.addEventListener('focusin', (event) => {

@@ -211,6 +211,41 @@ test('a long list on the loopback page is compact rows with a filter, and a clic
   await page.close();
 });
 
+test('a click lands where the person aimed even when leaving a field clears its error', async () => {
+  // Leaving a field that was wrong judges it again and takes its message away, which moves
+  // everything below it up. Done at the press of the button, the release would then land on
+  // something else and the click be lost: the first click after a fix did nothing.
+  const form = {
+    title: 'Who owns it?',
+    fields: [
+      { name: 'owner', type: 'text', label: 'Owner', required: true },
+      { name: 'notify', type: 'checkbox', label: 'Notify the team' },
+      { name: 'note', type: 'text', label: 'Anything else' },
+    ],
+  };
+  const { url, result } = await ask('shift', ['form', JSON.stringify(form)]);
+  const { page, problems } = await open(url);
+  const owner = page.getByRole('textbox', { name: /^Owner/ });
+  await owner.waitFor();
+  await page.getByRole('button', { name: 'Submit' }).click();
+  await until('the required error', async () => (await owner.getAttribute('aria-invalid')) === 'true');
+  await owner.focus();
+  await page.keyboard.type('Ada');
+  const notify = page.getByRole('checkbox', { name: 'Notify the team' });
+  const before = await notify.boundingBox();
+  await page.mouse.click(before.x + before.width / 2, before.y + before.height / 2);
+  assert.equal(await notify.isChecked(), true, 'the click on the checkbox was lost');
+  await until('the error to go', async () => (await owner.getAttribute('aria-invalid')) !== 'true');
+  const submit = await page.getByRole('button', { name: 'Submit' }).boundingBox();
+  await page.mouse.click(submit.x + submit.width / 2, submit.y + submit.height / 2);
+  const answer = await result;
+  assert.equal(answer.status, 'answered', JSON.stringify(answer));
+  assert.equal(answer.values.owner, 'Ada');
+  assert.equal(answer.values.notify, true);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('a choice is made with a number key and Enter alone', async () => {
   const { url, result } = await ask('choice', ['choice', 'Which database?', 'Postgres', 'SQLite', 'DuckDB']);
   const { page, problems } = await open(url);
