@@ -32,6 +32,7 @@
 //! `tool_input: {"command", "description"}` (the description is the model's justification).
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -43,7 +44,10 @@ use crate::agent::{Identity, Pool};
 use crate::cli::{HookAgent, HookArgs};
 use crate::config::{Config, clamp_wait};
 use crate::permission::{self, Decision, Request};
+
+mod overtaken;
 use crate::protocol::AgentInfo;
+use overtaken::{Call, overtaken};
 
 /// How long `him hook` waits for the panel by default: well below both agents' default
 /// command-hook timeout (600 s in Claude Code 2.1 and Codex 0.171), and short enough that
@@ -66,6 +70,8 @@ struct HookInput {
     tool_input: Value,
     #[serde(default)]
     cwd: String,
+    #[serde(default)]
+    transcript_path: Option<PathBuf>,
 }
 
 impl HookAgent {
@@ -129,6 +135,15 @@ fn ask(
     config: &Config,
     wait: Duration,
 ) -> Result<Decision, BoxError> {
+    // Only Claude Code's own prompt can be answered while the hook waits (overtaken.rs).
+    let call = Call {
+        tool_name: input.tool_name.clone(),
+        tool_input: input.tool_input.clone(),
+        transcript: match agent {
+            HookAgent::ClaudeCode => input.transcript_path.clone(),
+            HookAgent::Codex => None,
+        },
+    };
     let request = Request {
         tool_name: input.tool_name,
         input: input.tool_input,
@@ -157,8 +172,14 @@ fn ask(
             None => Identity::with_cwd_project(info),
         };
         let pool = Pool::new(config.runtime.search(), identity);
-        let outcome =
-            permission::ask(&pool, &prompt, wait, config.reconnect_grace, stopped()).await;
+        let outcome = permission::ask_until(
+            &pool,
+            &prompt,
+            wait,
+            config.reconnect_grace,
+            overtaken(call),
+        )
+        .await;
         // The withdrawal is queued on each host's link; let those tasks write it before the
         // runtime goes, so the panel says why the card left (timed out, answered) rather
         // than seeing the link close. Each needs one turn on this one thread.
@@ -169,23 +190,6 @@ fn ask(
         outcome
     });
     Ok(permission::decide(&request, &prompt, outcome))
-}
-
-/// Resolves when the agent stops the hook (its own timeout, or the person answered in the
-/// terminal): the question is then withdrawn from the panel rather than left there.
-async fn stopped() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// The decision in the agent's hook format; `None` for no decision (empty stdout).
