@@ -61,11 +61,13 @@ pub async fn overtaken(call: Call) -> WithdrawReason {
             None => std::future::pending().await,
         }
     };
-    tokio::select! {
-        _ = stopped() => WithdrawReason::Cancelled,
-        _ = stdout_closed() => WithdrawReason::Shutdown,
-        _ = answered_in_terminal => WithdrawReason::Answered,
-    }
+    let (reason, why) = tokio::select! {
+        _ = stopped() => (WithdrawReason::Cancelled, "the agent stopped the hook"),
+        _ = stdout_closed() => (WithdrawReason::Shutdown, "nobody reads the hook's answer any more"),
+        _ = answered_in_terminal => (WithdrawReason::Answered, "answered in the agent's own prompt"),
+    };
+    tracing::info!(why, "withdrawing the card");
+    reason
 }
 
 /// The agent stopped the hook: SIGTERM (Claude Code), SIGINT or SIGHUP.
