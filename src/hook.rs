@@ -32,10 +32,10 @@
 //! `tool_input: {"command", "description"}` (the description is the model's justification).
 //!
 //! First answer wins between the panel and the agent's own prompt (`overtaken.rs` has what
-//! each agent was seen to do to a running hook). Claude Code 2.1.332, answered Yes in its
-//! terminal, leaves the hook running and ignores its later output, so the hook watches the
-//! transcript for the call's result; answered No there, it sends SIGTERM (SIGKILL 1.3 s
-//! later). Codex 0.171.0 shows no prompt of its own while the hook runs; Esc there SIGKILLs
+//! each agent was seen to do to a running hook). Claude Code 2.1.332, answered Yes (or No
+//! with a note) in its terminal, leaves the hook running and ignores its later output, so
+//! the hook watches the transcript for the call's result; answered No or Esc there, it
+//! sends SIGTERM (SIGKILL 1.3 s later). Codex 0.171.0 shows no prompt of its own while the hook runs; Esc there SIGKILLs
 //! the hook (the host then withdraws the card), and its exit closes the hook's stdout. Each
 //! ends the wait at once: the card is withdrawn and nothing is written.
 

@@ -5,14 +5,16 @@
 //! What each agent does to a running hook, observed with the real programs (a hook that
 //! logged its signals, parent and pipes, and `strace -e kill` on the agent):
 //! - Claude Code 2.1.332 runs the hook as `/bin/sh -c COMMAND` in a session of its own
-//!   (stdio on sockets) and draws its own prompt while the hook runs. Answered No there
+//!   (stdio on sockets) and draws its own prompt while the hook runs. Answered "No" there
 //!   (or Esc, or the session ends), it sends SIGTERM to the hook's process group, polls it,
-//!   and after about 1.3 s sends SIGKILL. Answered Yes there, it leaves the hook running
-//!   (until the session ends or the hook timeout) and ignores what the hook writes later;
-//!   nothing is signalled or closed. The one trace of that answer is in the transcript
-//!   (`transcript_path` in the hook input, JSON lines): the call's `tool_result`, written
-//!   when the tool has run, after the `tool_use` it answers (which may be written a moment
-//!   after the hook starts). So for Claude Code the hook watches the transcript.
+//!   and after about 1.3 s sends SIGKILL. Answered "Yes" there, or "No, and tell Claude
+//!   what to do differently" (Tab on No, with a note), it leaves the hook running (until
+//!   the session ends or the hook timeout) and ignores what the hook writes later; nothing
+//!   is signalled or closed. The one trace of such an answer is in the transcript
+//!   (`transcript_path` in the hook input, JSON lines): the call's `tool_result` (with a
+//!   `permissionDecision` of `accept` / `reject`), written after the `tool_use` it answers
+//!   (which may itself be written a moment after the hook starts): at once for a rejection,
+//!   once the tool has run for a Yes. So for Claude Code the hook watches the transcript.
 //! - Codex 0.171.0 runs the hook directly in a session of its own (stdio on pipes) and
 //!   shows "Running hook", not its approval prompt, until the hook has returned: the
 //!   person cannot answer there first. Esc (interrupting the turn) SIGKILLs the hook and

@@ -244,3 +244,40 @@ test('answered No in the terminal first, the card leaves the panel and a late Al
   assert.doesNotMatch(terminal.screen(), /Allowed by PermissionRequest hook/);
   assert.equal(host.asks.length, 1, 'asked once');
 });
+
+// "No, and tell Claude what to do differently" (Tab on No) neither stops the hook nor
+// ends the turn in Claude Code 2.1.332: the rejection is the call's result in the
+// transcript, which him sees.
+test('answered No with a note in the terminal first, the card leaves the panel and a late Allow there runs nothing', { skip, timeout: 60_000 }, async () => {
+  const host = startHost(HIM_BIN, runtimeDir, () => null);
+  await untilHostListens(runtimeDir);
+  const { terminal, marker } = await startClaude('terminal-no-note', 'echo should-not-run >> marker.txt');
+  const id = await cardAndPromptBothWaiting(host, terminal);
+  // Each key again only until the screen shows it took (keys just after the prompt is
+  // drawn are dropped).
+  const pressUntil = (key, shown) =>
+    until(`${key} to take`, async () => {
+      if (!shown.test(terminal.screen())) terminal.press(key);
+      await sleep(300);
+      return shown.test(terminal.screen());
+    });
+  await pressUntil('Down', /❯ 2\. Yes/);
+  await pressUntil('Down', /❯ 3\. No/);
+  await pressUntil('Tab', /3\. No, and tell Claude what to do differently/);
+  terminal.type('use make instead');
+  await terminal.until(/3\. No, use make instead/);
+  const result = await until('the rejection to reach the model', async () => {
+    if (/Do you want to proceed\?/.test(terminal.screen())) terminal.press('Enter');
+    await sleep(300);
+    return toolResult(model.requests);
+  });
+  assert.equal(result.is_error, true);
+  assert.match(text(result), /use make instead/, 'the note typed in the terminal reached the model');
+  const withdraw = await until('the card to be withdrawn', () => host.withdrawn.find((w) => w.id === id), 10_000);
+  assert.equal(withdraw.reason, 'answered');
+  host.answer(id, { action: 'submit', values: { decision: 'allow' } });
+  await sleep(1500);
+  host.stop();
+  assert.equal(existsSync(marker), false, 'the command did not run');
+  assert.equal(host.asks.length, 1, 'asked once');
+});
