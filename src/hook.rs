@@ -35,9 +35,10 @@
 //! each agent was seen to do to a running hook). Claude Code 2.1.332, answered Yes (or No
 //! with a note) in its terminal, leaves the hook running and ignores its later output, so
 //! the hook watches the transcript for the call's result; answered No or Esc there, it
-//! sends SIGTERM (SIGKILL 1.3 s later). Codex 0.171.0 shows no prompt of its own while the hook runs; Esc there SIGKILLs
-//! the hook (the host then withdraws the card), and its exit closes the hook's stdout. Each
-//! ends the wait at once: the card is withdrawn and nothing is written.
+//! sends SIGTERM (SIGKILL 1.3 s later). Codex 0.171.0 shows no prompt of its own while the
+//! hook runs; Esc there SIGKILLs the hook (the host then withdraws the card), and its exit
+//! closes the hook's stdout. Each ends the wait at once: the card is withdrawn and nothing
+//! is written.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -52,9 +53,9 @@ use crate::agent::{Identity, Pool};
 use crate::cli::{HookAgent, HookArgs};
 use crate::config::{Config, clamp_wait};
 use crate::permission::{self, Decision, Request};
+use crate::protocol::AgentInfo;
 
 mod overtaken;
-use crate::protocol::AgentInfo;
 use overtaken::{Call, overtaken};
 
 /// How long `him hook` waits for the panel by default: well below both agents' default
