@@ -30,8 +30,18 @@
 //! Code draws its prompt while the hook runs and takes it down when the hook decides. Codex
 //! sends an `exec_command` asked for outside the sandbox as `tool_name: "Bash"`,
 //! `tool_input: {"command", "description"}` (the description is the model's justification).
+//!
+//! First answer wins between the panel and the agent's own prompt (`overtaken.rs` has what
+//! each agent was seen to do to a running hook). Claude Code 2.1.332, answered Yes (or No
+//! with a note) in its terminal, leaves the hook running and ignores its later output, so
+//! the hook watches the transcript for the call's result; answered No or Esc there, it
+//! sends SIGTERM (SIGKILL 1.3 s later). Codex 0.171.0 shows no prompt of its own while the
+//! hook runs; Esc there SIGKILLs the hook (the host then withdraws the card), and its exit
+//! closes the hook's stdout. Each ends the wait at once: the card is withdrawn and nothing
+//! is written.
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -44,6 +54,9 @@ use crate::cli::{HookAgent, HookArgs};
 use crate::config::{Config, clamp_wait};
 use crate::permission::{self, Decision, Request};
 use crate::protocol::AgentInfo;
+
+mod overtaken;
+use overtaken::{Call, overtaken};
 
 /// How long `him hook` waits for the panel by default: well below both agents' default
 /// command-hook timeout (600 s in Claude Code 2.1 and Codex 0.171), and short enough that
@@ -66,6 +79,8 @@ struct HookInput {
     tool_input: Value,
     #[serde(default)]
     cwd: String,
+    #[serde(default)]
+    transcript_path: Option<PathBuf>,
 }
 
 impl HookAgent {
@@ -129,6 +144,15 @@ fn ask(
     config: &Config,
     wait: Duration,
 ) -> Result<Decision, BoxError> {
+    // Only Claude Code's own prompt can be answered while the hook waits (overtaken.rs).
+    let call = Call {
+        tool_name: input.tool_name.clone(),
+        tool_input: input.tool_input.clone(),
+        transcript: match agent {
+            HookAgent::ClaudeCode => input.transcript_path.clone(),
+            HookAgent::Codex => None,
+        },
+    };
     let request = Request {
         tool_name: input.tool_name,
         input: input.tool_input,
@@ -157,8 +181,14 @@ fn ask(
             None => Identity::with_cwd_project(info),
         };
         let pool = Pool::for_runtime(&config.runtime, identity);
-        let outcome =
-            permission::ask(&pool, &prompt, wait, config.reconnect_grace, stopped()).await;
+        let outcome = permission::ask_until(
+            &pool,
+            &prompt,
+            wait,
+            config.reconnect_grace,
+            overtaken(call),
+        )
+        .await;
         // The withdrawal (or the `accepted`) is queued on each host's link; let those tasks
         // write it before the runtime goes, so the panel says why the card left (timed out,
         // answered) rather than seeing the link close.
@@ -166,23 +196,6 @@ fn ask(
         outcome
     });
     Ok(permission::decide(&request, &prompt, outcome))
-}
-
-/// Resolves when the agent stops the hook (its own timeout, or the person answered in the
-/// terminal): the question is then withdrawn from the panel rather than left there.
-async fn stopped() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// The decision in the agent's hook format; `None` for no decision (empty stdout).

@@ -26,6 +26,7 @@ use tokio::time::Instant;
 use crate::agent::Pool;
 use crate::channels::{self, PrepareError};
 use crate::form::{ALLOW, Choice, DECISION_FIELD, DENY, Field, FieldType, Form, Permission};
+use crate::protocol::WithdrawReason;
 use crate::tools::ToolKind;
 use crate::wait::{self, Outcome, WaitOptions};
 
@@ -325,6 +326,23 @@ pub async fn ask(
     reconnect_grace: Duration,
     cancelled: impl Future<Output = ()>,
 ) -> Outcome {
+    let cancelled = async {
+        cancelled.await;
+        WithdrawReason::Cancelled
+    };
+    ask_until(pool, prompt, timeout, reconnect_grace, cancelled).await
+}
+
+/// [`ask`], ended early when `overtaken` resolves (the outcome is then `Cancelled`); the
+/// panel is told the reason it gives, so a card answered in the agent's own terminal says
+/// it was answered elsewhere rather than cancelled.
+pub async fn ask_until(
+    pool: &Pool,
+    prompt: &Prompt,
+    timeout: Duration,
+    reconnect_grace: Duration,
+    overtaken: impl Future<Output = WithdrawReason>,
+) -> Outcome {
     let prepared = match channels::prepare(ToolKind::Form, prompt.form.clone(), timeout) {
         Ok(prepared) => prepared,
         Err(PrepareError::TooLarge(err)) => {
@@ -337,9 +355,21 @@ pub async fn ask(
         reconnect_grace,
     };
     let mut question = pool.open(prepared.ask).await;
+    let reason = std::sync::Mutex::new(None);
+    let cancelled = async {
+        let why = overtaken.await;
+        if let Ok(mut reason) = reason.lock() {
+            *reason = Some(why);
+        }
+    };
     let (outcome, answered_by) =
         wait::wait(pool, &mut question, &prompt.form, &options, cancelled).await;
-    question.close(wait::withdraw_reason(&outcome), answered_by.as_deref());
+    let reason = reason.lock().ok().and_then(|reason| *reason);
+    let reason = match (&outcome, reason) {
+        (Outcome::Cancelled, Some(reason)) => reason,
+        _ => wait::withdraw_reason(&outcome),
+    };
+    question.close(reason, answered_by.as_deref());
     outcome
 }
 

@@ -222,6 +222,71 @@ async fn a_hook_stopped_by_its_agent_withdraws_the_card() {
     assert_deferred(&finish(hook).await);
 }
 
+/// One line of Claude Code 2.1.332's transcript holding one content block.
+fn transcript_line(kind: &str, block: Value) -> String {
+    let entry = json!({"type": kind, "message": {"role": kind, "content": [block]}});
+    format!("{entry}\n")
+}
+
+#[tokio::test]
+async fn a_claude_code_call_answered_in_its_terminal_leaves_the_panel_as_answered() {
+    use std::io::Write;
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let transcript = dir.path().join("session.jsonl");
+    let input = claude_input();
+    let call = |id: &str| {
+        let block =
+            json!({"type": "tool_use", "id": id, "name": "Bash", "input": input["tool_input"]});
+        transcript_line("assistant", block)
+    };
+    let result = |id: &str| {
+        let block =
+            json!({"type": "tool_result", "tool_use_id": id, "content": "", "is_error": false});
+        transcript_line("user", block)
+    };
+    // An identical call answered earlier in the session, and this one, not answered yet.
+    std::fs::write(
+        &transcript,
+        call("toolu_old") + &result("toolu_old") + &call("toolu_now"),
+    )
+    .expect("write transcript");
+    let mut input = input.clone();
+    input["transcript_path"] = json!(transcript);
+    let hook = start_hook(runtime.path(), "claude-code", &[], &input).await;
+    ext.take_ask().await;
+    let early = ext.quiet_for(Duration::from_millis(1500)).await;
+    assert!(
+        early.is_none(),
+        "withdrawn before the terminal answered: {early:?}"
+    );
+    // The person answers Claude Code's own prompt: the call runs and its result is written.
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&transcript)
+        .expect("open");
+    file.write_all(result("toolu_now").as_bytes())
+        .expect("append");
+    let withdraw = ext.recv_type("withdraw").await;
+    assert_eq!(withdraw["reason"], "answered");
+    assert_deferred(&finish(hook).await);
+}
+
+#[tokio::test]
+async fn a_hook_nobody_reads_any_more_withdraws_the_card() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let mut hook = start_hook(runtime.path(), "codex", &[], &codex_input()).await;
+    ext.take_ask().await;
+    // Codex 0.171.0 exits without stopping its hook: the pipe's reading end closes.
+    drop(hook.stdout.take());
+    let withdraw = ext.recv_type("withdraw").await;
+    assert_eq!(withdraw["reason"], "shutdown");
+    let output = finish(hook).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+}
+
 #[tokio::test]
 async fn other_events_and_bad_input_are_left_to_the_agent() {
     let runtime = runtime_dir();

@@ -185,3 +185,99 @@ test("AskUserQuestion goes through the hook too: the panel's answers reach the m
   );
   assert.equal(await promptLeftOnScreen(terminal), false, "Claude Code's own question form is gone");
 });
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The card the stand-in holds unanswered, once Claude Code's own prompt is on the screen too. */
+async function cardAndPromptBothWaiting(host, terminal) {
+  await terminal.until(/Do you want to proceed\?/);
+  await until('the card to reach the panel', () => host.asks.length === 1);
+  return host.asks[0].id;
+}
+
+// Claude Code 2.1.332 leaves the hook running when its own prompt is answered Yes (see
+// src/hook/overtaken.rs): him sees the call's result in the transcript and withdraws.
+test('answered Yes in the terminal first, the card leaves the panel and a late Deny there changes nothing', { skip, timeout: 60_000 }, async () => {
+  const host = startHost(HIM_BIN, runtimeDir, () => null);
+  await untilHostListens(runtimeDir);
+  const { terminal, marker } = await startClaude('terminal-yes', 'echo ran >> marker.txt');
+  const id = await cardAndPromptBothWaiting(host, terminal);
+  assert.deepEqual(host.withdrawn, [], 'the card waits while the terminal prompt does');
+  const result = await until('the terminal prompt to take the answer', async () => {
+    terminal.press('Enter');
+    await sleep(300);
+    return toolResult(model.requests);
+  });
+  // Well inside the hook's own 60 s wait, after which it would leave anyway.
+  const withdraw = await until('the card to be withdrawn', () => host.withdrawn.find((w) => w.id === id), 10_000);
+  assert.equal(withdraw.reason, 'answered', 'the panel is told it was answered elsewhere');
+  host.answer(id, { action: 'submit', values: { decision: 'deny' }, note: 'too late' });
+  assert.equal(await promptLeftOnScreen(terminal), false);
+  await sleep(1000);
+  host.stop();
+  assert.notEqual(result.is_error, true, text(result));
+  assert.equal(readFileSync(marker, 'utf8'), 'ran\n', 'the command ran once');
+  const results = model.requests.flatMap((b) => b.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []))).filter((c) => c.type === 'tool_result');
+  assert.ok(results.every((r) => r.is_error !== true && !/too late/.test(text(r))), 'the late deny reached nobody');
+  assert.equal(host.asks.length, 1, 'asked once');
+});
+
+// Answered No (Esc) there, Claude Code 2.1.332 sends the hook's group SIGTERM, then SIGKILL.
+test('answered No in the terminal first, the card leaves the panel and a late Allow there runs nothing', { skip, timeout: 60_000 }, async () => {
+  const host = startHost(HIM_BIN, runtimeDir, () => null);
+  await untilHostListens(runtimeDir);
+  const { terminal, marker } = await startClaude('terminal-no', 'echo should-not-run >> marker.txt');
+  const id = await cardAndPromptBothWaiting(host, terminal);
+  // Esc is the prompt's "No"; pressed again only while the prompt is still up, as it drops
+  // keys that come just after it is drawn.
+  await until('the terminal prompt to take the No', async () => {
+    if (/Do you want to proceed\?/.test(terminal.screen())) terminal.press('Escape');
+    await sleep(500);
+    return !/Do you want to proceed\?/.test(terminal.screen());
+  });
+  const withdraw = await until('the card to be withdrawn', () => host.withdrawn.find((w) => w.id === id), 10_000);
+  assert.equal(withdraw.reason, 'cancelled');
+  host.answer(id, { action: 'submit', values: { decision: 'allow' } });
+  await sleep(1500);
+  host.stop();
+  assert.equal(existsSync(marker), false, 'the command did not run');
+  assert.doesNotMatch(terminal.screen(), /Allowed by PermissionRequest hook/);
+  assert.equal(host.asks.length, 1, 'asked once');
+});
+
+// "No, and tell Claude what to do differently" (Tab on No) neither stops the hook nor
+// ends the turn in Claude Code 2.1.332: the rejection is the call's result in the
+// transcript, which him sees.
+test('answered No with a note in the terminal first, the card leaves the panel and a late Allow there runs nothing', { skip, timeout: 60_000 }, async () => {
+  const host = startHost(HIM_BIN, runtimeDir, () => null);
+  await untilHostListens(runtimeDir);
+  const { terminal, marker } = await startClaude('terminal-no-note', 'echo should-not-run >> marker.txt');
+  const id = await cardAndPromptBothWaiting(host, terminal);
+  // Each key again only until the screen shows it took (keys just after the prompt is
+  // drawn are dropped).
+  const pressUntil = (key, shown) =>
+    until(`${key} to take`, async () => {
+      if (!shown.test(terminal.screen())) terminal.press(key);
+      await sleep(300);
+      return shown.test(terminal.screen());
+    });
+  await pressUntil('Down', /❯ 2\. Yes/);
+  await pressUntil('Down', /❯ 3\. No/);
+  await pressUntil('Tab', /3\. No, and tell Claude what to do differently/);
+  terminal.type('use make instead');
+  await terminal.until(/3\. No, use make instead/);
+  const result = await until('the rejection to reach the model', async () => {
+    if (/Do you want to proceed\?/.test(terminal.screen())) terminal.press('Enter');
+    await sleep(300);
+    return toolResult(model.requests);
+  });
+  assert.equal(result.is_error, true);
+  assert.match(text(result), /use make instead/, 'the note typed in the terminal reached the model');
+  const withdraw = await until('the card to be withdrawn', () => host.withdrawn.find((w) => w.id === id), 10_000);
+  assert.equal(withdraw.reason, 'answered');
+  host.answer(id, { action: 'submit', values: { decision: 'allow' } });
+  await sleep(1500);
+  host.stop();
+  assert.equal(existsSync(marker), false, 'the command did not run');
+  assert.equal(host.asks.length, 1, 'asked once');
+});

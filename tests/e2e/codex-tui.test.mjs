@@ -169,3 +169,46 @@ test("with no browser the hook defers: Codex's own prompt waits, and answering i
   assert.equal(readFileSync(marker, 'utf8').trim(), 'asked-in-the-terminal');
   assert.equal(await promptLeftOnScreen(terminal), false);
 });
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Codex 0.171.0 shows "Running hook", not its approval prompt, while the hook waits, so the
+// person cannot answer there first; what they can do in the terminal is interrupt the turn
+// (Esc), which SIGKILLs the hook: the host sees its link close and withdraws the card.
+test('interrupted in the terminal while the card waits, the card leaves the panel and a late Allow there runs nothing', { skip, timeout: 60_000 }, async () => {
+  const host = startHost(HIM_BIN, runtimeDir, () => null);
+  await untilHostListens(runtimeDir);
+  const { terminal, marker } = await startCodex('interrupt', 'echo should-not-run > marker.txt');
+  await until('the card to reach the panel', () => host.asks.length === 1);
+  const { id } = host.asks[0];
+  await terminal.until(/Running hook/);
+  assert.doesNotMatch(terminal.screen(), /Would you like to run the following command\?/, "Codex's own prompt waits for the hook");
+  await until('the terminal to take the interrupt', async () => {
+    if (/Running hook/.test(terminal.screen())) terminal.press('Escape');
+    await sleep(500);
+    return /Conversation interrupted/.test(terminal.screen());
+  });
+  const withdraw = await until('the card to be withdrawn', () => host.withdrawn.find((w) => w.id === id), 10_000);
+  assert.equal(withdraw.reason, 'cancelled');
+  host.answer(id, { action: 'submit', values: { decision: 'allow' } });
+  await sleep(1500);
+  host.stop();
+  assert.equal(existsSync(marker), false, 'the command did not run');
+  assert.equal(functionCallOutput(model.requests), null, 'nothing ran for the model to read');
+  assert.doesNotMatch(terminal.screen(), /Would you like to run the following command\?/);
+});
+
+// When Codex 0.171.0 exits it leaves the hook running, with nobody reading its stdout: him
+// sees the pipe close and withdraws the card rather than leaving it for the whole wait.
+test('Codex ends while the card waits: the card leaves the panel', { skip, timeout: 60_000 }, async () => {
+  const host = startHost(HIM_BIN, runtimeDir, () => null);
+  await untilHostListens(runtimeDir);
+  const { terminal, marker } = await startCodex('exit', 'echo should-not-run > marker.txt');
+  await until('the card to reach the panel', () => host.asks.length === 1);
+  const { id } = host.asks[0];
+  await terminal.close();
+  const withdraw = await until('the card to be withdrawn', () => host.withdrawn.find((w) => w.id === id), 10_000);
+  assert.equal(withdraw.reason, 'shutdown', 'the panel is told the agent shut down');
+  host.stop();
+  assert.equal(existsSync(marker), false, 'the command did not run');
+});

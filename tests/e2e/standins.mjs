@@ -194,7 +194,9 @@ const hosts = [];
 
 /**
  * him's native host, started as Chrome starts it, and an extension stand-in on its stdio that
- * shows each ask and answers it with `decide(ask)` ({action, values?, note?}).
+ * shows each ask and answers it with `decide(ask)` ({action, values?, note?}); when `decide`
+ * returns null the card waits, to be answered later with `answer(id, reply)` (as a person
+ * who answers late). Every `withdraw` the host sends is kept in `withdrawn`.
  */
 export function startHost(himBin, runtimeDir, decide) {
   const child = spawn(himBin, [`chrome-extension://${EXTENSION_ID}/`], {
@@ -202,6 +204,7 @@ export function startHost(himBin, runtimeDir, decide) {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const asks = [];
+  const withdrawn = [];
   const send = (msg) => {
     const body = Buffer.from(JSON.stringify(msg));
     const head = Buffer.alloc(4);
@@ -219,8 +222,10 @@ export function startHost(himBin, runtimeDir, decide) {
       if (msg.type === 'ask') {
         asks.push(msg);
         send({ type: 'shown', id: msg.id });
-        send({ type: 'answer', id: msg.id, ...decide(msg) });
+        const reply = decide(msg);
+        if (reply) send({ type: 'answer', id: msg.id, ...reply });
       }
+      if (msg.type === 'withdraw') withdrawn.push(msg);
     }
   });
   hosts.push(child);
@@ -230,7 +235,8 @@ export function startHost(himBin, runtimeDir, decide) {
     child.stdin.end();
     child.kill('SIGKILL');
   };
-  return { child, asks, stop };
+  const answer = (id, reply) => send({ type: 'answer', id, ...reply });
+  return { child, asks, withdrawn, answer, stop };
 }
 
 /** Ends every host `startHost` started. */
