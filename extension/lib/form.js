@@ -255,7 +255,11 @@ export function renderForm(doc, form, opts = {}) {
   };
 
   let shownProblem = null;
+  // Counts judgements of the whole form, so that a field's judgement put off until a click
+  // was over is dropped when that click judged everything (Submit) or set an error itself.
+  let wholeJudgements = 0;
   const validate = () => {
+    wholeJudgements += 1;
     const result = validateRaw(form, raws(), note());
     for (const control of controls) control.setError(result.errors[control.field.name] ?? null);
     // A problem of the whole answer has no field to stand by: the status line says it.
@@ -318,8 +322,14 @@ export function renderForm(doc, form, opts = {}) {
     true,
   );
   const judge = (control) => {
-    if (pointerDown) afterPointer.push(() => revalidate(control));
-    else revalidate(control);
+    if (!pointerDown) {
+      revalidate(control);
+      return;
+    }
+    const seen = wholeJudgements;
+    afterPointer.push(() => {
+      if (seen === wholeJudgements) revalidate(control);
+    });
   };
   // A text field's change comes as it loses the focus, so with the press that moved it.
   root.addEventListener('change', (event) => {
@@ -460,6 +470,7 @@ export function renderForm(doc, form, opts = {}) {
     },
     showRefusal({ field, message }) {
       attempted = true;
+      wholeJudgements += 1;
       const control = controls.find((c) => c.field.name === field);
       const reason = explain(control?.field ?? null, String(message ?? ''));
       if (control) {

@@ -240,7 +240,10 @@ export function answerJudging(state, id, answer, now) {
   const question = state.questions.find((q) => q.id === id);
   if (!question) return { state, marked: false };
   const { refused, ...rest } = question;
-  const judged = { ...rest, draft: answerDraft(question, answer), judging: { answer, at_ms: now } };
+  // Storage is no place for a password, even while the agent side judges the answer: its
+  // value is left out (the field is still named, so the echo can say one was hidden).
+  const kept = { ...answer, values: secretsBlanked(question, answer.values) };
+  const judged = { ...rest, draft: answerDraft(question, answer), judging: { answer: kept, at_ms: now } };
   return { state: { ...state, questions: state.questions.map((q) => (q.id === id ? judged : q)) }, marked: true };
 }
 
@@ -338,6 +341,16 @@ export function setDraft(state, id, draft) {
 function fieldsOf(question) {
   const fields = question.form?.fields;
   return Array.isArray(fields) ? fields.filter((f) => f && typeof f === 'object') : [];
+}
+
+/** `values` with every password field's value replaced by null (absent stays absent). */
+function secretsBlanked(question, values) {
+  if (!values || typeof values !== 'object') return values;
+  const blanked = { ...values };
+  for (const field of fieldsOf(question)) {
+    if (field.type === 'password' && Object.hasOwn(blanked, field.name)) blanked[field.name] = null;
+  }
+  return blanked;
 }
 
 /** `draft` for `question` without its password fields, in the shape a draft has. */

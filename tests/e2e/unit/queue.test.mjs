@@ -260,6 +260,8 @@ test('an answer being judged stays in the queue, sent only once accepted (issue 
   const judged = state.questions[0];
   assert.deepEqual(judged.judging.at_ms, T0 + 10);
   assert.deepEqual(judged.draft.values, { a: 'typed' }, 'the draft is the answer, without its password');
+  assert.ok(!JSON.stringify(state).includes('secret'), 'no password in the queue, which lives in storage');
+  assert.deepEqual(judged.judging.answer.values, { a: 'typed', p: null }, 'the password field named, its value left out');
   assert.deepEqual(state.notices, [], 'nothing says "Answer sent." yet');
   const accepted = answerAccepted(state, 'q1', T0 + 20).state;
   assert.deepEqual(accepted.questions, []);
