@@ -512,6 +512,18 @@ pub async fn tidy_forwarded(dir: PathBuf) {
     }
 }
 
+/// Once, every socket in the forwarded folder `dir`, as [`tidy_forwarded`] does the name
+/// SSH binds: refused ones removed, a live one at the bind name moved to a name of its own
+/// (`him tidy-forwarded`, from `~/.ssh/rc` at each session's start). Quiet when the folder
+/// is fine; an unsafe folder is an error, since agents refuse it too.
+pub async fn tidy_forwarded_once(dir: &Path) -> Result<(), runtime::RuntimeError> {
+    runtime::check_private_dir(dir, runtime::current_uid())?;
+    for path in runtime::list_forwarded_sockets(dir) {
+        forward::tidy(&path).await;
+    }
+    Ok(())
+}
+
 fn runtime_dir_is_private(runtime_dir: &Path) -> bool {
     let uid = runtime::current_uid();
     let verdict = runtime::check_private_dir(runtime_dir, uid)

@@ -48,7 +48,11 @@ pub enum Command {
     /// Create this machine's folder for forwarded sockets and print where it is, as JSON
     /// (`him remote` runs this on the other machine over ssh).
     #[command(hide = true)]
-    ForwardedDir,
+    ForwardedDir(ForwardedDirArgs),
+    /// Free the name SSH binds in this machine's forwarded folder for the next connection
+    /// (the line `him remote --write` put in ~/.ssh/rc runs this at each session's start).
+    #[command(hide = true)]
+    TidyForwarded,
     /// Answer an agent's PermissionRequest hook in the side panel (the agent runs this:
     /// hook JSON on stdin, the decision on stdout; no decision when no one answers).
     Hook(HookArgs),
@@ -69,6 +73,14 @@ pub struct RemoteArgs {
     /// Print how to give a container on this machine the gateway instead (no SSH).
     #[arg(long, conflicts_with_all = ["host", "write"])]
     pub container: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ForwardedDirArgs {
+    /// Also put the line that runs `him tidy-forwarded` in ~/.ssh/rc (marked; `him
+    /// uninstall` removes it).
+    #[arg(long)]
+    pub ssh_rc: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
