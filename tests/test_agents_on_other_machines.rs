@@ -803,7 +803,6 @@ async fn an_rc_him_created_adds_the_x11_cookie_as_sshd_would_and_goes_whole_on_u
     let (sshd_did, text) = entry(&before);
     let sshd_did = sshd_did.unwrap_or_else(|| panic!("sshd added no cookie: {text} {before:?}"));
     assert!(sshd_did.contains("/unix:1"), "{sshd_did}");
-    lab.exit_connection().await;
     let xauthority = lab.remote.home.join(".Xauthority");
     std::fs::remove_file(&xauthority).expect("sshd's xauth wrote ~/.Xauthority");
 
