@@ -671,6 +671,14 @@ async fn a_connection_during_which_no_agent_ran_does_not_block_the_next_ones_for
         printed.contains(&format!("On devbox, {}", lab.remote_rc().display())),
         "{printed}"
     );
+    let doctor = remote_doctor(&lab).await;
+    assert!(
+        doctor.contains(&format!(
+            "{} frees the forwarded socket's name at each SSH session's start",
+            lab.remote_rc().display()
+        )),
+        "{doctor}"
+    );
     let mut ext = laptop_browser(&lab).await;
     let gateway = him::runtime::gateway_socket(&lab.laptop_runtime);
     eventually("the gateway's socket", || gateway.exists()).await;
@@ -720,6 +728,7 @@ async fn a_connection_during_which_no_agent_ran_does_not_block_the_next_ones_for
     // Connection 3 binds the name the rc of each one before left free; only now does an
     // agent run there, and its question is answered in the panel.
     let session = lab.session(&["true"]).await;
+    assert!(session.status.success(), "{session:?}");
     until_live(&lab, &["@"]).await;
     let agent = remote_agent(&lab, "remote-claude", &[]).await;
     let asked = ask_remote(agent, "Through the third connection?").await;
@@ -778,6 +787,22 @@ async fn a_connection_during_which_no_agent_ran_does_not_block_the_next_ones_for
         "{removed:?}"
     );
     assert_eq!(std::fs::read_to_string(lab.remote_rc()).expect("rc"), mine);
+    let doctor = remote_doctor(&lab).await;
+    assert!(
+        doctor.contains("does not run him: a connection during which no agent ran"),
+        "{doctor}"
+    );
+}
+
+/// What `him doctor` on the remote machine says.
+async fn remote_doctor(lab: &Lab) -> String {
+    let output = lab
+        .on_remote(&lab.remote.him, &lab.remote_env(&[]))
+        .arg("doctor")
+        .output()
+        .await
+        .expect("him doctor on the remote");
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -88,6 +88,16 @@ pub fn has_block(rc: &str) -> bool {
     rc.lines().any(|line| line.trim_end() == BEGIN)
 }
 
+/// The him the block in `rc` runs, if it holds the block.
+pub fn named_him(rc: &str) -> Option<PathBuf> {
+    let mut lines = rc.lines().skip_while(|line| line.trim_end() != BEGIN);
+    let word = lines
+        .find_map(|line| line.strip_prefix("if [ -x '"))?
+        .split("' ]")
+        .next()?;
+    Some(PathBuf::from(word.replace(r"'\''", "'")))
+}
+
 /// `~/.ssh/rc` of this user.
 pub fn path() -> Option<PathBuf> {
     std::env::var_os("HOME")
@@ -203,5 +213,12 @@ mod tests {
     #[test]
     fn a_path_with_a_quote_stays_one_word() {
         assert_eq!(quoted(Path::new("/a b/it's")), r"'/a b/it'\''s'");
+        let rc = upsert("", Path::new("/a b/it's"));
+        assert_eq!(named_him(&rc), Some(PathBuf::from("/a b/it's")));
+        assert_eq!(
+            named_him("if [ -x '/x' ]; then :; fi\n"),
+            None,
+            "not our block"
+        );
     }
 }
