@@ -87,7 +87,23 @@ pub fn tidy_forwarded() -> Result<ExitCode, BoxError> {
         .await
     });
     match tidied {
-        Ok(Ok(())) | Err(_) => Ok(ExitCode::SUCCESS),
+        Ok(Ok(blocking)) => {
+            // sshd bound this connection's forwards before it ran the rc: a refused socket
+            // at the name SSH binds means this connection's bind onto it failed (an earlier
+            // connection left it: one that opened no session, with no agent during it).
+            for path in blocking {
+                let from = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+                eprintln!(
+                    "him: this SSH connection's forward from {} (if it has one) found {} in \
+                     its way, left by an earlier connection; removed now, so reconnect to \
+                     have it (with ControlMaster, `ssh -O exit HOST` first)",
+                    from.as_deref().unwrap_or("the other machine"),
+                    path.display()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(_) => Ok(ExitCode::SUCCESS),
         Ok(Err(err)) => Err(format!("not tidying forwarded sockets: {err}").into()),
     }
 }

@@ -721,6 +721,11 @@ async fn a_connection_during_which_no_agent_ran_does_not_block_the_next_ones_for
         "hello\n",
         "the rc says nothing on the session's stdout"
     );
+    assert!(
+        session.stderr.is_empty(),
+        "nor on its stderr: {}",
+        String::from_utf8_lossy(&session.stderr)
+    );
     until_live(&lab, &["@"]).await;
     lab.drop_connection().await;
     until_live(&lab, &[]).await;
@@ -753,9 +758,17 @@ async fn a_connection_during_which_no_agent_ran_does_not_block_the_next_ones_for
     lab.connect().await;
     until_live(&lab, &["bind"]).await;
     lab.exit_connection().await;
-    // (ssh's warning goes to the master's stderr, which ControlPersist has detached.)
+    // ssh's own warning goes to the master's stderr, which ControlPersist has detached;
+    // the rc, which sees the refused socket where this connection's bind should be, says it.
     let blocked = lab.session(&["true"]).await;
     assert!(blocked.status.success(), "{blocked:?}");
+    let said = String::from_utf8_lossy(&blocked.stderr);
+    assert!(
+        said.contains("this SSH connection's forward from")
+            && said.contains(&format!("{bind} in its way"))
+            && said.contains("reconnect"),
+        "{said}"
+    );
     assert!(lab.master_pid().await.is_some());
     until_live(&lab, &[]).await;
     assert!(
