@@ -40,7 +40,7 @@ pub enum Command {
     #[command(hide = true)]
     TerminalPrompt,
     /// Set up SSH so agents on HOST ask in this machine's browser: prints (or, with --write,
-    /// puts in ~/.ssh/config) the forward to this machine's gateway.
+    /// puts in ~/.ssh/config, and in ~/.ssh/rc on HOST) the forward to this machine's gateway.
     Remote(RemoteArgs),
     /// Run the stable endpoint that forwarded and container agents reach (a browser's host
     /// starts it once `him remote` was run; it exits when no browser is left).
@@ -64,7 +64,9 @@ pub struct RemoteArgs {
     #[arg(required_unless_present = "container")]
     pub host: Option<String>,
     /// Write the block at the top of ~/.ssh/config (marked; replaces an earlier one for
-    /// this host; `him uninstall` removes it) instead of only printing it.
+    /// this host; `him uninstall` removes it) instead of only printing it, and, on HOST, the
+    /// line in ~/.ssh/rc that frees the forwarded socket's name for the next connection
+    /// (marked; `him uninstall` there removes it).
     #[arg(long)]
     pub write: bool,
     /// How to run him on HOST, when it is not on the PATH of a non-interactive ssh session.

@@ -4,7 +4,9 @@
 //! exists only after a login), then prints the `ssh_config` block with literal paths on both
 //! ends (ssh_config expands its tokens on this side only) and the equivalent `ssh -R`; with
 //! `--write` it puts the block, marked, at the top of `~/.ssh/config`, replacing an earlier
-//! one for the same host. `him uninstall` removes every such block.
+//! one for the same host, and has `him forwarded-dir --ssh-rc` on HOST put the line in its
+//! `~/.ssh/rc` that frees the forwarded socket's name at each session's start
+//! ([`ssh_rc`]). `him uninstall` removes every such block, on either machine.
 
 mod config_block;
 pub mod ssh_rc;
