@@ -89,8 +89,9 @@ pub(super) async fn tidy(path: &Path) -> Tidied {
             own_name(path);
             Tidied::Kept
         }
-        Err(err) if err.kind() == io::ErrorKind::ConnectionRefused => {
-            // sshd binds, then listens: a connection's socket refuses for that instant.
+        Err(err) if err.kind() == io::ErrorKind::ConnectionRefused && is_bind_name(path) => {
+            // sshd binds, then listens: a connection's socket refuses for that instant (only
+            // at the bind name: a socket under a name of its own was live when moved).
             tokio::time::sleep(BIND_TO_LISTEN).await;
             match UnixStream::connect(path).await {
                 Ok(_) => {
