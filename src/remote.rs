@@ -189,8 +189,9 @@ pub fn run(args: &RemoteArgs) -> Result<ExitCode, BoxError> {
     match (&paths.ssh_rc, &paths.him) {
         (Some(rc), _) => writeln!(
             out,
-            "On {host}, {} now frees the forwarded socket's name at the start of each\n\
-             SSH session, so the next connection's forward is not blocked by this one's.\n",
+            "On {host}, a line in {} frees the forwarded socket's name at the start\n\
+             of each SSH session, so the next connection's forward is not blocked by this one's\n\
+             (`him uninstall` there removes it).\n",
             rc.display()
         )?,
         (None, Some(him)) => writeln!(

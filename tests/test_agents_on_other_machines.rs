@@ -668,7 +668,10 @@ async fn a_connection_during_which_no_agent_ran_does_not_block_the_next_ones_for
         "{rc}"
     );
     assert!(
-        printed.contains(&format!("On devbox, {}", lab.remote_rc().display())),
+        printed.contains(&format!(
+            "On devbox, a line in {} frees",
+            lab.remote_rc().display()
+        )),
         "{printed}"
     );
     let doctor = remote_doctor(&lab).await;
