@@ -717,6 +717,7 @@ fn startup(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
             false,
         )?);
     }
+    let tidy_times = tidy_runs(dir, plan)?;
     let t = Stats::of(&mut true_times);
     let s = Stats::of(&mut serve);
     let ti = Stats::of(&mut trivial_init_times);
@@ -738,6 +739,16 @@ fn startup(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
         ("`him serve`: exec → its answer to `initialize`", &s, &ti),
         ("trivial Rust binary: exec → socket accepts", &tl, &tl),
         ("`him` host: exec → socket accepts", &h, &tl),
+        (
+            "`him tidy-forwarded` (the `~/.ssh/rc` line): exec → exit; ratio to the next row",
+            &tidy_times.0,
+            &tidy_times.1,
+        ),
+        (
+            "… its baseline, `/bin/true`, same loop",
+            &tidy_times.1,
+            &tidy_times.1,
+        ),
     ] {
         report.push_str(&format!(
             "| {name} | {:.2} | {:.2} | {:.2} | {:.2}× | {:.1}× |\n",
@@ -754,6 +765,36 @@ fn startup(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
         h.p50 / 1000.0
     ));
     Ok(report)
+}
+
+/// `him tidy-forwarded` as sshd's rc runs it at a session's start, in the usual state: this
+/// connection's live forward at the name SSH binds (moved off it) and the socket the last
+/// connection left under a name of its own (refused, removed); against `/bin/true` in the
+/// same loop. Each run is checked to have done both.
+fn tidy_runs(dir: &Path, plan: &Plan) -> Result<(Stats, Stats), BoxError> {
+    let forwarded = dir.join("forwarded");
+    std::fs::create_dir_all(&forwarded)?;
+    set_private(&forwarded)?;
+    let (bind, left) = (
+        forwarded.join("laptop.sock"),
+        forwarded.join("laptop@0a0b0c0d0e0f.sock"),
+    );
+    let (mut tidy, mut baseline) = (Vec::new(), Vec::new());
+    for _ in 0..plan.startups {
+        let live = UnixListener::bind(&bind)?;
+        drop(UnixListener::bind(&left)?);
+        let mut command = him_command(dir);
+        command.arg("tidy-forwarded").stderr(Stdio::null());
+        tidy.push(timed_exit(command)?);
+        baseline.push(timed_exit(Command::new("/bin/true"))?);
+        let moved: Vec<PathBuf> = him::runtime::list_forwarded_sockets(&forwarded);
+        if bind.exists() || left.exists() || moved.len() != 1 {
+            return Err(format!("him tidy-forwarded left {moved:?}").into());
+        }
+        std::fs::remove_file(&moved[0])?;
+        drop(live);
+    }
+    Ok((Stats::of(&mut tidy), Stats::of(&mut baseline)))
 }
 
 fn initialize_line() -> Vec<u8> {

@@ -536,6 +536,22 @@ pub async fn tidy_forwarded(dir: PathBuf) {
     }
 }
 
+/// Once, every socket in the forwarded folder `dir`, as [`tidy_forwarded`] does the name
+/// SSH binds: refused ones removed, a live one at the bind name moved to a name of its own
+/// (`him tidy-forwarded`, from `~/.ssh/rc` at each session's start). Returns the refused
+/// sockets it removed from a bind name; an unsafe folder is an error, since agents refuse it.
+pub async fn tidy_forwarded_once(dir: &Path) -> Result<Vec<PathBuf>, runtime::RuntimeError> {
+    runtime::check_private_dir(dir, runtime::current_uid())?;
+    let mut blocking = Vec::new();
+    for path in runtime::list_forwarded_sockets(dir) {
+        let removed = forward::tidy(&path).await == forward::Tidied::Removed;
+        if removed && forward::is_bind_name(&path) {
+            blocking.push(path);
+        }
+    }
+    Ok(blocking)
+}
+
 fn runtime_dir_is_private(runtime_dir: &Path) -> bool {
     let uid = runtime::current_uid();
     let verdict = runtime::check_private_dir(runtime_dir, uid)

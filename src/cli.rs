@@ -40,7 +40,7 @@ pub enum Command {
     #[command(hide = true)]
     TerminalPrompt,
     /// Set up SSH so agents on HOST ask in this machine's browser: prints (or, with --write,
-    /// puts in ~/.ssh/config) the forward to this machine's gateway.
+    /// puts in ~/.ssh/config, and in ~/.ssh/rc on HOST) the forward to this machine's gateway.
     Remote(RemoteArgs),
     /// Run the stable endpoint that forwarded and container agents reach (a browser's host
     /// starts it once `him remote` was run; it exits when no browser is left).
@@ -48,7 +48,11 @@ pub enum Command {
     /// Create this machine's folder for forwarded sockets and print where it is, as JSON
     /// (`him remote` runs this on the other machine over ssh).
     #[command(hide = true)]
-    ForwardedDir,
+    ForwardedDir(ForwardedDirArgs),
+    /// Free the name SSH binds in this machine's forwarded folder for the next connection
+    /// (the line `him remote --write` put in ~/.ssh/rc runs this at each session's start).
+    #[command(hide = true)]
+    TidyForwarded,
     /// Answer an agent's PermissionRequest hook in the side panel (the agent runs this:
     /// hook JSON on stdin, the decision on stdout; no decision when no one answers).
     Hook(HookArgs),
@@ -60,7 +64,9 @@ pub struct RemoteArgs {
     #[arg(required_unless_present = "container")]
     pub host: Option<String>,
     /// Write the block at the top of ~/.ssh/config (marked; replaces an earlier one for
-    /// this host; `him uninstall` removes it) instead of only printing it.
+    /// this host; `him uninstall` removes it) instead of only printing it, and, on HOST, the
+    /// line in ~/.ssh/rc that frees the forwarded socket's name for the next connection
+    /// (marked; `him uninstall` there removes it).
     #[arg(long)]
     pub write: bool,
     /// How to run him on HOST, when it is not on the PATH of a non-interactive ssh session.
@@ -69,6 +75,14 @@ pub struct RemoteArgs {
     /// Print how to give a container on this machine the gateway instead (no SSH).
     #[arg(long, conflicts_with_all = ["host", "write"])]
     pub container: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ForwardedDirArgs {
+    /// Also put the line that runs `him tidy-forwarded` in ~/.ssh/rc (marked; `him
+    /// uninstall` removes it).
+    #[arg(long)]
+    pub ssh_rc: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

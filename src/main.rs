@@ -37,6 +37,7 @@ fn run(cli: Cli) -> Result<ExitCode, BoxError> {
         Command::Hook(args) => him::hook::run(args),
         Command::Remote(args) => him::remote::run(&args),
         Command::Gateway => Ok(him::gateway::run_gateway()),
-        Command::ForwardedDir => him::remote::forwarded_dir(),
+        Command::ForwardedDir(args) => him::remote::forwarded_dir(&args),
+        Command::TidyForwarded => him::remote::tidy_forwarded(),
     }
 }

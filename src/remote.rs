@@ -4,9 +4,12 @@
 //! exists only after a login), then prints the `ssh_config` block with literal paths on both
 //! ends (ssh_config expands its tokens on this side only) and the equivalent `ssh -R`; with
 //! `--write` it puts the block, marked, at the top of `~/.ssh/config`, replacing an earlier
-//! one for the same host. `him uninstall` removes every such block.
+//! one for the same host, and has `him forwarded-dir --ssh-rc` on HOST put the line in its
+//! `~/.ssh/rc` that frees the forwarded socket's name at each session's start
+//! ([`ssh_rc`]). `him uninstall` removes every such block, on either machine.
 
 mod config_block;
+pub mod ssh_rc;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,7 +18,7 @@ use std::process::ExitCode;
 use serde::{Deserialize, Serialize};
 
 use crate::BoxError;
-use crate::cli::RemoteArgs;
+use crate::cli::{ForwardedDirArgs, RemoteArgs};
 use crate::runtime;
 
 pub use config_block::{Block, remove_blocks, upsert_block};
@@ -27,10 +30,17 @@ pub struct RemotePaths {
     pub forwarded: PathBuf,
     pub hostname: String,
     pub version: String,
+    /// The him binary there, which the `~/.ssh/rc` line names.
+    #[serde(default)]
+    pub him: Option<PathBuf>,
+    /// The `~/.ssh/rc` there that now holds the line (asked for with `--ssh-rc`).
+    #[serde(default)]
+    pub ssh_rc: Option<PathBuf>,
 }
 
-/// `him forwarded-dir`: creates this machine's forwarded folder and prints where it is.
-pub fn forwarded_dir() -> Result<ExitCode, BoxError> {
+/// `him forwarded-dir`: creates this machine's forwarded folder and prints where it is;
+/// with `--ssh-rc`, also puts the tidy line in `~/.ssh/rc`.
+pub fn forwarded_dir(args: &ForwardedDirArgs) -> Result<ExitCode, BoxError> {
     let located = runtime::runtime_dir()?;
     let forwarded = located
         .forwarded
@@ -40,6 +50,12 @@ pub fn forwarded_dir() -> Result<ExitCode, BoxError> {
         forwarded,
         hostname: runtime::hostname().unwrap_or_else(|| "localhost".into()),
         version: env!("CARGO_PKG_VERSION").into(),
+        him: std::env::current_exe().ok(),
+        ssh_rc: if args.ssh_rc {
+            Some(ssh_rc::install()?)
+        } else {
+            None
+        },
     };
     writeln!(
         std::io::stdout().lock(),
@@ -47,6 +63,51 @@ pub fn forwarded_dir() -> Result<ExitCode, BoxError> {
         serde_json::to_string(&paths)?
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `him tidy-forwarded`, from `~/.ssh/rc` at the start of each SSH session: frees the name
+/// SSH binds in this machine's forwarded folder (DESIGN.md §10). Nothing to do — no home,
+/// no folder yet — is no error: the line must never trouble a login.
+pub fn tidy_forwarded() -> Result<ExitCode, BoxError> {
+    let Some(dir) = runtime::runtime_dir()
+        .ok()
+        .and_then(|located| located.forwarded)
+        .filter(|dir| dir.is_dir())
+    else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    // A connect to a local socket answers at once; the bound only keeps a login from
+    // waiting on a listener whose backlog is full.
+    let tidied = runtime.block_on(async {
+        tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            crate::agent::tidy_forwarded_once(&dir),
+        )
+        .await
+    });
+    match tidied {
+        Ok(Ok(blocking)) => {
+            // sshd bound this connection's forwards before it ran the rc: a refused socket
+            // at the name SSH binds means this connection's bind onto it failed (an earlier
+            // connection left it: one that opened no session, with no agent during it).
+            for path in blocking {
+                let from = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+                eprintln!(
+                    "him: this SSH connection's forward from {} (if it has one) found {} in \
+                     its way, left by an earlier connection; removed now, so reconnect to \
+                     have it (with ControlMaster, `ssh -O exit HOST` first)",
+                    from.as_deref().unwrap_or("the other machine"),
+                    path.display()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(_) => Ok(ExitCode::SUCCESS),
+        Ok(Err(err)) => Err(format!("not tidying forwarded sockets: {err}").into()),
+    }
 }
 
 /// The name a forwarded socket from this machine has on the other: the host name, with
@@ -85,7 +146,7 @@ pub fn run(args: &RemoteArgs) -> Result<ExitCode, BoxError> {
         .host
         .as_deref()
         .ok_or("name the SSH host (as in `ssh HOST`), or give --container")?;
-    let paths = ask_remote(host, &args.remote_him)?;
+    let paths = ask_remote(host, &args.remote_him, args.write)?;
     let local_name = bind_name(&runtime::hostname().unwrap_or_default());
     let remote_socket = paths.forwarded.join(format!("{local_name}.sock"));
     for path in [&remote_socket, &gateway] {
@@ -123,6 +184,25 @@ pub fn run(args: &RemoteArgs) -> Result<ExitCode, BoxError> {
         "Or, without the block, for one connection:\n\n  {}\n",
         block.ssh_command()
     )?;
+    // sshd leaves the socket it bound after every connection; this line, run at each
+    // session's start, frees the name for the next one (DESIGN.md §10).
+    match (&paths.ssh_rc, &paths.him) {
+        (Some(rc), _) => writeln!(
+            out,
+            "On {host}, a line in {} frees the forwarded socket's name at the start\n\
+             of each SSH session, so the next connection's forward is not blocked by this one's\n\
+             (`him uninstall` there removes it).\n",
+            rc.display()
+        )?,
+        (None, Some(him)) => writeln!(
+            out,
+            "On {host}, put this in ~/.ssh/rc (--write does it), so that a stale forwarded\n\
+             socket does not block the next connection's forward (when ~/.ssh/rc is there\n\
+             already, only its `if [ -x` line, on top):\n\n{}",
+            ssh_rc::render(him, true)
+        )?,
+        (None, None) => {}
+    }
     writeln!(
         out,
         "Then, on {host}, `him doctor` says the panel is reached through SSH from this machine.\n\
@@ -148,12 +228,13 @@ fn print_container(gateway: &Path) -> Result<(), BoxError> {
 }
 
 /// Runs `him forwarded-dir` on `host` over ssh (one round trip, the user's own ssh).
-fn ask_remote(host: &str, remote_him: &str) -> Result<RemotePaths, BoxError> {
+fn ask_remote(host: &str, remote_him: &str, write: bool) -> Result<RemotePaths, BoxError> {
     let output = std::process::Command::new("ssh")
         .arg(host)
         .arg("--")
         .arg(remote_him)
         .arg("forwarded-dir")
+        .args(write.then_some("--ssh-rc"))
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("cannot run ssh: {e}"))?;

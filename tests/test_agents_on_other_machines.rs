@@ -615,3 +615,260 @@ async fn the_gateway_is_a_host_to_remote_agents_and_tells_them_only_of_their_own
     ext.kill().await;
     eventually("the gateway to leave", || !gateway.exists()).await;
 }
+
+/// The name `him remote` has sshd bind on the remote machine.
+fn bind_file_name() -> String {
+    format!(
+        "{}.sock",
+        him::remote::bind_name(&him::runtime::hostname().expect("host name"))
+    )
+}
+
+/// Until the sockets that accept connections in the remote forwarded folder are `expected`
+/// (`@` standing for any one socket under a name of its own).
+async fn until_live(lab: &Lab, expected: &[&str]) {
+    let bind = bind_file_name();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let live = lab.live_forwards().await;
+        let matches = live.len() == expected.len()
+            && live.iter().zip(expected).all(|(name, want)| match *want {
+                "@" => name.contains('@'),
+                _ => *name == bind,
+            });
+        if matches {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "live forwards {live:?}, not {expected:?}; all: {:?}",
+            lab.forwarded_sockets().await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// How often the remote user's own rc ran (it writes a line each time).
+fn rc_runs(lab: &Lab) -> usize {
+    std::fs::read_to_string(lab.remote.home.join("rc-ran")).map_or(0, |t| t.lines().count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_during_which_no_agent_ran_does_not_block_the_next_ones_forward() {
+    let Some(lab) = Lab::new().await else { return };
+    // The remote user's own ~/.ssh/rc, which must keep running.
+    let mine = "echo \"rc ran\" >> \"$HOME/rc-ran\"\n";
+    lab.write_remote_file(&lab.remote_rc(), mine);
+    let printed = set_up_forwarding(&lab).await;
+    let rc = std::fs::read_to_string(lab.remote_rc()).expect("rc");
+    assert_eq!(rc.matches("# >>> him").count(), 1, "run twice, once: {rc}");
+    assert!(rc.ends_with(mine), "{rc}");
+    assert!(
+        rc.contains(&format!("'{}' tidy-forwarded", lab.remote.him.display())),
+        "{rc}"
+    );
+    assert!(
+        printed.contains(&format!(
+            "On devbox, a line in {} frees",
+            lab.remote_rc().display()
+        )),
+        "{printed}"
+    );
+    let doctor = remote_doctor(&lab).await;
+    assert!(
+        doctor.contains(&format!(
+            "{} frees the forwarded socket's name at each SSH session's start",
+            lab.remote_rc().display()
+        )),
+        "{doctor}"
+    );
+    let mut ext = laptop_browser(&lab).await;
+    let gateway = him::runtime::gateway_socket(&lab.laptop_runtime);
+    eventually("the gateway's socket", || gateway.exists()).await;
+    let bind = bind_file_name();
+    // The second `him remote --write` asked the remote through the block it had just
+    // written, so its ssh became a master connection (ControlPersist) carrying the forward.
+    lab.exit_connection().await;
+    until_live(&lab, &[]).await;
+    let before = rc_runs(&lab);
+    assert_eq!(
+        before, 3,
+        "him remote's three ssh commands are sessions too"
+    );
+
+    // Connection 1, as VS Code makes it with the block's ControlMaster: a master that opens
+    // no session (`ssh -N`: sshd runs no rc) and sessions through it. No agent runs.
+    lab.connect().await;
+    until_live(&lab, &["bind"]).await;
+    let session = lab.session(&["true"]).await;
+    assert!(
+        session.status.success() && session.stdout.is_empty(),
+        "{session:?}"
+    );
+    // sshd ran the rc after the forward was bound: it is live under a name of its own.
+    assert_eq!(lab.forwarded_sockets().await.len(), 1);
+    until_live(&lab, &["@"]).await;
+    assert_eq!(
+        rc_runs(&lab),
+        before + 1,
+        "the user's rc ran in the session"
+    );
+    lab.exit_connection().await;
+    until_live(&lab, &[]).await;
+    assert!(!lab.forwarded_sockets().await.contains(&bind));
+
+    // Connection 2, a plain session (it becomes the master), then dropped.
+    let session = lab.session(&["echo", "hello"]).await;
+    assert_eq!(
+        String::from_utf8_lossy(&session.stdout),
+        "hello\n",
+        "the rc says nothing on the session's stdout"
+    );
+    assert!(
+        session.stderr.is_empty(),
+        "nor on its stderr: {}",
+        String::from_utf8_lossy(&session.stderr)
+    );
+    until_live(&lab, &["@"]).await;
+    lab.drop_connection().await;
+    until_live(&lab, &[]).await;
+
+    // Connection 3 binds the name the rc of each one before left free; only now does an
+    // agent run there, and its question is answered in the panel.
+    let session = lab.session(&["true"]).await;
+    assert!(session.status.success(), "{session:?}");
+    until_live(&lab, &["@"]).await;
+    let agent = remote_agent(&lab, "remote-claude", &[]).await;
+    let asked = ask_remote(agent, "Through the third connection?").await;
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["machine"], lab.remote_hostname.as_str(), "{ask}");
+    ext.submit(&ask["id"], json!({"answer": "yes"})).await;
+    let (agent, result) = asked.await.expect("call task");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["answer"], "yes", "{result}");
+    drop(agent);
+    lab.exit_connection().await;
+    // Refused sockets are removed by the next rc: what is left is what still lives.
+    let session = lab.session(&["true"]).await;
+    assert!(session.status.success());
+    until_live(&lab, &["@"]).await;
+    assert_eq!(lab.forwarded_sockets().await.len(), 1, "stale ones removed");
+    lab.exit_connection().await;
+
+    // What the rc cannot do: a connection that only ever is `ssh -N` runs no rc, so with no
+    // agent during it, the name stays taken and the next connection's forward fails; that
+    // one's session frees it (the refused socket is removed), so the one after binds.
+    lab.connect().await;
+    until_live(&lab, &["bind"]).await;
+    lab.exit_connection().await;
+    // ssh's own warning goes to the master's stderr, which ControlPersist has detached;
+    // the rc, which sees the refused socket where this connection's bind should be, says it.
+    let blocked = lab.session(&["true"]).await;
+    assert!(blocked.status.success(), "{blocked:?}");
+    let said = String::from_utf8_lossy(&blocked.stderr);
+    assert!(
+        said.contains("this SSH connection's forward from")
+            && said.contains(&format!("{bind} in its way"))
+            && said.contains("reconnect"),
+        "{said}"
+    );
+    assert!(lab.master_pid().await.is_some());
+    until_live(&lab, &[]).await;
+    assert!(
+        lab.forwarded_sockets().await.is_empty(),
+        "the rc removed the refused socket"
+    );
+    lab.exit_connection().await;
+    lab.connect().await;
+    until_live(&lab, &["bind"]).await;
+    lab.exit_connection().await;
+
+    assert_eq!(
+        rc_runs(&lab),
+        before + 5,
+        "the user's rc ran at each session"
+    );
+    ext.kill().await;
+
+    // him uninstall on the remote takes out only its block.
+    let removed = lab
+        .on_remote(&lab.remote.him, &lab.remote_env(&[]))
+        .arg("uninstall")
+        .output()
+        .await
+        .expect("him uninstall on the remote");
+    assert!(removed.status.success(), "{removed:?}");
+    assert!(
+        String::from_utf8_lossy(&removed.stdout).contains("removed the him block from"),
+        "{removed:?}"
+    );
+    assert_eq!(std::fs::read_to_string(lab.remote_rc()).expect("rc"), mine);
+    let doctor = remote_doctor(&lab).await;
+    assert!(
+        doctor.contains("does not run him: a connection during which no agent ran"),
+        "{doctor}"
+    );
+}
+
+/// What `him doctor` on the remote machine says.
+async fn remote_doctor(lab: &Lab) -> String {
+    let output = lab
+        .on_remote(&lab.remote.him, &lab.remote_env(&[]))
+        .arg("doctor")
+        .output()
+        .await
+        .expect("him doctor on the remote");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rc_him_created_adds_the_x11_cookie_as_sshd_would_and_goes_whole_on_uninstall() {
+    let Some(lab) = Lab::new().await else { return };
+    // X11 forwarding with no ~/.ssh/rc: sshd runs xauth itself. The laptop has no X server
+    // here, so ssh sends made-up cookie data; the remote's xauth records it all the same.
+    let x11 = |lab: &Lab| {
+        let mut command = lab.ssh(&["-X", REMOTE_ALIAS, "xauth", "list"]);
+        command.env("DISPLAY", ":0");
+        command
+    };
+    let entry = |output: &std::process::Output| {
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        // "devbox-…/unix:10  MIT-MAGIC-COOKIE-1  <hex>"
+        let shape = text
+            .lines()
+            .find(|l| l.contains("MIT-MAGIC-COOKIE-1"))
+            .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "));
+        (shape, text)
+    };
+    let before = x11(&lab).output().await.expect("ssh -X");
+    let (sshd_did, text) = entry(&before);
+    let sshd_did = sshd_did.unwrap_or_else(|| panic!("sshd added no cookie: {text} {before:?}"));
+    assert!(sshd_did.contains("/unix:1"), "{sshd_did}");
+    let xauthority = lab.remote.home.join(".Xauthority");
+    std::fs::remove_file(&xauthority).expect("sshd's xauth wrote ~/.Xauthority");
+
+    set_up_forwarding(&lab).await;
+    lab.exit_connection().await;
+    let rc = std::fs::read_to_string(lab.remote_rc()).expect("him remote --write made an rc");
+    assert!(
+        rc.starts_with("# >>> him") && rc.contains("xauth -q -"),
+        "{rc}"
+    );
+    let after = x11(&lab).output().await.expect("ssh -X");
+    let (rc_did, text) = entry(&after);
+    assert_eq!(
+        rc_did.as_deref(),
+        Some(sshd_did.as_str()),
+        "{text} {after:?}"
+    );
+    lab.exit_connection().await;
+
+    let removed = lab
+        .on_remote(&lab.remote.him, &lab.remote_env(&[]))
+        .arg("uninstall")
+        .output()
+        .await
+        .expect("him uninstall on the remote");
+    assert!(removed.status.success(), "{removed:?}");
+    assert!(!lab.remote_rc().exists(), "the rc him made is gone whole");
+}

@@ -72,16 +72,51 @@ pub(super) async fn reach(path: &Path, hello: &[u8]) -> Option<(PathBuf, UnixStr
     ))
 }
 
+/// What [`tidy`] did with a forwarded socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tidied {
+    /// Live (moved off the bind name if it was there), or not judged.
+    Kept,
+    /// Refused: its connection is gone, and the file with it.
+    Removed,
+}
+
 /// Tries a forwarded socket: removes it when it refuses, gives it a name of its own when it
 /// is live.
-pub(super) async fn tidy(path: &Path) {
+pub(super) async fn tidy(path: &Path) -> Tidied {
     match UnixStream::connect(path).await {
         Ok(_) => {
             own_name(path);
+            Tidied::Kept
         }
-        Err(err) => forget_if_refused(path, &err),
+        Err(err) if err.kind() == io::ErrorKind::ConnectionRefused && is_bind_name(path) => {
+            // sshd binds, then listens: a connection's socket refuses for that instant (only
+            // at the bind name: a socket under a name of its own was live when moved).
+            tokio::time::sleep(BIND_TO_LISTEN).await;
+            match UnixStream::connect(path).await {
+                Ok(_) => {
+                    own_name(path);
+                    Tidied::Kept
+                }
+                Err(err) => {
+                    forget_if_refused(path, &err);
+                    if path.exists() {
+                        Tidied::Kept
+                    } else {
+                        Tidied::Removed
+                    }
+                }
+            }
+        }
+        Err(err) => {
+            forget_if_refused(path, &err);
+            Tidied::Kept
+        }
     }
 }
+
+/// Longer than sshd takes from `bind` to `listen` on a forwarded socket (two system calls).
+const BIND_TO_LISTEN: Duration = Duration::from_millis(20);
 
 fn forget_if_refused(path: &Path, err: &io::Error) {
     if err.kind() == io::ErrorKind::ConnectionRefused {
@@ -187,12 +222,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let stale = dir.path().join("gone.sock");
         drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
-        tidy(&stale).await;
+        assert_eq!(tidy(&stale).await, Tidied::Removed);
         assert!(!stale.exists(), "a socket nobody listens on is removed");
 
         let live = dir.path().join("laptop.sock");
         let _listener = tokio::net::UnixListener::bind(&live).unwrap();
-        tidy(&live).await;
+        assert_eq!(tidy(&live).await, Tidied::Kept);
         assert!(!live.exists(), "the bind name is free again");
         let moved = runtime::list_forwarded_sockets(dir.path());
         assert_eq!(moved.len(), 1, "{moved:?}");

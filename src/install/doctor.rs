@@ -714,6 +714,50 @@ pub fn check_gateway(socket: &Path) -> Finding {
     }
 }
 
+/// Whether `~/.ssh/rc` frees the name SSH binds at each session's start (DESIGN.md §10):
+/// without it, a connection during which no agent ran here blocks the next one's forward.
+fn check_ssh_rc() -> Finding {
+    use crate::remote::ssh_rc;
+    let Some(path) = ssh_rc::path() else {
+        return Finding::new(Status::Warn, "HOME is not set, so there is no ~/.ssh/rc");
+    };
+    let again = "on the machine with the browser, run `him remote <this host> --write` again";
+    match std::fs::read_to_string(&path)
+        .ok()
+        .as_deref()
+        .and_then(ssh_rc::named_him)
+    {
+        Some(him) if std::fs::metadata(&him).is_ok_and(|m| m.is_file() && is_executable(&m)) => {
+            Finding::new(
+                Status::Pass,
+                format!(
+                    "{} frees the forwarded socket's name at each SSH session's start",
+                    path.display()
+                ),
+            )
+        }
+        Some(him) => Finding::new(
+            Status::Warn,
+            format!(
+                "{} runs {}, which is not there any more: a stale forwarded socket can block \
+                 the next SSH connection's forward",
+                path.display(),
+                him.display()
+            ),
+        )
+        .fix(again),
+        None => Finding::new(
+            Status::Warn,
+            format!(
+                "{} does not run him: a connection during which no agent ran here leaves its \
+                 forwarded socket, which blocks the next connection's forward",
+                path.display()
+            ),
+        )
+        .fix(again),
+    }
+}
+
 /// One finding per socket SSH forwarded into `dir` (none when there is no such folder);
 /// `true` when a gateway answered. A socket that refuses is removed here, as agents do:
 /// its SSH connection is gone, and the file would block the next one's forward.
@@ -722,7 +766,7 @@ pub fn check_forwarded(dir: Option<&Path>) -> (Vec<Finding>, bool) {
     let Some(dir) = dir.filter(|d| d.is_dir()) else {
         return (Vec::new(), false);
     };
-    let mut findings = Vec::new();
+    let mut findings = vec![check_ssh_rc()];
     let mut live = false;
     for sock in crate::runtime::list_forwarded_sockets(dir) {
         let mut stream = match UnixStream::connect(&sock) {

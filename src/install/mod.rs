@@ -293,6 +293,15 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode, BoxError> {
             failed = true;
         }
     }
+    // What `him remote --write` set up on this machine as the remote one: the rc line.
+    match crate::remote::ssh_rc::uninstall() {
+        Ok(Some(rc)) => writeln!(out(), "removed the him block from {}", rc.display())?,
+        Ok(None) => {}
+        Err(err) => {
+            eprintln!("him: {err}");
+            failed = true;
+        }
+    }
     match crate::gateway::disable() {
         Ok(Some(marker)) => writeln!(out(), "removed {}", marker.display())?,
         Ok(None) => {}

@@ -24,7 +24,7 @@ impl Block {
              Host {host}\n  \
              RemoteForward {} {}\n  \
              # For RemoteForward only the remote sshd's own setting counts; it is said\n  \
-             # here too, and agents there clear sockets their connection left behind.\n  \
+             # here too; him there (a line in ~/.ssh/rc, and agents) frees the name.\n  \
              StreamLocalBindUnlink yes\n  \
              # One connection, so one forward, for the several sessions VS Code opens.\n  \
              ControlMaster auto\n  \

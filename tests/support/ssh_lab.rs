@@ -156,13 +156,14 @@ impl Lab {
         }
         let sshd_config = keys.path().join("sshd_config");
         // Debian's defaults otherwise: StreamLocalBindUnlink no, so a stale socket blocks a
-        // bind, as on a shared dev box whose sshd the user cannot change.
+        // bind, as on a shared dev box whose sshd the user cannot change; X11Forwarding yes,
+        // as Debian's sshd_config says.
         std::fs::write(
             &sshd_config,
             format!(
                 "ListenAddress {there}\nHostKey {}\nPidFile none\nUsePAM no\nStrictModes no\n\
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\nAllowUsers {}\n\
-                 LogLevel VERBOSE\n",
+                 LogLevel VERBOSE\nX11Forwarding yes\n",
                 host_key.display(),
                 remote.name
             ),
@@ -316,6 +317,45 @@ impl Lab {
             status.success(),
             "ssh -f -N {REMOTE_ALIAS} failed: {status}"
         );
+    }
+
+    /// `ssh devbox <command>` to its end, as the laptop user: a session (which runs the
+    /// remote's `~/.ssh/rc`); the first one becomes the master connection.
+    pub async fn session(&self, command: &[&str]) -> std::process::Output {
+        let mut args = vec![REMOTE_ALIAS];
+        args.extend_from_slice(command);
+        self.ssh(&args)
+            .output()
+            .await
+            .expect("ssh devbox <command>")
+    }
+
+    /// Ends the master connection cleanly (`ssh -O exit`), and waits until it is gone.
+    pub async fn exit_connection(&self) {
+        let status = self
+            .ssh(&["-O", "exit", REMOTE_ALIAS])
+            .stderr(Stdio::null())
+            .status()
+            .await
+            .expect("ssh -O exit");
+        assert!(status.success(), "ssh -O exit: {status}");
+        let deadline = tokio::time::Instant::now() + super::PATIENCE;
+        while self.master_pid().await.is_some() {
+            assert!(tokio::time::Instant::now() < deadline, "the master stayed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The remote user's `~/.ssh/rc`.
+    pub fn remote_rc(&self) -> PathBuf {
+        self.remote.home.join(".ssh/rc")
+    }
+
+    /// Writes a file of the remote user's, owned by them.
+    pub fn write_remote_file(&self, path: &Path, text: &str) {
+        std::fs::write(path, text).expect("write a remote file");
+        std::os::unix::fs::chown(path, Some(self.remote.uid), Some(self.remote.gid))
+            .expect("chown");
     }
 
     /// The forwarded sockets that accept a connection now, as the remote user finds them.
