@@ -103,6 +103,11 @@ struct State {
     /// Forwarded sockets that lead to a gateway already linked another way (a second SSH
     /// connection): not tried again until a link ends.
     spare_routes: std::collections::HashSet<PathBuf>,
+    /// Forwarded sockets that connected but gave no welcome in time: scans that a question
+    /// waits for do not wait for them again, and try them aside.
+    quiet_routes: std::collections::HashSet<PathBuf>,
+    /// Forwarded sockets being tried now.
+    route_tries: std::collections::HashSet<PathBuf>,
     /// Set by `shutdown`: no new links, so an ended session's pool frees its sockets.
     closed: bool,
     /// When the last link to a host ended, while no other was left.
@@ -452,32 +457,6 @@ async fn scan(shared: &Arc<Shared>) {
             .collect();
         (candidates, forwarded)
     };
-    let forwarded = forwarded
-        .into_iter()
-        .filter(|path| path.parent().is_some_and(forwarded_dir_is_private));
-    for path in forwarded {
-        let Some((path, stream, welcome)) = forward::reach(&path, &shared.hello_forwarded).await
-        else {
-            continue;
-        };
-        let mut state = shared.state();
-        let duplicate = state.links.values().any(|link| {
-            link.status.machine.is_some()
-                && link.status.machine == welcome.machine
-                && link.status.host_pid == welcome.host_pid
-        });
-        if duplicate {
-            // A second forward (another SSH connection) to a gateway already linked.
-            tracing::debug!(socket = %path.display(), "a second route to a linked gateway");
-            state.spare_routes.insert(path);
-            continue;
-        }
-        let status = HostStatus {
-            socket: path.clone(),
-            ..welcome
-        };
-        attach_after_hello(shared, &mut state, status, stream);
-    }
     // Only a private directory is trusted with connections and clean-up (DESIGN.md §1):
     // in one that others can write, a "stale socket" could be anyone's file. Checked only
     // when there is something new, so a wait with no new host costs nothing extra.
@@ -502,6 +481,69 @@ async fn scan(shared: &Arc<Shared>) {
             Err(err) => tracing::debug!(socket = %path.display(), "cannot use host socket: {err}"),
         }
     }
+    // Forwarded gateways after the local hosts, each tried in a task of its own. The scan
+    // (which a new question waits for) waits for them only up to FIRST_LOOK: a live
+    // gateway answers well within it, while a silent far end (a laptop asleep, a network
+    // gone while sshd listens on) would hold up every question for the whole handshake.
+    // A try that outlives it goes on aside and links the gateway if it answers; one that
+    // ends silent marks the route quiet, tried again only aside.
+    let tries: Vec<_> = forwarded
+        .into_iter()
+        .filter(|path| path.parent().is_some_and(forwarded_dir_is_private))
+        .filter_map(|path| {
+            let mut state = shared.state();
+            if !state.route_tries.insert(path.clone()) {
+                return None; // being tried already
+            }
+            let awaited = !state.quiet_routes.contains(&path);
+            drop(state);
+            let task = tokio::spawn(try_route(shared.clone(), path));
+            awaited.then_some(task)
+        })
+        .collect();
+    let _ = tokio::time::timeout(FIRST_LOOK, futures::future::join_all(tries)).await;
+}
+
+/// How long a scan waits for forwarded gateways to answer (see [`scan`]). Through
+/// `ssh -N -R` the first byte takes ~44 ms (FACTS.md).
+const FIRST_LOOK: Duration = Duration::from_millis(1500);
+
+/// Tries one forwarded socket and links the gateway behind it, or marks the route quiet.
+async fn try_route(shared: Arc<Shared>, path: PathBuf) {
+    let outcome = forward::reach(&path, &shared.hello_forwarded).await;
+    {
+        let mut state = shared.state();
+        state.route_tries.remove(&path);
+        if matches!(outcome, Err(forward::Unreached::Quiet)) {
+            state.quiet_routes.insert(path.clone());
+        } else {
+            state.quiet_routes.remove(&path);
+        }
+    }
+    if let Ok((path, stream, welcome)) = outcome {
+        adopt_gateway(&shared, path, stream, welcome);
+    }
+}
+
+/// Links a gateway reached through a forwarded socket, unless it is one already linked by
+/// another route (a second SSH connection to the same machine).
+fn adopt_gateway(shared: &Arc<Shared>, path: PathBuf, stream: UnixStream, welcome: HostStatus) {
+    let mut state = shared.state();
+    let duplicate = state.links.values().any(|link| {
+        link.status.machine.is_some()
+            && link.status.machine == welcome.machine
+            && link.status.host_pid == welcome.host_pid
+    });
+    if duplicate {
+        tracing::debug!(socket = %path.display(), "a second route to a linked gateway");
+        state.spare_routes.insert(path);
+        return;
+    }
+    let status = HostStatus {
+        socket: path.clone(),
+        ..welcome
+    };
+    attach_after_hello(shared, &mut state, status, stream);
 }
 
 /// The forwarded folder must be ours and private, as a runtime directory. Its parent is
@@ -604,6 +646,10 @@ fn link_queue(
     stream: UnixStream,
     hello: Option<Bytes>,
 ) {
+    if state.closed {
+        // Shut down while this link was being made: it would stay open for nothing.
+        return;
+    }
     let path = status.socket.clone();
     let (outgoing, queue) = mpsc::unbounded_channel();
     if let Some(hello) = hello {

@@ -872,3 +872,52 @@ async fn an_rc_him_created_adds_the_x11_cookie_as_sshd_would_and_goes_whole_on_u
     assert!(removed.status.success(), "{removed:?}");
     assert!(!lab.remote_rc().exists(), "the rc him made is gone whole");
 }
+
+/// A forwarded socket whose far end never answers (a laptop asleep, a network gone while
+/// sshd listens on: the connect works, no `welcome` ever comes) must not hold a question up
+/// for the whole handshake: the local browser gets it, and a long-lived agent does not wait
+/// for that route again. The bound asserted is the handshake's own limit (5 s), which the
+/// old scan waited out before any question left; it is not a speed target.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_forwarded_socket_does_not_hold_up_questions_to_the_local_browser() {
+    use std::os::unix::fs::PermissionsExt;
+    let runtime = runtime_dir();
+    let forwarded = runtime.path().join("forwarded");
+    std::fs::create_dir(&forwarded).expect("forwarded folder");
+    std::fs::set_permissions(&forwarded, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let silent =
+        std::os::unix::net::UnixListener::bind(forwarded.join("asleep.sock")).expect("bind");
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = held.clone();
+    std::thread::spawn(move || {
+        for stream in silent.incoming().flatten() {
+            keep.lock().expect("lock").push(stream); // accepted, never answered
+        }
+    });
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let (agent, _client) = start_agent(runtime.path(), "patient-agent", &[]).await;
+    for round in 0..2 {
+        let started = Instant::now();
+        let question = call(
+            &agent,
+            "ask_text",
+            json!({"question": format!("Round {round}?")}),
+        );
+        let answering = async {
+            let ask = ext.take_ask().await;
+            let waited = started.elapsed();
+            ext.submit(&ask["id"], json!({"answer": "fine"})).await;
+            waited
+        };
+        let (result, waited) = tokio::join!(question, answering);
+        assert!(
+            waited < Duration::from_millis(4500),
+            "round {round}: the question waited {waited:?} for a silent forwarded socket"
+        );
+        assert_eq!(result["status"], "answered", "{result}");
+    }
+    assert!(
+        !held.lock().expect("lock").is_empty(),
+        "the silent socket was never tried, so this test showed nothing"
+    );
+}

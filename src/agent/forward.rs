@@ -32,14 +32,40 @@ pub const TIDY_INTERVAL: Duration = Duration::from_secs(2);
 /// takes ~44 ms to its first byte (FACTS.md); a far end that refuses closes at once.
 const HANDSHAKE: Duration = Duration::from_secs(5);
 
+/// Why [`reach`] found no gateway behind a forwarded socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unreached {
+    /// Refused, closed before a welcome, or not ours: the next scan judges it afresh.
+    Gone,
+    /// Connected, but nothing came back in time: the SSH connection is up and its far end
+    /// silent (a laptop asleep, a network gone while sshd listens on). Waiting for it again
+    /// would hold up every question, so it is tried again only aside.
+    Quiet,
+}
+
 /// Connects to a forwarded socket and says `hello`; on a `welcome`, the link (under the
 /// socket's name of its own) and what the gateway said.
-pub(super) async fn reach(path: &Path, hello: &[u8]) -> Option<(PathBuf, UnixStream, HostStatus)> {
+pub(super) async fn reach(
+    path: &Path,
+    hello: &[u8],
+) -> Result<(PathBuf, UnixStream, HostStatus), Unreached> {
     let mut stream = match UnixStream::connect(path).await {
         Ok(stream) => stream,
+        Err(err) if err.kind() == io::ErrorKind::ConnectionRefused && is_bind_name(path) => {
+            // sshd binds, then listens: at the bind name a new connection's socket refuses
+            // for that instant, so it is removed only if it still refuses a moment later.
+            tokio::time::sleep(BIND_TO_LISTEN).await;
+            match UnixStream::connect(path).await {
+                Ok(stream) => stream,
+                Err(err) => {
+                    forget_if_refused(path, &err);
+                    return Err(Unreached::Gone);
+                }
+            }
+        }
         Err(err) => {
             forget_if_refused(path, &err);
-            return None;
+            return Err(Unreached::Gone);
         }
     };
     // sshd's session process of this user binds and serves it (FACTS.md).
@@ -48,21 +74,21 @@ pub(super) async fn reach(path: &Path, hello: &[u8]) -> Option<(PathBuf, UnixStr
         .is_ok_and(|cred| cred.uid() == runtime::current_uid())
     {
         tracing::warn!(socket = %path.display(), "a forwarded socket of another user; not used");
-        return None;
+        return Err(Unreached::Gone);
     }
     let status = match tokio::time::timeout(HANDSHAKE, handshake(&mut stream, hello)).await {
         Ok(Ok(status)) => status,
         Ok(Err(why)) => {
             tracing::debug!(socket = %path.display(), "forwarded socket is up but its far end is not: {why}");
-            return None;
+            return Err(Unreached::Gone);
         }
         Err(_) => {
             tracing::debug!(socket = %path.display(), "no welcome through the forwarded socket in time");
-            return None;
+            return Err(Unreached::Quiet);
         }
     };
     let path = own_name(path);
-    Some((
+    Ok((
         path.clone(),
         stream,
         HostStatus {

@@ -62,27 +62,32 @@ pub fn remove_blocks(config: &str) -> String {
     remove_matching(config, |_| true)
 }
 
+/// A block whose end line is gone (edited away) is left as it is: what follows its start
+/// is then the person's own configuration, not ours to drop.
 fn remove_matching(config: &str, matches: impl Fn(&str) -> bool) -> String {
     let mut out = String::with_capacity(config.len());
-    let mut skipping: Option<String> = None;
+    // The host of the block being skipped, and its lines so far.
+    let mut skipping: Option<(String, String)> = None;
     for line in config.split_inclusive('\n') {
         let trimmed = line.trim_end();
-        match &skipping {
-            Some(host) => {
-                if trimmed == format!("{END}{host} <<<") {
-                    skipping = None;
-                }
-            }
+        match &mut skipping {
+            Some((host, _)) if trimmed == format!("{END}{host} <<<") => skipping = None,
+            Some((_, held)) => held.push_str(line),
             None => {
                 let host = trimmed
                     .strip_prefix(BEGIN)
                     .and_then(|rest| rest.strip_suffix(" >>>"));
                 match host {
-                    Some(host) if matches(host) => skipping = Some(host.to_owned()),
+                    Some(host) if matches(host) => {
+                        skipping = Some((host.to_owned(), line.to_owned()));
+                    }
                     _ => out.push_str(line),
                 }
             }
         }
+    }
+    if let Some((_, held)) = skipping {
+        out.push_str(&held);
     }
     out
 }
@@ -112,6 +117,12 @@ mod tests {
         let two = upsert_block(&once, &block("vm"));
         assert_eq!(two.matches("# >>> him remote").count(), 2);
         assert_eq!(remove_blocks(&two), mine);
+    }
+
+    #[test]
+    fn a_block_without_its_end_line_is_left_with_everything_after_it() {
+        let cut = "Host mine\n  User me\n# >>> him remote devbox >>>\nHost devbox\n  RemoteForward a b\nHost other\n  User x\n";
+        assert_eq!(remove_blocks(cut), cut, "nothing of the person's lost");
     }
 
     #[test]

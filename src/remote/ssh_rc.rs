@@ -66,20 +66,24 @@ pub fn upsert(rc: &str, him: &Path) -> String {
     format!("{shebang}{}{body}", render(him, false))
 }
 
-/// `rc` without the block.
+/// `rc` without the block. A block whose end line is gone (edited away) is left as it is:
+/// what follows its start is then the person's own, not ours to drop.
 pub fn remove(rc: &str) -> String {
     let mut out = String::with_capacity(rc.len());
-    let mut inside = false;
+    let mut block: Option<String> = None;
     for line in rc.split_inclusive('\n') {
         let trimmed = line.trim_end();
-        if inside {
-            inside = trimmed != END;
-        } else if trimmed == BEGIN {
-            inside = true;
-        } else {
-            out.push_str(line);
+        match &mut block {
+            Some(held) if trimmed == END => {
+                held.clear();
+                block = None;
+            }
+            Some(held) => held.push_str(line),
+            None if trimmed == BEGIN => block = Some(line.to_owned()),
+            None => out.push_str(line),
         }
     }
+    out.push_str(&block.unwrap_or_default());
     out
 }
 
@@ -147,10 +151,13 @@ fn read(path: &Path) -> Result<Option<String>, String> {
     }
 }
 
-/// Written whole or not at all (a torn rc would run half), keeping the file's mode.
+/// Written whole or not at all (a torn rc would run half), keeping the file's mode. An rc
+/// that is a link (a dotfile manager's) is written where it points, and stays a link.
 fn write(path: &Path, text: &str) -> Result<(), String> {
     use std::io::Write;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    let resolved = std::fs::canonicalize(path).ok();
+    let path = resolved.as_deref().unwrap_or(path);
     let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
     if let Some(dir) = path.parent() {
         std::fs::DirBuilder::new()
@@ -183,6 +190,34 @@ mod tests {
     use super::*;
 
     const HIM: &str = "/home/r/.cargo/bin/him";
+
+    #[test]
+    fn a_block_without_its_end_line_is_left_with_everything_after_it() {
+        let rc = format!("echo mine\n{BEGIN}\nif true; then :; fi\necho also mine\n");
+        assert_eq!(remove(&rc), rc);
+        let whole = format!("echo mine\n{BEGIN}\nours\n{END}\necho after\n");
+        assert_eq!(remove(&whole), "echo mine\necho after\n");
+    }
+
+    #[test]
+    fn an_rc_that_is_a_link_stays_a_link_and_its_target_is_written() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let target = dir.path().join("dotfiles-rc");
+        std::fs::write(&target, "echo mine\n").expect("write");
+        let link = dir.path().join("rc");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        write(&link, "echo new\n").expect("write through the link");
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .expect("meta")
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            std::fs::read_to_string(&target).expect("read"),
+            "echo new\n"
+        );
+    }
 
     #[test]
     fn a_new_rc_does_what_sshd_would_have_and_goes_away_whole() {
