@@ -29,7 +29,7 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 use crate::frame::{FrameCodec, FrameError, MAX_INBOUND, MAX_TO_BROWSER};
 use crate::link;
 use crate::protocol::{self, HostInfo, HostToAgent, HostToExtension};
-use crate::relay::{AgentId, Effect, Relay};
+use crate::relay::{AgentId, Effect, Relay, undelivered};
 use crate::runtime;
 
 /// Events from agent links waiting for the host's loop; a link that fills it waits (it
@@ -415,14 +415,6 @@ impl Agents {
 fn cut_off_because(agent: AgentId, stuck: &str) -> String {
     tracing::warn!(agent, "agent is not reading ({stuck}); closing its link");
     format!("it stopped reading ({stuck}), so the host closed its link")
-}
-
-/// Tells the extension that the answer to question `id` did not reach its agent, and why.
-fn undelivered(id: String, why: &str) -> Effect {
-    Effect::ToExtension(HostToExtension::Error {
-        id: Some(id),
-        message: why.to_owned(),
-    })
 }
 
 fn peer_is_us(stream: &UnixStream) -> bool {

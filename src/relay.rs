@@ -103,10 +103,7 @@ impl Relay {
             .map(|id| {
                 self.owners.remove(&id);
                 if self.judging.remove(&id) {
-                    Effect::ToExtension(HostToExtension::Error {
-                        id: Some(id),
-                        message: why.to_owned(),
-                    })
+                    undelivered(id, why)
                 } else {
                     Effect::ToExtension(HostToExtension::Withdraw {
                         id,
@@ -380,6 +377,14 @@ pub fn is_question_id(id: &str) -> bool {
         && id
             .bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Tells the extension that the answer to question `id` did not reach its agent, and why.
+pub(crate) fn undelivered(id: String, why: &str) -> Effect {
+    Effect::ToExtension(HostToExtension::Error {
+        id: Some(id),
+        message: why.to_owned(),
+    })
 }
 
 #[cfg(test)]
