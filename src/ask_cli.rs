@@ -54,19 +54,7 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
         // Ctrl-C withdraws the question rather than leaving it in the panel; so does
         // SIGTERM (`timeout`, a script's kill), which also gives a terminal prompt the chance
         // to put the terminal back.
-        let interrupted = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut terminate) => {
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
-                        _ = terminate.recv() => {}
-                    }
-                }
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
-            }
-        };
+        let interrupted = crate::mcp::http::shutdown_signal();
         // The loopback form's address, for a person running this in a terminal.
         let notice = Box::new(|message: String| eprintln!("him: {message}"));
         // Asked here only: `him serve` and hooks never take the terminal.

@@ -262,10 +262,7 @@ pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        // As on stdio: the name SSH binds in the forwarded folder is kept free.
-        if let Some(dir) = config.runtime.forwarded.clone() {
-            tokio::spawn(crate::agent::tidy_forwarded(dir));
-        }
+        crate::agent::spawn_tidy(&config.runtime);
         let listener = crate::admission::listen(options.addr)
             .map_err(|err| format!("cannot listen on {}: {err}", options.addr))?;
         let bound = listener.local_addr()?;
@@ -295,7 +292,8 @@ pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn shutdown_signal() {
+/// Resolves on Ctrl-C or SIGTERM (Ctrl-C alone where SIGTERM cannot be caught).
+pub(crate) async fn shutdown_signal() {
     let terminate = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut signal) => {
