@@ -487,9 +487,15 @@ async fn scan(shared: &Arc<Shared>) {
     // gone while sshd listens on) would hold up every question for the whole handshake.
     // A try that outlives it goes on aside and links the gateway if it answers; one that
     // ends silent marks the route quiet, tried again only aside.
+    // Every forwarded socket is in the one folder: judged once, when there is any.
+    let trusted = forwarded.is_empty()
+        || shared
+            .forwarded
+            .as_deref()
+            .is_some_and(forwarded_dir_is_private);
+    let forwarded = if trusted { forwarded } else { Vec::new() };
     let tries: Vec<_> = forwarded
         .into_iter()
-        .filter(|path| path.parent().is_some_and(forwarded_dir_is_private))
         .filter_map(|path| {
             let mut state = shared.state();
             if !state.route_tries.insert(path.clone()) {
@@ -556,6 +562,14 @@ fn forwarded_dir_is_private(dir: &Path) -> bool {
             tracing::warn!("not using any forwarded gateway: {err}");
             false
         }
+    }
+}
+
+/// Starts [`tidy_forwarded`] for this process's forwarded folder, if it has one: `him
+/// serve` keeps the name SSH binds free whether or not its session ever asks (DESIGN.md §10).
+pub fn spawn_tidy(located: &runtime::Located) {
+    if let Some(dir) = located.forwarded.clone() {
+        tokio::spawn(tidy_forwarded(dir));
     }
 }
 

@@ -37,11 +37,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        // Keeps the name SSH binds free for the next connection, whether or not this
-        // session ever asks anything (DESIGN.md §10).
-        if let Some(dir) = config.runtime.forwarded.clone() {
-            tokio::spawn(crate::agent::tidy_forwarded(dir));
-        }
+        crate::agent::spawn_tidy(&config.runtime);
         let server = if args.permission_tool {
             HimServer::new(config).with_permission_tool()
         } else {
