@@ -49,20 +49,8 @@ pub(super) async fn reach(
     path: &Path,
     hello: &[u8],
 ) -> Result<(PathBuf, UnixStream, HostStatus), Unreached> {
-    let mut stream = match UnixStream::connect(path).await {
+    let mut stream = match connect_settled(path).await {
         Ok(stream) => stream,
-        Err(err) if err.kind() == io::ErrorKind::ConnectionRefused && is_bind_name(path) => {
-            // sshd binds, then listens: at the bind name a new connection's socket refuses
-            // for that instant, so it is removed only if it still refuses a moment later.
-            tokio::time::sleep(BIND_TO_LISTEN).await;
-            match UnixStream::connect(path).await {
-                Ok(stream) => stream,
-                Err(err) => {
-                    forget_if_refused(path, &err);
-                    return Err(Unreached::Gone);
-                }
-            }
-        }
         Err(err) => {
             forget_if_refused(path, &err);
             return Err(Unreached::Gone);
@@ -110,34 +98,33 @@ pub enum Tidied {
 /// Tries a forwarded socket: removes it when it refuses, gives it a name of its own when it
 /// is live.
 pub(super) async fn tidy(path: &Path) -> Tidied {
-    match UnixStream::connect(path).await {
+    match connect_settled(path).await {
         Ok(_) => {
             own_name(path);
             Tidied::Kept
         }
-        Err(err) if err.kind() == io::ErrorKind::ConnectionRefused && is_bind_name(path) => {
-            // sshd binds, then listens: a connection's socket refuses for that instant (only
-            // at the bind name: a socket under a name of its own was live when moved).
-            tokio::time::sleep(BIND_TO_LISTEN).await;
-            match UnixStream::connect(path).await {
-                Ok(_) => {
-                    own_name(path);
-                    Tidied::Kept
-                }
-                Err(err) => {
-                    forget_if_refused(path, &err);
-                    if path.exists() {
-                        Tidied::Kept
-                    } else {
-                        Tidied::Removed
-                    }
-                }
-            }
-        }
         Err(err) => {
             forget_if_refused(path, &err);
-            Tidied::Kept
+            let refused = err.kind() == io::ErrorKind::ConnectionRefused;
+            if refused && is_bind_name(path) && !path.exists() {
+                Tidied::Removed
+            } else {
+                Tidied::Kept
+            }
         }
+    }
+}
+
+/// Connects to a forwarded socket. sshd binds, then listens: at the bind name a new
+/// connection's socket refuses for that instant, so a refusal there is asked again a
+/// moment later before it counts (a socket under a name of its own was live when moved).
+async fn connect_settled(path: &Path) -> io::Result<UnixStream> {
+    match UnixStream::connect(path).await {
+        Err(err) if err.kind() == io::ErrorKind::ConnectionRefused && is_bind_name(path) => {
+            tokio::time::sleep(BIND_TO_LISTEN).await;
+            UnixStream::connect(path).await
+        }
+        connected => connected,
     }
 }
 
