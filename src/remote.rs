@@ -271,11 +271,15 @@ fn ask_remote(host: &str, remote_him: &str, write: bool) -> Result<RemotePaths, 
         })
 }
 
-fn ssh_config_path() -> Result<PathBuf, BoxError> {
-    let home = std::env::var_os("HOME")
+/// `~/.ssh/<name>` of this user, by `$HOME` as ssh itself finds it.
+fn home_ssh(name: &str) -> Option<PathBuf> {
+    std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
-        .ok_or("HOME is not set; him needs it to find ~/.ssh/config")?;
-    Ok(PathBuf::from(home).join(".ssh/config"))
+        .map(|home| PathBuf::from(home).join(".ssh").join(name))
+}
+
+fn ssh_config_path() -> Result<PathBuf, BoxError> {
+    Ok(home_ssh("config").ok_or("HOME is not set; him needs it to find ~/.ssh/config")?)
 }
 
 fn write_config(path: &Path, block: &Block) -> Result<(), BoxError> {
@@ -286,11 +290,7 @@ fn write_config(path: &Path, block: &Block) -> Result<(), BoxError> {
             .mode(0o700)
             .create(dir)?;
     }
-    let old = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(err) => return Err(format!("cannot read {}: {err}", path.display()).into()),
-    };
+    let old = ssh_rc::read(path)?.unwrap_or_default();
     let new = upsert_block(&old, block);
     let mut file = std::fs::OpenOptions::new()
         .write(true)
@@ -306,10 +306,8 @@ fn write_config(path: &Path, block: &Block) -> Result<(), BoxError> {
 /// returns the file when it changed.
 pub fn uninstall() -> Result<Option<PathBuf>, BoxError> {
     let path = ssh_config_path()?;
-    let old = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(format!("cannot read {}: {err}", path.display()).into()),
+    let Some(old) = ssh_rc::read(&path)? else {
+        return Ok(None);
     };
     let new = remove_blocks(&old);
     if new == old {

@@ -104,9 +104,7 @@ pub fn named_him(rc: &str) -> Option<PathBuf> {
 
 /// `~/.ssh/rc` of this user.
 pub fn path() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|home| PathBuf::from(home).join(".ssh/rc"))
+    super::home_ssh("rc")
 }
 
 /// Puts the block, naming this binary, in `~/.ssh/rc`; returns the file.
@@ -143,7 +141,8 @@ pub fn uninstall() -> Result<Option<PathBuf>, String> {
     Ok(Some(path))
 }
 
-fn read(path: &Path) -> Result<Option<String>, String> {
+/// The file's text, or `None` when there is none.
+pub(super) fn read(path: &Path) -> Result<Option<String>, String> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
