@@ -26,6 +26,7 @@ import {
   emptyQueue,
   endQuestion,
   expire,
+  isWaiting,
   markUnconfirmed,
   nextChangeIn,
   normaliseQueue,
@@ -365,7 +366,7 @@ function answer(from, msg, now) {
   };
   if (!question) return fail(t('answerFailedNotWaiting'));
   if (question.judging) return fail(t('answerFailedBeingChecked'));
-  if (question.undelivered || question.closed) return fail(t('answerFailedNobodyWaits'));
+  if (!isWaiting(question)) return fail(t('answerFailedNobodyWaits'));
   if (!hostReady) return fail(t('answerFailedNoHost'));
   if (question.unconfirmed_since_ms !== null) return fail(t('answerFailedAgentReconnecting'));
   const action = ['submit', 'decline', 'cancel'].includes(msg.action) ? msg.action : 'cancel';

@@ -2,6 +2,8 @@
 // agent is told apart at a glance. Pure functions over the queue's plain data (lib/queue.js);
 // time is passed in, and nothing here touches the DOM or a browser API.
 
+import { isWaiting } from './queue.js';
+
 /**
  * Colours of the agents' marks, one pair per hue: `light` behind white text on the light
  * theme, `dark` behind near-black text on the dark theme. Each has at least 4.5:1 against
@@ -18,10 +20,6 @@ export const AGENT_PALETTE = [
   { light: '#a3245f', dark: '#f59ac4' },
 ];
 
-/** Whether a question still waits for the person (not closed, not undelivered). */
-export function isWaiting(q) {
-  return !q.closed && !q.undelivered;
-}
 
 /**
  * The order the panel lists questions in: those still waiting first, the soonest deadline

@@ -200,9 +200,14 @@ function hasTyped(draft) {
   return picked || String(draft.note ?? '').trim() !== '';
 }
 
-/** Questions still waiting for the person: not closed, not undelivered. */
+/** Whether a question still waits for the person (not closed, not undelivered). */
+export function isWaiting(q) {
+  return !q.closed && !q.undelivered;
+}
+
+/** Questions still waiting for the person. */
 export function waitingCount(state) {
-  return state.questions.filter((q) => !q.closed && !q.undelivered).length;
+  return state.questions.filter(isWaiting).length;
 }
 
 /**
@@ -319,7 +324,7 @@ function undeliveredBecause(message, now) {
  * closed): it goes, with no notice. A question still waiting is not dismissed.
  */
 export function dismissCard(state, id) {
-  const questions = state.questions.filter((q) => !(q.id === id && (q.undelivered || q.closed)));
+  const questions = state.questions.filter((q) => !(q.id === id && !isWaiting(q)));
   return questions.length === state.questions.length ? state : { ...state, questions };
 }
 

@@ -12,11 +12,11 @@
 import { renderForm } from '../lib/form.js';
 import { holdControls } from '../lib/holds.js';
 import { isPermissionForm, renderPermission } from '../lib/permission.js';
-import { agentLabel, formatTimeLeft, timeLeft } from '../lib/queue.js';
+import { agentLabel, formatTimeLeft, isWaiting, timeLeft } from '../lib/queue.js';
 import { sendBlockedReason } from '../lib/hosterror.js';
 import { postIfOpen } from '../lib/port.js';
 import { t } from '../lib/i18n.js';
-import { agentMark, chooseActive, inboxOrder, isWaiting, stepActive } from '../lib/inbox.js';
+import { agentMark, chooseActive, inboxOrder, stepActive } from '../lib/inbox.js';
 import { recentJson } from '../lib/recent.js';
 
 const api = globalThis.browser ?? globalThis.chrome;
