@@ -13,20 +13,15 @@
 //     send again: the panel reconnected, the worker started a new host, the agent re-sent
 //     its question), against a host restart (the host SIGKILLed, same end point).
 
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { chromium } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { rawAgent } from './rawagent.mjs';
+import { EXTENSION_ID, hostPids, launchWithExtension } from './browser.mjs';
 
-const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
-const EXT_DIR = fileURLToPath(new URL('../../extension/', import.meta.url));
 const HIM_BIN = process.env.HIM_BIN;
 const CHROMIUM = process.env.HIM_CHROMIUM ?? '/usr/lib/chromium/chromium';
 const ROUNDS = Number(process.argv[2] ?? 20);
@@ -39,26 +34,6 @@ if (!HIM_BIN) {
 
 /** Wall-clock milliseconds with sub-millisecond resolution, comparable with the page's. */
 const now = () => performance.timeOrigin + performance.now();
-
-function hostPids(runtimeDir) {
-  let names = [];
-  try {
-    names = readdirSync(path.join(runtimeDir, 'hosts'));
-  } catch {
-    return [];
-  }
-  return names
-    .filter((n) => /^\d+\.sock$/.test(n))
-    .map((n) => Number.parseInt(n, 10))
-    .filter((pid) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    });
-}
 
 async function until(fn, ms = 20_000) {
   const end = Date.now() + ms;
@@ -85,24 +60,14 @@ function report(name, values, baselineName, baseline) {
   );
 }
 
-const tmp = mkdtempSync(path.join(tmpdir(), 'him-bench-panel-'));
-const runtimeDir = path.join(tmp, 'run');
-mkdirSync(runtimeDir, { mode: 0o700 });
-const profile = path.join(tmp, 'profile');
-mkdirSync(path.join(profile, 'NativeMessagingHosts'), { recursive: true });
-writeFileSync(
-  path.join(profile, 'NativeMessagingHosts', 'dev.him.host.json'),
-  execFileSync(HIM_BIN, ['manifest', 'chromium'], { encoding: 'utf8' }),
-);
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM,
-  headless: true,
-  env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir },
-  args: [`--disable-extensions-except=${EXT_DIR}`, `--load-extension=${EXT_DIR}`, '--no-first-run', '--disable-sync'],
+const { tmp, runtimeDir, context } = await launchWithExtension({
+  himBin: HIM_BIN,
+  chromiumPath: CHROMIUM,
+  prefix: 'him-bench-panel-',
+  args: ['--no-first-run', '--disable-sync'],
 });
 let client;
 try {
-  context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
   const page = await context.newPage();
   await page.goto(`chrome-extension://${EXTENSION_ID}/panel/panel.html`);
   await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +18,7 @@ import { chromium } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { rawAgent } from './rawagent.mjs';
+import { hostPids } from './browser.mjs';
 
 const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
 const HOST_NAME = 'dev.him.host';
@@ -66,28 +67,6 @@ function stored() {
   return worker.evaluate(() => chrome.storage.session.get(null));
 }
 
-/** Pids of the live hosts, from their sockets in the runtime directory. */
-function hostPids() {
-  let names = [];
-  try {
-    names = readdirSync(path.join(runtimeDir, 'hosts'));
-  } catch {
-    return [];
-  }
-  // A SIGKILLed host leaves its socket until an agent sweeps it: list live hosts only.
-  return names
-    .filter((n) => /^\d+\.sock$/.test(n))
-    .map((n) => Number.parseInt(n, 10))
-    .filter((pid) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    });
-}
-
 /** Start a tool call; the person answers in the panel meanwhile. */
 function ask(name, args) {
   const call = client.callTool({ name, arguments: args }, undefined, { timeout: 60_000 });
@@ -131,13 +110,18 @@ function inboxCard(title) {
 /** Open the card of `title` from its one-line row, as the person clicks it. */
 async function openCard(title) {
   const row = inboxCard(title).locator('.card-row');
-  if (await row.isVisible()) await row.click();
-  await card(title).waitFor();
+  // The card may open by itself between the look and the click (the one before it went):
+  // then the row hides, and a click that waits for it would wait in vain.
+  await until(`the card "${title}" to open`, async () => {
+    if (await card(title).isVisible()) return true;
+    if (await row.isVisible()) await row.click({ timeout: 1000 }).catch(() => {});
+    return false;
+  });
 }
 
 /** A raw agent on the live host's socket that said hello as `name` (see rawagent.mjs). */
 async function greetedAgent(name) {
-  const agent = rawAgent(path.join(runtimeDir, 'hosts', `${hostPids()[0]}.sock`));
+  const agent = rawAgent(path.join(runtimeDir, 'hosts', `${hostPids(runtimeDir)[0]}.sock`));
   await agent.connected;
   agent.send({ type: 'hello', protocol: 1, agent: { name }, pid: process.pid });
   await agent.next((m) => m.type === 'welcome');
@@ -643,10 +627,10 @@ test('the host is killed mid-question: a new one starts, the draft survives, the
     return question?.id;
   });
 
-  const [oldPid] = hostPids();
+  const [oldPid] = hostPids(runtimeDir);
   assert.ok(oldPid, `no host socket in ${runtimeDir}/hosts`);
   process.kill(oldPid, 'SIGKILL');
-  const newPid = await until('a new host', () => hostPids().find((pid) => pid !== oldPid));
+  const newPid = await until('a new host', () => hostPids(runtimeDir).find((pid) => pid !== oldPid));
   assert.notEqual(newPid, oldPid);
   // The agent re-sends the question (same id) to the new host, which confirms it.
   await until('the question to be re-sent', async () => {
@@ -675,7 +659,7 @@ test('the service worker is stopped mid-question: it restarts from storage and t
   await until('the draft to be stored', async () =>
     (await stored()).queue?.questions?.some((x) => x.draft?.values?.answer === 'release/2'),
   );
-  const [oldPid] = hostPids();
+  const [oldPid] = hostPids(runtimeDir);
   await worker.evaluate(() => {
     globalThis.beforeRestart = true;
   });
@@ -685,7 +669,7 @@ test('the service worker is stopped mid-question: it restarts from storage and t
   await cdp.send('ServiceWorker.stopAllWorkers');
   await cdp.detach();
   // The panel reconnects, which starts the worker again; the worker connects a new host.
-  const newPid = await until('a new host after the worker restart', () => hostPids().find((pid) => pid !== oldPid));
+  const newPid = await until('a new host after the worker restart', () => hostPids(runtimeDir).find((pid) => pid !== oldPid));
   assert.ok(newPid);
   // Playwright may hand back the same Worker object for the restarted worker, or a new
   // one; either way, the restarted one has a fresh global scope.
@@ -763,7 +747,7 @@ test('a missing host shows the browser error and what to run; Try again reconnec
   const hidden = `${manifestPath}.away`;
   renameSync(manifestPath, hidden);
   try {
-    for (const pid of hostPids()) process.kill(pid, 'SIGKILL');
+    for (const pid of hostPids(runtimeDir)) process.kill(pid, 'SIGKILL');
     const problem = page.getByRole('region', { name: 'him is not installed for this browser.' });
     await problem.waitFor({ timeout: 20_000 });
     assert.match(await problem.textContent(), /Specified native messaging host not found\./);
@@ -789,7 +773,7 @@ test('with the host missing, a card says so and how to fix it, keeps the draft, 
   const hidden = `${manifestPath}.away`;
   renameSync(manifestPath, hidden);
   try {
-    for (const pid of hostPids()) process.kill(pid, 'SIGKILL');
+    for (const pid of hostPids(runtimeDir)) process.kill(pid, 'SIGKILL');
     await c.getByText(/^Cannot send: the him host is not connected\. him is not installed for this browser\. Run him install/).waitFor({ timeout: 10_000 });
     assert.equal(await c.getByText(/agent/i).count(), 0, 'it does not blame the agent');
     assert.equal(await c.getByRole('button', { name: 'Submit' }).isDisabled(), true);
@@ -816,7 +800,7 @@ test('a host that cannot start says why, and the panel shows it instead of the b
   // then an error, then exits.
   chmodSync(runtimeDir, 0o770);
   try {
-    for (const pid of hostPids()) process.kill(pid, 'SIGKILL');
+    for (const pid of hostPids(runtimeDir)) process.kill(pid, 'SIGKILL');
     const problem = page.getByRole('region', { name: 'The him host could not start.' });
     await problem.waitFor({ timeout: 10_000 });
     assert.match(await problem.textContent(), /The host said: him host: /);
@@ -877,7 +861,7 @@ test('a question whose form cannot be drawn becomes an error card; the other one
   const realManifest = readFileSync(manifestPath, 'utf8');
   writeFileSync(manifestPath, JSON.stringify({ ...JSON.parse(realManifest), path: launcher }));
   try {
-    for (const pid of hostPids()) process.kill(pid, 'SIGKILL');
+    for (const pid of hostPids(runtimeDir)) process.kill(pid, 'SIGKILL');
     await until('the stand-in host to get ready', () => received().some((m) => m.type === 'ready'));
 
     const good = card(title);
@@ -924,7 +908,7 @@ test('a question whose form cannot be drawn becomes an error card; the other one
   assert.equal(expected.length, 1, problems.join('\n'));
   problems.splice(problems.indexOf(expected[0]), 1);
   // The real host is back for whatever comes next.
-  await until('a real host again', () => hostPids().length > 0, 15_000);
+  await until('a real host again', () => hostPids(runtimeDir).length > 0, 15_000);
   await page.getByRole('status').filter({ hasText: /^Connected to him \d/ }).waitFor({ timeout: 10_000 });
 });
 

@@ -11,22 +11,17 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { agentMark } from '../../extension/lib/inbox.js';
+import { EXT_DIR, PANEL_URL, launchWithExtension } from './browser.mjs';
 
-const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
-const EXT_DIR = fileURLToPath(new URL('../../extension/', import.meta.url));
 const HIM_BIN = process.env.HIM_BIN;
 const CHROMIUM = process.env.HIM_CHROMIUM ?? '/usr/lib/chromium/chromium';
-const PANEL_URL = `chrome-extension://${EXTENSION_ID}/panel/panel.html`;
 const SCREENSHOTS = process.env.HIM_SCREENSHOTS ?? null;
 const STEP_MS = 30_000;
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -37,7 +32,7 @@ let worker;
 let page;
 /** Two MCP sessions, as two agents in two projects. */
 const clients = {};
-const problems = [];
+let problems = [];
 
 async function until(what, fn, ms = 10_000) {
   const end = Date.now() + ms;
@@ -82,25 +77,16 @@ async function connect(name, project, runtimeDir) {
 
 before(async () => {
   assert.ok(HIM_BIN, 'HIM_BIN must name the him binary (cargo test sets it)');
-  tmp = mkdtempSync(path.join(tmpdir(), 'him-inbox-'));
-  const runtimeDir = path.join(tmp, 'run');
-  mkdirSync(runtimeDir, { mode: 0o700 });
-  const profile = path.join(tmp, 'profile');
-  mkdirSync(path.join(profile, 'NativeMessagingHosts'), { recursive: true });
-  const manifest = execFileSync(HIM_BIN, ['manifest', 'chromium'], { encoding: 'utf8' });
-  writeFileSync(path.join(profile, 'NativeMessagingHosts', 'dev.him.host.json'), manifest);
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
+  const launched = await launchWithExtension({
+    himBin: HIM_BIN,
+    chromiumPath: CHROMIUM,
+    prefix: 'him-inbox-',
+    args: ['--no-first-run', '--disable-sync'],
     viewport: { width: 400, height: 800 },
-    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir },
-    args: [`--disable-extensions-except=${EXT_DIR}`, `--load-extension=${EXT_DIR}`, '--no-first-run', '--disable-sync'],
   });
-  context.on('console', (m) => {
-    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`);
-  });
-  context.on('weberror', (err) => problems.push(`uncaught: ${err.error()}`));
-  worker = context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
+  ({ tmp, context, worker } = launched);
+  const { runtimeDir } = launched;
+  problems = launched.problems;
   await context.grantPermissions(['clipboard-read', 'clipboard-write']);
   page = await context.newPage();
   await page.goto(PANEL_URL);

@@ -12,20 +12,14 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 import { rawAgent } from './rawagent.mjs';
+import { PANEL_URL, launchWithExtension } from './browser.mjs';
 
-const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
-const EXT_DIR = fileURLToPath(new URL('../../extension/', import.meta.url));
 const HIM_BIN = process.env.HIM_BIN;
 const CHROMIUM = process.env.HIM_CHROMIUM ?? '/usr/lib/chromium/chromium';
-const PANEL_URL = `chrome-extension://${EXTENSION_ID}/panel/panel.html`;
 const STEP_MS = 20_000;
 
 async function until(what, fn, ms = STEP_MS) {
@@ -46,32 +40,12 @@ async function until(what, fn, ms = STEP_MS) {
 /** Chromium with the extension, its UI language `lang`, and the real host it can start. */
 async function launch(lang) {
   assert.ok(HIM_BIN, 'HIM_BIN must name the him binary (cargo test sets it)');
-  const tmp = mkdtempSync(path.join(tmpdir(), `him-lang-${lang}-`));
-  const runtimeDir = path.join(tmp, 'run');
-  mkdirSync(runtimeDir, { mode: 0o700 });
-  const profile = path.join(tmp, 'profile');
-  mkdirSync(path.join(profile, 'NativeMessagingHosts'), { recursive: true });
-  const manifest = execFileSync(HIM_BIN, ['manifest', 'chromium'], { encoding: 'utf8' });
-  writeFileSync(path.join(profile, 'NativeMessagingHosts', 'dev.him.host.json'), manifest);
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir },
-    args: [
-      `--lang=${lang}`,
-      `--disable-extensions-except=${EXT_DIR}`,
-      `--load-extension=${EXT_DIR}`,
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--no-first-run',
-    ],
+  const { tmp, runtimeDir, context, worker, problems } = await launchWithExtension({
+    himBin: HIM_BIN,
+    chromiumPath: CHROMIUM,
+    prefix: `him-lang-${lang}-`,
+    args: [`--lang=${lang}`, '--disable-background-networking', '--disable-component-update', '--no-first-run'],
   });
-  const problems = [];
-  context.on('console', (m) => {
-    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`);
-  });
-  context.on('weberror', (err) => problems.push(`uncaught: ${err.error()}`));
-  const worker = context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
   const page = await context.newPage();
   await page.goto(PANEL_URL);
   // The worker starts the host, which listens for agents: then `him ask` finds it.

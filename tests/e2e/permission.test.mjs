@@ -8,17 +8,11 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { rmSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { EXTENSION_ID, launchWithExtension } from './browser.mjs';
 
-const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
-const EXT_DIR = fileURLToPath(new URL('../../extension/', import.meta.url));
 const HIM_BIN = process.env.HIM_BIN;
 const CHROMIUM = process.env.HIM_CHROMIUM ?? '/usr/lib/chromium/chromium';
 const STEP_MS = 20_000;
@@ -27,28 +21,19 @@ let tmp;
 let context;
 let page;
 let client;
-const problems = [];
+let problems = [];
 
 before(async () => {
   assert.ok(HIM_BIN, 'HIM_BIN must name the him binary (cargo test sets it)');
-  tmp = mkdtempSync(path.join(tmpdir(), 'him-permission-'));
-  const runtimeDir = path.join(tmp, 'run');
-  mkdirSync(runtimeDir, { mode: 0o700 });
-  const profile = path.join(tmp, 'profile');
-  mkdirSync(path.join(profile, 'NativeMessagingHosts'), { recursive: true });
-  const manifest = execFileSync(HIM_BIN, ['manifest', 'chromium'], { encoding: 'utf8' });
-  writeFileSync(path.join(profile, 'NativeMessagingHosts', 'dev.him.host.json'), manifest);
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir },
-    args: [`--disable-extensions-except=${EXT_DIR}`, `--load-extension=${EXT_DIR}`, '--no-first-run'],
+  const launched = await launchWithExtension({
+    himBin: HIM_BIN,
+    chromiumPath: CHROMIUM,
+    prefix: 'him-permission-',
+    args: ['--no-first-run'],
   });
-  context.on('console', (m) => {
-    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`);
-  });
-  context.on('weberror', (err) => problems.push(`uncaught: ${err.error()}`));
-  context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
+  ({ tmp, context } = launched);
+  const { runtimeDir } = launched;
+  problems = launched.problems;
   page = await context.newPage();
   await page.goto(`chrome-extension://${EXTENSION_ID}/panel/panel.html`);
   await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });
