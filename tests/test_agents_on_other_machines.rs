@@ -182,13 +182,7 @@ async fn a_remote_agents_question_is_answered_in_the_local_panel_marked_with_its
     assert_eq!(result["answer"], "yes, deploy");
 
     // him doctor on the remote says the panel is reached through SSH, and from where.
-    let doctor = lab
-        .on_remote(&lab.remote.him, &lab.remote_env(&[]))
-        .arg("doctor")
-        .output()
-        .await
-        .expect("him doctor on the remote");
-    let report = String::from_utf8_lossy(&doctor.stdout);
+    let report = remote_doctor(&lab).await;
     assert!(
         report.contains(&format!(
             "the panel is reached through SSH, from {laptop_name}"
@@ -791,12 +785,7 @@ async fn a_connection_during_which_no_agent_ran_does_not_block_the_next_ones_for
     ext.kill().await;
 
     // him uninstall on the remote takes out only its block.
-    let removed = lab
-        .on_remote(&lab.remote.him, &lab.remote_env(&[]))
-        .arg("uninstall")
-        .output()
-        .await
-        .expect("him uninstall on the remote");
+    let removed = remote_him(&lab, "uninstall").await;
     assert!(removed.status.success(), "{removed:?}");
     assert!(
         String::from_utf8_lossy(&removed.stdout).contains("removed the him block from"),
@@ -810,15 +799,18 @@ async fn a_connection_during_which_no_agent_ran_does_not_block_the_next_ones_for
     );
 }
 
-/// What `him doctor` on the remote machine says.
-async fn remote_doctor(lab: &Lab) -> String {
-    let output = lab
-        .on_remote(&lab.remote.him, &lab.remote_env(&[]))
-        .arg("doctor")
+/// `him <command>` run by the remote user on the remote machine.
+async fn remote_him(lab: &Lab, command: &str) -> std::process::Output {
+    lab.on_remote(&lab.remote.him, &lab.remote_env(&[]))
+        .arg(command)
         .output()
         .await
-        .expect("him doctor on the remote");
-    String::from_utf8_lossy(&output.stdout).into_owned()
+        .unwrap_or_else(|err| panic!("him {command} on the remote: {err}"))
+}
+
+/// What `him doctor` on the remote machine says.
+async fn remote_doctor(lab: &Lab) -> String {
+    String::from_utf8_lossy(&remote_him(lab, "doctor").await.stdout).into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -863,12 +855,7 @@ async fn an_rc_him_created_adds_the_x11_cookie_as_sshd_would_and_goes_whole_on_u
     );
     lab.exit_connection().await;
 
-    let removed = lab
-        .on_remote(&lab.remote.him, &lab.remote_env(&[]))
-        .arg("uninstall")
-        .output()
-        .await
-        .expect("him uninstall on the remote");
+    let removed = remote_him(&lab, "uninstall").await;
     assert!(removed.status.success(), "{removed:?}");
     assert!(!lab.remote_rc().exists(), "the rc him made is gone whole");
 }
