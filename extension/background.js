@@ -30,6 +30,7 @@ import {
   markUnconfirmed,
   nextChangeIn,
   normaliseQueue,
+  plainTitle,
   pruneNotices,
   pruneSent,
   setDraft,
@@ -405,7 +406,7 @@ function notify(question) {
       type: 'basic',
       iconUrl: api.runtime.getURL('icons/icon-128.png'),
       title: question.project ? t('notificationTitleInProject', who, question.project) : t('notificationTitle', who),
-      message: question.form.title || t('notificationNoTitle'),
+      message: plainTitle(question.form.title) || t('notificationNoTitle'),
     })
     .catch(() => {});
 }

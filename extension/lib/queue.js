@@ -200,6 +200,20 @@ function hasTyped(draft) {
   return picked || String(draft.note ?? '').trim() !== '';
 }
 
+/**
+ * A form's title (Markdown) as plain text on one line, its first paragraph only, for the
+ * places that name a question in a line: an inbox row, a notice, Recent, a notification.
+ * '' when there is none.
+ */
+export function plainTitle(text) {
+  return String(text || '')
+    .trim()
+    .split(/\n\s*\n/)[0]
+    .replace(/[*_`]+/g, '')
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .replace(/\s+/g, ' ');
+}
+
 /** Whether a question still waits for the person (not closed, not undelivered). */
 export function isWaiting(q) {
   return !q.closed && !q.undelivered;

@@ -12,7 +12,7 @@
 import { renderForm } from '../lib/form.js';
 import { holdControls } from '../lib/holds.js';
 import { isPermissionForm, renderPermission } from '../lib/permission.js';
-import { agentLabel, formatTimeLeft, isWaiting, timeLeft } from '../lib/queue.js';
+import { agentLabel, formatTimeLeft, isWaiting, plainTitle, timeLeft } from '../lib/queue.js';
 import { sendBlockedReason } from '../lib/hosterror.js';
 import { postIfOpen } from '../lib/port.js';
 import { t } from '../lib/i18n.js';
@@ -170,7 +170,7 @@ function renderNotices(notices) {
       const p = document.createElement('p');
       const what = document.createElement('span');
       what.className = 'what';
-      what.textContent = t('panel_notice_title', notice.title);
+      what.textContent = t('panel_notice_title', titleText(notice.title));
       p.append(what, document.createTextNode(` ${t('panel_notice_text', notice.agent, notice.text)}`));
       // An answer that went through says what it was, so a slip shows at once.
       const sent = notice.kind === 'submit' ? recent.find((e) => e.id === notice.id) : null;
@@ -237,7 +237,7 @@ function renderRecent(recent) {
       head.append(when);
       const title = document.createElement('p');
       title.className = 'recent-title';
-      title.textContent = entry.title || t('panel_untitled');
+      title.textContent = titleText(entry.title);
       const answer = document.createElement('p');
       answer.className = 'recent-answer';
       answer.textContent = entry.action === 'submit' ? echoOf(entry) : t('panel_recent_declined', entry.note || '').trim();
@@ -419,7 +419,7 @@ function createCard(question) {
   }
   const rowTitle = document.createElement('span');
   rowTitle.className = 'row-title';
-  rowTitle.textContent = titleText(question.form);
+  rowTitle.textContent = titleText(question.form?.title);
   const rowTime = document.createElement('span');
   rowTime.className = 'row-time';
   row.append(markElement(label, question.project), rowWho, rowTitle, rowTime);
@@ -499,15 +499,9 @@ function createCard(question) {
   return card;
 }
 
-/** A form's title as plain text, its first paragraph only (for the one-line row). */
-function titleText(form) {
-  const title = String(form?.title || '').trim();
-  if (!title) return t('panel_untitled');
-  return title
-    .split(/\n\s*\n/)[0]
-    .replace(/[*_`]+/g, '')
-    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
-    .replace(/\s+/g, ' ');
+/** A question's title as plain text for a line, or "Untitled". */
+function titleText(text) {
+  return plainTitle(text) || t('panel_untitled');
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   agentLabel,
   answerAccepted,
   answerJudging,
+  plainTitle,
   answerRefused,
   answerSent,
   answerUndelivered,
@@ -328,4 +329,12 @@ test('a question past its deadline with a draft is closed, not removed', () => {
   assert.deepEqual(expired, ['q1', 'q2']);
   assert.deepEqual(after.questions.map((q) => [q.id, q.closed?.reason]), [['q2', 'expired']], 'an empty draft is nothing typed');
   assert.equal(expire(after, T0 + 70_000).expired.length, 0);
+});
+
+test('a title names its question in one plain line: no Markdown marks, first paragraph only', () => {
+  assert.equal(plainTitle('Which database for the **billing** service?'), 'Which database for the billing service?');
+  assert.equal(plainTitle('Run `make`, see [the docs](https://example.com)\n\nMore text'), 'Run make, see the docs');
+  assert.equal(plainTitle('  spread\nover   lines '), 'spread over lines');
+  assert.equal(plainTitle(''), '');
+  assert.equal(plainTitle(undefined), '');
 });
