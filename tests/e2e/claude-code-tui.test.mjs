@@ -254,11 +254,17 @@ test('answered No with a note in the terminal first, the card leaves the panel a
   const { terminal, marker } = await startClaude('terminal-no-note', 'echo should-not-run >> marker.txt');
   const id = await cardAndPromptBothWaiting(host, terminal);
   // Each key again only until the screen shows it took (keys just after the prompt is
-  // drawn are dropped).
+  // drawn are dropped). A key is pressed again only once the selected line stayed as it was
+  // for 3 s: judging after a fixed 300 ms pressed Down twice on a loaded machine, when the
+  // first press had not been drawn yet, and the selection overshot.
+  const selected = () => (terminal.screen().match(/❯.*/) ?? [''])[0];
   const pressUntil = (key, shown) =>
     until(`${key} to take`, async () => {
-      if (!shown.test(terminal.screen())) terminal.press(key);
-      await sleep(300);
+      if (shown.test(terminal.screen())) return true;
+      const before = selected();
+      terminal.press(key);
+      const end = Date.now() + 3000;
+      while (selected() === before && Date.now() < end) await sleep(50);
       return shown.test(terminal.screen());
     });
   await pressUntil('Down', /❯ 2\. Yes/);
