@@ -171,6 +171,7 @@ fn card_form(request: &Request, agent: &str) -> Form {
             input: request.input.clone(),
             tool_use_id: request.tool_use_id.clone(),
         }),
+        one_question: false,
     }
 }
 
@@ -222,6 +223,7 @@ fn questions_prompt(request: &Request, agent: &str) -> Option<Prompt> {
         fields,
         allow_note: false,
         permission: None,
+        one_question: false,
     };
     form.validate().ok()?;
     Some(Prompt {
