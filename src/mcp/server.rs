@@ -291,7 +291,7 @@ impl HimServer {
         }
         let prepared = channels::prepare(tool, form, self.shared.config.wait_for(timeout_ms))
             .map_err(|err| match err {
-                PrepareError::TooLarge(arg) => invalid_params(arg),
+                PrepareError::TooLarge { error, .. } => invalid_params(error),
                 other => ErrorData::internal_error(other.to_string(), None),
             })?;
         tracing::info!(tool = tool.tool_name(), id = %prepared.ask.id, "asking");
