@@ -88,6 +88,9 @@ pub struct HostStatus {
 struct Link {
     outgoing: mpsc::UnboundedSender<Bytes>,
     status: HostStatus,
+    /// Whether the host has answered our `hello`: until then `status` is blank, not what
+    /// the host would say (no extension, panel closed).
+    welcomed: bool,
 }
 
 struct Entry {
@@ -126,6 +129,8 @@ struct Shared {
     hello_forwarded: Bytes,
     state: Mutex<State>,
     link_count: watch::Sender<usize>,
+    /// Told of every `welcome` and every link that ends, for [`Pool::welcomed`].
+    welcomes: watch::Sender<()>,
     /// One scan at a time. A question opened while another scan is still connecting must
     /// wait for it: otherwise it finds no link yet and concludes no browser is there.
     scanning: tokio::sync::Mutex<()>,
@@ -203,6 +208,7 @@ impl Pool {
                 hello_forwarded,
                 state: Mutex::new(State::default()),
                 link_count: watch::channel(0).0,
+                welcomes: watch::channel(()).0,
                 scanning: tokio::sync::Mutex::new(()),
                 link_tasks: TaskTracker::new(),
             }),
@@ -218,6 +224,22 @@ impl Pool {
     pub async fn scan(&self) -> usize {
         scan(&self.shared).await;
         self.shared.state().links.len()
+    }
+
+    /// Waits, up to `within`, until every linked host has answered our `hello`, so that
+    /// [`Pool::hosts`] tells what each host said rather than the blank of a link just made
+    /// (issue 22.14: a session's first `human_input_status` said no extension and the
+    /// panel closed). A host answers `hello` at once; the bound is for one that is stuck.
+    pub async fn welcomed(&self, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        // Subscribed before looking, so a welcome that comes in between is not missed.
+        let mut changes = self.shared.welcomes.subscribe();
+        while !self.shared.state().links.values().all(|link| link.welcomed) {
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return,
+            }
+        }
     }
 
     /// What each linked host has told us about itself.
@@ -666,13 +688,23 @@ fn link_queue(
     }
     let path = status.socket.clone();
     let (outgoing, queue) = mpsc::unbounded_channel();
+    // A link whose hello went before it was adopted (a forwarded gateway) came with its
+    // welcome.
+    let welcomed = hello.is_none();
     if let Some(hello) = hello {
         let _ = outgoing.send(hello);
     }
     for entry in state.questions.values() {
         let _ = outgoing.send(entry.ask_frame.clone());
     }
-    state.links.insert(path.clone(), Link { outgoing, status });
+    state.links.insert(
+        path.clone(),
+        Link {
+            outgoing,
+            status,
+            welcomed,
+        },
+    );
     shared.publish_link_count(state);
     shared
         .link_tasks
@@ -698,6 +730,8 @@ async fn run_link(
         state.all_lost_at = Some(tokio::time::Instant::now());
     }
     shared.publish_link_count(&state);
+    // A host gone before its welcome is no longer waited for.
+    shared.welcomes.send_replace(());
 }
 
 /// The agent's end of one host link: frames from the host go to their questions.
@@ -751,7 +785,9 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
                 link.status.verdicts = verdicts;
                 link.status.host_pid = host.pid;
                 link.status.machine = host.machine;
+                link.welcomed = true;
             }
+            shared.welcomes.send_replace(());
         }
         HostToAgent::Shown { id } => {
             to_question(

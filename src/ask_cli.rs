@@ -35,8 +35,8 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
     let timeout_ms = args.timeout_ms.or(form_timeout_ms);
     let prepared = match channels::prepare(tool, form, config.wait_for(timeout_ms)) {
         Ok(prepared) => prepared,
-        Err(PrepareError::TooLarge(err)) => {
-            eprintln!("him ask: {err}");
+        Err(PrepareError::TooLarge { error, .. }) => {
+            eprintln!("him ask: {error}");
             return Ok(ExitCode::from(EXIT_BAD_ARGUMENTS));
         }
         Err(err) => return Err(err.into()),

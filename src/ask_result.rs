@@ -253,6 +253,11 @@ fn answered(
             note.as_deref().unwrap_or_default()
         ),
         (_, ToolKind::Form) => "The person submitted the form; see values.".into(),
+        // An empty selection is an answer (where `min` allows it): say so in words, not
+        // with an empty list. A reply with no selection at all never gets here.
+        (_, ToolKind::MultiSelect) if result.selected.is_empty() => {
+            "The person chose none of the options.".into()
+        }
         (_, ToolKind::MultiSelect) => format!("The person chose: {}.", result.selected.join(", ")),
         _ => match &result.answer {
             Some(answer) if !cx.form.has_password() => format!("The person answered: {answer}"),

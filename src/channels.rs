@@ -42,6 +42,8 @@ use crate::wait::{self, Outcome, WaitOptions};
 
 /// Room kept in the 1 MiB browser frame for what the host adds (the agent's label).
 const LABEL_ROOM: usize = 16 * 1024;
+/// The largest `ask` frame an agent sends: the browser's 1 MiB less [`LABEL_ROOM`].
+pub const MAX_ASK_BYTES: usize = MAX_TO_BROWSER - LABEL_ROOM;
 
 /// A question ready to go: its id and the frame the hosts will get.
 #[derive(Debug)]
@@ -55,8 +57,9 @@ pub struct Prepared {
 
 #[derive(Debug)]
 pub enum PrepareError {
-    /// The question cannot travel to a browser; names the argument to shorten.
-    TooLarge(ArgError),
+    /// The question cannot travel to a browser: its `ask` frame is `size` bytes, over
+    /// [`MAX_ASK_BYTES`]; `error` names the argument to shorten.
+    TooLarge { error: ArgError, size: usize },
     /// The system's random source failed, so no safe id can be made.
     NoRandomness(std::io::Error),
 }
@@ -64,7 +67,7 @@ pub enum PrepareError {
 impl std::fmt::Display for PrepareError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PrepareError::TooLarge(err) => err.fmt(f),
+            PrepareError::TooLarge { error, .. } => error.fmt(f),
             PrepareError::NoRandomness(err) => write!(f, "cannot make a question id: {err}"),
         }
     }
@@ -85,19 +88,20 @@ pub fn prepare(tool: ToolKind, form: Form, timeout: Duration) -> Result<Prepared
     let asked_at_ms = unix_ms();
     let ask = AskFrame::encode(id, &form, timeout.as_millis() as u64, asked_at_ms);
     let size = ask.bytes.len();
-    if size + LABEL_ROOM > MAX_TO_BROWSER {
+    if size > MAX_ASK_BYTES {
         let argument = if tool == ToolKind::Form {
             "fields"
         } else {
             "question"
         };
-        return Err(PrepareError::TooLarge(ArgError {
+        let error = ArgError {
             argument: argument.into(),
             message: format!(
-                "the question is {size} bytes; the browser accepts at most {} — shorten it",
-                MAX_TO_BROWSER - LABEL_ROOM
+                "the question is {size} bytes; the browser accepts at most {MAX_ASK_BYTES} — \
+                 shorten it"
             ),
-        }));
+        };
+        return Err(PrepareError::TooLarge { error, size });
     }
     Ok(Prepared {
         ask,

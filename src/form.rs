@@ -39,6 +39,15 @@ pub struct Form {
     /// (`crate::permission` makes such forms; [`Form::validate`] holds them to its shape).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission: Option<Permission>,
+    /// Set by the one-question tools (ask_text, ask_choice, ask_multi_select, ask_confirm):
+    /// a reply must hold a value for the one field, or a note where the note can stand in
+    /// for it ([`NOT_ANSWERED`]). An MCP client that accepts without content (Codex 0.171's
+    /// terminal cannot draw an array field and shows a bare "Yes") has not answered, while
+    /// an explicit `[]` is a real empty selection. ask_form's optional fields may stay
+    /// absent. Not on the wire: the panel, the loopback page and the terminal always send
+    /// the field's value, so only the agent side, which judges every reply, needs it.
+    #[serde(skip)]
+    pub one_question: bool,
 }
 
 /// What an agent asks permission for, shown to the person verbatim: the tool's name and its
@@ -393,12 +402,29 @@ impl Form {
         {
             return Err(answer_error(first, NOTHING_GIVEN));
         }
+        // A required field left out is refused above already, and a note may stand in for a
+        // choice: what is left is ask_multi_select's field, which may be empty but not absent.
+        if self.one_question
+            && note.is_none()
+            && let [field] = self.fields.as_slice()
+            && values.get(&field.name).is_none_or(Value::is_null)
+        {
+            let message = match field.kind {
+                FieldType::MultiSelect => format!("{NOT_ANSWERED} (choosing none is [])"),
+                _ => NOT_ANSWERED.to_owned(),
+            };
+            return Err(answer_error(field, message));
+        }
         Ok(checked)
     }
 }
 
 /// What [`Form::check_reply`] says when a form that takes a note gets neither it nor an answer.
 pub const NOTHING_GIVEN: &str = "neither an answer nor a note was given";
+
+/// What [`Form::check_reply`] says when the reply to a one-question form
+/// ([`Form::one_question`]) holds no value for its field: accepted, but nothing answered.
+pub const NOT_ANSWERED: &str = "the reply holds no value for it, so nothing was answered";
 
 impl Field {
     fn validate(&self) -> Result<(), FormError> {
@@ -799,6 +825,31 @@ mod tests {
         );
         assert!(f.check_answer(&Map::new()).is_err());
         assert!(f.check_answer(&values(json!({"m": ["x"]}))).is_ok());
+    }
+
+    #[test]
+    fn a_one_question_form_needs_a_value_and_an_explicit_empty_selection_is_one() {
+        let mut f = form(
+            json!([{"name": "selected", "type": "multi_select", "label": "M",
+                                 "options": [{"value": "x", "label": "X"}]}]),
+        );
+        // As ask_form makes it: an optional field may stay absent.
+        assert_eq!(
+            f.check_reply(&Map::new(), None).unwrap(),
+            values(json!({"selected": []}))
+        );
+        // As ask_multi_select makes it: absent or null is no answer, `[]` is one.
+        f.one_question = true;
+        for absent in [json!({}), json!({"selected": null})] {
+            let err = f.check_reply(&values(absent), None).unwrap_err();
+            assert_eq!(err.field.as_deref(), Some("selected"));
+            assert!(err.message.starts_with(NOT_ANSWERED), "{err}");
+        }
+        assert_eq!(
+            f.check_reply(&values(json!({"selected": []})), None)
+                .unwrap(),
+            values(json!({"selected": []}))
+        );
     }
 
     #[test]

@@ -24,8 +24,10 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use crate::agent::Pool;
-use crate::channels::{self, PrepareError};
-use crate::form::{ALLOW, Choice, DECISION_FIELD, DENY, Field, FieldType, Form, Permission};
+use crate::channels::{self, MAX_ASK_BYTES, PrepareError};
+use crate::form::{
+    ALLOW, Choice, DECISION_FIELD, DENY, Field, FieldType, Form, MAX_MARKDOWN_CHARS, Permission,
+};
 use crate::protocol::WithdrawReason;
 use crate::tools::ToolKind;
 use crate::wait::{self, Outcome, WaitOptions};
@@ -154,15 +156,9 @@ fn card_form(request: &Request, agent: &str) -> Form {
     decision.options = vec![Choice::plain(ALLOW), Choice::plain(DENY)];
     decision.options[0].label = "Allow".into();
     decision.options[1].label = "Deny".into();
-    // For a renderer that does not draw permission cards: the input verbatim, as code. A
-    // pretty-printed JSON line always holds a quote or a bracket, so no line of it can
-    // close the fence early.
-    let pretty = serde_json::to_string_pretty(&request.input).unwrap_or_default();
     Form {
         title: format!("{agent} asks to use {}", request.tool_name),
-        description: Some(format!(
-            "Input, exactly as it will run:\n\n```\n{pretty}\n```"
-        )),
+        description: Some(fallback_description(&request.input)),
         submit_label: None,
         fields: vec![decision],
         allow_note: true,
@@ -171,6 +167,38 @@ fn card_form(request: &Request, agent: &str) -> Form {
             input: request.input.clone(),
             tool_use_id: request.tool_use_id.clone(),
         }),
+        one_question: false,
+    }
+}
+
+/// How much of the input the fallback description quotes, in characters: the description
+/// must stay a text the panel renders ([`MAX_MARKDOWN_CHARS`]), with room left for its
+/// first line and the line that says how much was cut.
+const QUOTED_INPUT_CHARS: usize = MAX_MARKDOWN_CHARS - 512;
+
+/// For a renderer that does not draw permission cards: the input verbatim, as code, cut
+/// below the Markdown limit with a line saying how much was cut. The card itself is drawn
+/// from `permission.input`, whole, so a Write of a long file or an Edit of long strings
+/// still gets one (issue 22.3: the whole input here made the form invalid, and the call
+/// was denied unseen).
+///
+/// JSON holds a backtick only inside a string, after its opening quote: so a line of the
+/// pretty-printed input, whole or cut short, that holds a backtick holds a quote before it,
+/// and cannot close the fence early.
+fn fallback_description(input: &Value) -> String {
+    let pretty = serde_json::to_string_pretty(input).unwrap_or_default();
+    match pretty.char_indices().nth(QUOTED_INPUT_CHARS) {
+        None => format!("Input, exactly as it will run:\n\n```\n{pretty}\n```"),
+        Some((end, _)) => {
+            let total = pretty.chars().count();
+            format!(
+                "Input as it will run, cut here after {QUOTED_INPUT_CHARS} of its {total} \
+                 characters:\n\n```\n{}\n```\n\n*Cut: {} more characters of the input are not \
+                 shown here.*",
+                &pretty[..end],
+                total - QUOTED_INPUT_CHARS
+            )
+        }
     }
 }
 
@@ -222,6 +250,7 @@ fn questions_prompt(request: &Request, agent: &str) -> Option<Prompt> {
         fields,
         allow_note: false,
         permission: None,
+        one_question: false,
     };
     form.validate().ok()?;
     Some(Prompt {
@@ -345,8 +374,12 @@ pub async fn ask_until(
 ) -> Outcome {
     let prepared = match channels::prepare(ToolKind::Form, prompt.form.clone(), timeout) {
         Ok(prepared) => prepared,
-        Err(PrepareError::TooLarge(err)) => {
-            return Outcome::Refused(format!("the request is too large to show: {}", err.message));
+        // Never shown, so never allowed: the tool denies, a hook defers.
+        Err(PrepareError::TooLarge { size, .. }) => {
+            return Outcome::Refused(format!(
+                "its input is too large to show: the prompt would be {size} bytes, and a \
+                 browser takes at most {MAX_ASK_BYTES}"
+            ));
         }
         Err(err) => return Outcome::Refused(err.to_string()),
     };
@@ -401,6 +434,35 @@ mod tests {
         assert_eq!(permission.tool_use_id.as_deref(), Some("toolu_1"));
         let field = &prompt.form.fields[0];
         assert!(field.required && field.default.is_none());
+    }
+
+    #[test]
+    fn a_long_input_makes_a_card_whose_fallback_text_is_cut_and_says_by_how_much() {
+        let content = "line of a long file\n".repeat(900); // 18,000 characters
+        let request = Request {
+            tool_name: "Write".into(),
+            input: json!({"file_path": "/src/big.rs", "content": content}),
+            tool_use_id: None,
+        };
+        let form = prompt_for(&request, "Claude Code").form;
+        form.validate().unwrap();
+        assert_eq!(form.permission.as_ref().unwrap().input, request.input);
+        let description = form.description.unwrap();
+        assert!(description.chars().count() <= MAX_MARKDOWN_CHARS);
+        let total = serde_json::to_string_pretty(&request.input)
+            .unwrap()
+            .chars()
+            .count();
+        let cut = total - QUOTED_INPUT_CHARS;
+        assert!(
+            description.ends_with(&format!(
+                "*Cut: {cut} more characters of the input are not shown here.*"
+            )),
+            "{description}"
+        );
+        // A short input is quoted whole, with nothing said of cutting.
+        let description = prompt_for(&bash(), "Claude Code").form.description.unwrap();
+        assert!(description.contains("rm -rf build") && !description.contains("Cut"));
     }
 
     #[test]

@@ -320,6 +320,7 @@ fn simple_form(question: &str, field: Field) -> Form {
         fields: vec![field],
         allow_note: false,
         permission: None,
+        one_question: true,
     }
 }
 
@@ -511,6 +512,7 @@ impl AskFormArgs {
             fields,
             allow_note: self.allow_note,
             permission: None,
+            one_question: false,
         };
         form.validate().map_err(|err| match &err.field {
             Some(name) => {

@@ -101,6 +101,39 @@ async fn without_a_login_session_both_ends_meet_in_the_home_folder() {
     answered_in_the_panel(agent, &mut ext).await;
 }
 
+/// The first call of many sessions is `human_input_status` (Codex's and Qwen's first call,
+/// the Inspector's one-shot call): it must tell what the browser's host says, not the
+/// blank of a link made a moment before (issue 22.14).
+#[tokio::test]
+async fn the_first_status_of_a_fresh_session_names_the_extension_and_the_open_panel() {
+    let Some(mut user) = fresh_user() else { return };
+    let login = user.log_in();
+    let mut ext = browser_host(&user, &login_runtime(&login)).await;
+    ext.send(json!({"type": "panel", "open": true})).await;
+    // Another session sees the panel open: the host has read the `panel` frame.
+    let probe = client_serve(&user, &user.client_env()).await;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let status = call(&probe, "human_input_status", json!({})).await;
+        if status["browsers"][0]["panel_open"] == true {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{status}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    probe.cancel().await.ok();
+
+    // A fresh session, started as the SDKs and the Inspector start a server: its first call.
+    let agent = client_serve(&user, &user.client_env()).await;
+    let status = call(&agent, "human_input_status", json!({})).await;
+    let browsers = status["browsers"].as_array().expect("browsers");
+    assert_eq!(browsers.len(), 1, "{status}");
+    assert_eq!(browsers[0]["extension_id"], him::EXTENSION_ID, "{status}");
+    assert_eq!(browsers[0]["extension_version"], "0.0.0-test", "{status}");
+    assert_eq!(browsers[0]["panel_open"], true, "{status}");
+    assert_eq!(status["channel"], "extension", "{status}");
+}
+
 #[tokio::test]
 async fn him_ask_from_a_stripped_environment_reaches_the_host() {
     let Some(mut user) = fresh_user() else { return };

@@ -23,6 +23,8 @@ use tokio::process::Command;
 #[derive(Clone, Debug)]
 enum Person {
     Accept(Value),
+    /// `accept` with no content at all, as a client that showed a bare "Yes" sends it.
+    AcceptNothing,
     Decline,
     Cancel,
     /// Wait, then do the other thing.
@@ -79,6 +81,7 @@ async fn act(
             Person::Accept(content) => {
                 return ElicitResult::new(ElicitationAction::Accept).with_content(content);
             }
+            Person::AcceptNothing => return ElicitResult::new(ElicitationAction::Accept),
             Person::Decline => return ElicitResult::new(ElicitationAction::Decline),
             Person::Cancel => return ElicitResult::new(ElicitationAction::Cancel),
             Person::After(wait, then) => {
@@ -325,6 +328,78 @@ async fn content_that_does_not_fit_the_form_is_invalid_response() {
         assert_eq!(result["via"], "elicitation");
         assert_eq!(result["answer"], Value::Null);
         assert_eq!(result["values"], json!({}));
+        client.cancel().await.ok();
+    }
+}
+
+/// Codex 0.171's terminal cannot draw an array field: it shows a bare "Yes" and accepts
+/// with no content. That answers none of the one-question tools.
+#[tokio::test]
+async fn an_accept_without_content_answers_no_one_question_tool_in_either_era() {
+    let tools = [
+        ("ask_text", json!({"question": "Name?"})),
+        (
+            "ask_choice",
+            json!({"question": "Which DB?", "options": ["Postgres", "SQLite"]}),
+        ),
+        (
+            "ask_multi_select",
+            json!({"question": "Which suites?", "options": ["unit", "e2e"]}),
+        ),
+        ("ask_confirm", json!({"question": "Ship it?"})),
+    ];
+    for era in ERAS {
+        for empty in [Person::AcceptNothing, Person::Accept(json!({}))] {
+            let (client, _, _runtime) =
+                start(era, empty.clone(), &[("HIM_AUTO_REJECT_MS", "0")]).await;
+            for (tool, args) in &tools {
+                let result = call_tool(&client, tool, args.clone()).await;
+                let case = format!("{era:?}, {empty:?}, {tool}: {result}");
+                assert_eq!(result["status"], "invalid_response", "{case}");
+                assert_eq!(result["via"], "elicitation", "{case}");
+                assert_eq!(result["values"], json!({}), "{case}");
+                assert_eq!(result["selected"], json!([]), "{case}");
+                assert_eq!(result["answer"], Value::Null, "{case}");
+            }
+            client.cancel().await.ok();
+        }
+    }
+}
+
+/// An explicit empty selection is an answer, said in words; ask_form's optional fields may
+/// stay absent.
+#[tokio::test]
+async fn an_explicit_empty_selection_and_absent_optional_form_fields_are_answers() {
+    for era in ERAS {
+        let (client, _, _runtime) = start(
+            era,
+            Person::Accept(json!({"selected": []})),
+            &[("HIM_AUTO_REJECT_MS", "0")],
+        )
+        .await;
+        let result = call_tool(
+            &client,
+            "ask_multi_select",
+            json!({"question": "Which suites?", "options": ["unit", "e2e"]}),
+        )
+        .await;
+        assert_eq!(result["status"], "answered", "{era:?}: {result}");
+        assert_eq!(result["selected"], json!([]));
+        assert_eq!(result["message"], "The person chose none of the options.");
+        client.cancel().await.ok();
+
+        let (client, _, _runtime) =
+            start(era, Person::AcceptNothing, &[("HIM_AUTO_REJECT_MS", "0")]).await;
+        let result = call_tool(
+            &client,
+            "ask_form",
+            json!({"title": "Anything else?", "fields": [
+                {"name": "suites", "type": "multi_select", "label": "Suites", "options": ["unit", "e2e"]},
+                {"name": "remark", "type": "text", "label": "Remark"}]}),
+        )
+        .await;
+        assert_eq!(result["status"], "answered", "{era:?}: {result}");
+        assert_eq!(result["values"], json!({"suites": [], "remark": null}));
         client.cancel().await.ok();
     }
 }

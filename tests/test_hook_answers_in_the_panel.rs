@@ -180,6 +180,59 @@ async fn claude_code_hook_answers_ask_user_question_in_updated_input() {
     );
 }
 
+/// Claude Code's input for a Write of a file of `len` characters.
+fn claude_write(len: usize) -> Value {
+    let mut input = claude_input();
+    input["tool_name"] = json!("Write");
+    let content: String = "let x = 1;\n".chars().cycle().take(len).collect();
+    input["tool_input"] = json!({"file_path": "/home/me/shop-api/src/big.rs", "content": content});
+    input
+}
+
+#[tokio::test]
+async fn a_write_of_a_17_kb_file_reaches_the_card_and_the_hook_writes_the_allow() {
+    let input = claude_write(17 * 1024);
+    let (output, ask) = decided(
+        "claude-code",
+        input.clone(),
+        json!({"action": "submit", "values": {"decision": "allow"}}),
+    )
+    .await;
+    assert_eq!(
+        stdout_json(&output),
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                                      "decision": {"behavior": "allow"}}})
+    );
+    assert_eq!(ask["form"]["permission"]["input"], input["tool_input"]);
+}
+
+#[tokio::test]
+async fn a_hook_whose_input_is_too_large_to_show_defers_naming_its_size_and_the_limit() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let output =
+        finish(start_hook(runtime.path(), "claude-code", &[], &claude_write(1_100_000)).await)
+            .await;
+    assert_deferred(&output);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "a browser takes at most {}",
+            him::channels::MAX_ASK_BYTES
+        )) && stderr.contains("the prompt would be"),
+        "{stderr}"
+    );
+    // It never reached the browser: the next card the browser gets is the next hook's.
+    let hook = start_hook(runtime.path(), "codex", &[], &codex_input()).await;
+    let ask = ext.take_ask().await;
+    assert_eq!(
+        ask["form"]["permission"]["input"],
+        codex_input()["tool_input"]
+    );
+    ext.answer(&ask, json!({"action": "decline"})).await;
+    finish(hook).await;
+}
+
 #[tokio::test]
 async fn with_no_browser_the_hook_defers_at_once() {
     let runtime = runtime_dir();

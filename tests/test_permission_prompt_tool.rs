@@ -153,6 +153,132 @@ async fn input_fields_it_does_not_know_are_tolerated() {
     assert_eq!(decision["behavior"], "allow");
 }
 
+/// A Write of a file of `len` characters, as Claude Code asks for it. In JSON each line of
+/// 11 characters takes 12 bytes (its newline is written `\n`).
+fn write_call(len: usize) -> Value {
+    let content: String = "let x = 1;\n".chars().cycle().take(len).collect();
+    json!({"tool_name": "Write",
+           "input": {"file_path": "/home/me/shop-api/src/generated.rs", "content": content},
+           "tool_use_id": "toolu_write"})
+}
+
+/// The form's fallback text: a Markdown text the panel renders (§4), saying what it cut.
+fn assert_cut_fallback(ask: &Value) {
+    let description = ask["form"]["description"].as_str().expect("a description");
+    assert!(
+        description.chars().count() <= him::form::MAX_MARKDOWN_CHARS,
+        "{} characters",
+        description.chars().count()
+    );
+    assert!(
+        description.contains("more characters of the input are not shown here"),
+        "{description}"
+    );
+}
+
+#[tokio::test]
+async fn a_write_of_a_17_kb_file_reaches_the_card_and_the_person_allows_it() {
+    let args = write_call(17 * 1024);
+    let (decision, ask) = decide(
+        args.clone(),
+        |_| json!({"action": "submit", "values": {"decision": "allow"}}),
+    )
+    .await;
+    assert_eq!(
+        decision,
+        json!({"behavior": "allow", "updatedInput": args["input"]})
+    );
+    // The card is drawn from the whole input; only the fallback text is cut.
+    assert_eq!(ask["form"]["permission"]["input"], args["input"]);
+    assert_cut_fallback(&ask);
+}
+
+#[tokio::test]
+async fn an_edit_of_two_9_kb_strings_reaches_the_card_and_the_person_denies_it() {
+    let old: String = "let total = a + b;\n"
+        .chars()
+        .cycle()
+        .take(9 * 1024)
+        .collect();
+    let new: String = "let total = a.checked_add(b)?;\n"
+        .chars()
+        .cycle()
+        .take(9 * 1024)
+        .collect();
+    let args = json!({"tool_name": "Edit",
+                      "input": {"file_path": "/home/me/shop-api/src/sum.rs",
+                                "old_string": old, "new_string": new},
+                      "tool_use_id": "toolu_edit"});
+    let (decision, ask) = decide(
+        args.clone(),
+        |_| json!({"action": "submit", "values": {"decision": "deny"}, "note": "keep the old sum"}),
+    )
+    .await;
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+    // The person's own note: they saw the card and decided.
+    assert!(
+        decision["message"]
+            .as_str()
+            .unwrap()
+            .contains("keep the old sum"),
+        "{decision}"
+    );
+    assert_eq!(ask["form"]["permission"]["input"], args["input"]);
+    assert_cut_fallback(&ask);
+}
+
+#[tokio::test]
+async fn an_input_just_under_the_frame_cap_still_gets_a_card() {
+    // 900,000 characters, 981,819 bytes as JSON: with the cut fallback text (about 17 KB)
+    // and room for the labels, still under the browser's 1 MiB frame.
+    let args = write_call(900_000);
+    let (decision, ask) = decide(
+        args.clone(),
+        |_| json!({"action": "submit", "values": {"decision": "allow"}}),
+    )
+    .await;
+    assert_eq!(decision["behavior"], "allow", "{decision}");
+    assert_eq!(ask["form"]["permission"]["input"], args["input"]);
+}
+
+#[tokio::test]
+async fn an_input_over_the_frame_cap_is_denied_naming_its_size_and_the_limit() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let agent = start_serve(runtime.path(), &["--permission-tool"], &[]).await;
+    let result = agent
+        .call_tool(params("approve", write_call(1_100_000)))
+        .await
+        .expect("tools/call");
+    let decision = decision_of(&result);
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+    let message = decision["message"].as_str().unwrap();
+    let size: usize = message
+        .split_once("would be ")
+        .and_then(|(_, rest)| rest.split_once(" bytes"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("no size in {message}"));
+    assert!(size > 1_100_000, "{message}");
+    assert!(
+        message.contains(&format!(
+            "a browser takes at most {}",
+            him::channels::MAX_ASK_BYTES
+        )),
+        "{message}"
+    );
+    // It never reached the browser: the next card the browser gets is the next call's.
+    let call = tokio::spawn(async move {
+        agent
+            .call_tool(params("approve", bash_call()))
+            .await
+            .expect("tools/call")
+    });
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["form"]["permission"]["tool_name"], "Bash", "{ask}");
+    ext.answer(&ask, json!({"action": "decline"})).await;
+    assert_eq!(decision_of(&call.await.unwrap())["behavior"], "deny");
+}
+
 #[tokio::test]
 async fn with_no_browser_connected_it_denies_at_once_and_says_why() {
     let runtime = runtime_dir();

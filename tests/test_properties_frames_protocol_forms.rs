@@ -450,6 +450,7 @@ fn any_form() -> impl Strategy<Value = Form> {
             fields,
             allow_note,
             permission: None,
+            one_question: false,
         })
 }
 
@@ -504,6 +505,7 @@ fn valid_form() -> impl Strategy<Value = Form> {
             fields,
             allow_note,
             permission: None,
+            one_question: false,
         }
     })
 }

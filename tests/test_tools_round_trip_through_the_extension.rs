@@ -99,6 +99,37 @@ async fn ask_multi_select_returns_the_selection() {
 }
 
 #[tokio::test]
+async fn ask_multi_select_with_nothing_chosen_says_the_person_chose_none() {
+    let (result, _) = round_trip(
+        "ask_multi_select",
+        json!({"question": "Which suites should run?", "options": ["unit", "e2e"]}),
+        |_| json!({"action": "submit", "values": {"selected": []}}),
+    )
+    .await;
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["selected"], json!([]));
+    assert_eq!(result["message"], "The person chose none of the options.");
+}
+
+#[tokio::test]
+async fn ask_multi_select_submitted_without_its_selection_is_invalid_response() {
+    let (result, _) = round_trip(
+        "ask_multi_select",
+        json!({"question": "Which suites should run?", "options": ["unit", "e2e"]}),
+        |_| json!({"action": "submit", "values": {}}),
+    )
+    .await;
+    assert_eq!(result["status"], "invalid_response", "{result}");
+    assert!(
+        result["message"]
+            .as_str()
+            .unwrap()
+            .contains(him::form::NOT_ANSWERED),
+        "{result}"
+    );
+}
+
+#[tokio::test]
 async fn ask_confirm_returns_a_boolean() {
     let (result, _) = round_trip(
         "ask_confirm",

@@ -86,6 +86,10 @@ fn invalid_params(err: ArgError) -> ErrorData {
     ErrorData::invalid_params(err.to_string(), Some(json!({ "argument": err.argument })))
 }
 
+/// How long `human_input_status` waits for a host just linked to answer `hello`: a live
+/// host answers at once, so this bounds only one that is stuck.
+const FIRST_WELCOME_WAIT: Duration = Duration::from_secs(1);
+
 /// Status of one connected browser, for `human_input_status`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[schemars(inline)]
@@ -291,7 +295,7 @@ impl HimServer {
         }
         let prepared = channels::prepare(tool, form, self.shared.config.wait_for(timeout_ms))
             .map_err(|err| match err {
-                PrepareError::TooLarge(arg) => invalid_params(arg),
+                PrepareError::TooLarge { error, .. } => invalid_params(error),
                 other => ErrorData::internal_error(other.to_string(), None),
             })?;
         tracing::info!(tool = tool.tool_name(), id = %prepared.ask.id, "asking");
@@ -579,6 +583,9 @@ impl HimServer {
     ) -> Result<CallToolResult, ErrorData> {
         let pool = self.pool(&ctx);
         let connected = pool.scan().await;
+        // A host just linked has not yet said which extension it serves or whether the
+        // panel is open: its welcome says so, within milliseconds.
+        pool.welcomed(FIRST_WELCOME_WAIT).await;
         let browsers: Vec<BrowserStatus> =
             pool.hosts().into_iter().map(BrowserStatus::from).collect();
         let client_elicitation = Self::client_elicitation(&ctx);
