@@ -20,9 +20,16 @@ pub fn terminal_text(markdown: &str) -> String {
     marked(&plain_text(markdown))
 }
 
-/// Text an agent wrote that is not Markdown (an option's label, a default), for a terminal.
+/// Markdown an agent wrote, for one line of a terminal (a prompt, its help line): as
+/// [`terminal_text`], its line breaks read as spaces, so nothing of it is dropped.
+pub fn terminal_line(markdown: &str) -> String {
+    marked(&plain_text(markdown).replace('\n', " "))
+}
+
+/// Text an agent wrote that is not Markdown (an option's label, a default), for one line of
+/// a terminal: marked, its line breaks read as spaces.
 pub fn terminal_literal(text: &str) -> String {
-    marked(text)
+    marked(&text.replace('\n', " "))
 }
 
 /// A title on one line (a page's `<title>`, a notice), marked.
