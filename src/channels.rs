@@ -33,6 +33,7 @@ use crate::agent::{Pool, Question};
 use crate::ask_result::{self, AskResult, CallContext, Via};
 use crate::config::{Config, FallbackMode};
 use crate::fallback::loopback::{Loopback, LoopbackEnd};
+use crate::fallback::opener;
 use crate::fallback::terminal::{self, Terminal, TerminalEnd};
 use crate::form::Form;
 use crate::frame::MAX_TO_BROWSER;
@@ -336,29 +337,27 @@ pub async fn ask(
         }
     };
     let url = loopback.url();
-    // Held until the form ends: on macOS it is the launcher page the browser opened.
-    let _opened = match crate::fallback::opener::open(&url) {
-        // The port only: the URL's token is the question's one secret.
-        Ok(opened) => {
-            tracing::info!(port = loopback.port(), program = %opened.program, "loopback form opened");
-            Some(opened)
-        }
+    let opened = match opener::open(&url) {
+        Ok(opened) => opened,
         Err(err) => {
+            // The port only, here and below: the URL's token is the question's one secret.
             tracing::warn!(port = loopback.port(), "loopback form not opened: {err}");
-            None
+            return done(not_opened(&cx(started), reason, &err.to_string()));
         }
     };
-    (channels.notice)(format!("{reason} Answer in the browser: {url}"));
+    let told = format!("{reason} Answer in the browser: {url}");
+    let notice = &channels.notice;
     let race = beside_browser(
         &mut question,
         &prepared,
         deadline,
         cancelled.as_mut(),
-        Box::new(|stop| Box::pin(loopback.serve(stop))),
+        Box::new(|stop| Box::pin(serve_opened(loopback, opened, stop, move || notice(told)))),
     )
     .await;
     let cx = cx(started);
     let mut result = match race {
+        Race::Channel(LoopbackEnd::NotOpened(why)) => return done(not_opened(&cx, reason, &why)),
         Race::Channel(LoopbackEnd::Answer(answer)) => {
             ask_result::from_outcome(&cx, Via::Http, wait::judge(form, answer))
         }
@@ -371,6 +370,52 @@ pub async fn ask(
     result.form_url = Some(url);
     result.fallback = Some(FallbackMode::Http.name().into());
     done(result)
+}
+
+/// Serves the loopback form while its opener is judged (`opener::Verdict`): once the page is
+/// opened, `told` says where it is and the form is served to the end; when it could not be
+/// opened, nobody will see it, so it ends at once, unless an answer came meanwhile.
+async fn serve_opened(
+    loopback: Loopback,
+    mut opened: opener::Opened,
+    stop: CancellationToken,
+    told: impl FnOnce(),
+) -> LoopbackEnd {
+    let port = loopback.port();
+    let own = stop.child_token();
+    let serving = loopback.serve(own.clone());
+    tokio::pin!(serving);
+    tokio::select! {
+        end = &mut serving => return end,
+        verdict = opened.verdict() => match verdict {
+            opener::Verdict::Opened => {
+                tracing::info!(port, program = %opened.program, "loopback form opened");
+                told();
+            }
+            opener::Verdict::Failed(why) => {
+                tracing::warn!(port, "loopback form not opened: {why}");
+                own.cancel();
+                return match serving.await {
+                    LoopbackEnd::Answer(answer) => LoopbackEnd::Answer(answer),
+                    _ => LoopbackEnd::NotOpened(why),
+                };
+            }
+        },
+    }
+    let end = serving.await;
+    // Held until the form ends: on macOS it is the launcher page the browser opened.
+    drop(opened);
+    end
+}
+
+/// The loopback page could not be opened, so nobody will see it: the question goes back to
+/// the chat at once, as `HIM_FALLBACK=return` sends it, rather than wait out its timeout. No
+/// URL: the page closes when the call returns.
+fn not_opened(cx: &CallContext<'_>, mut reason: String, why: &str) -> AskResult {
+    reason.push_str(&format!(
+        " The loopback form could not be opened in a browser ({why}), so it was closed."
+    ));
+    ask_result::needs_user_input(cx, &reason)
 }
 
 /// The result of an elicitation reply that reached us `waited` after the form went out.
@@ -430,6 +475,8 @@ impl ChannelEnd for LoopbackEnd {
         match self {
             LoopbackEnd::Answer(_) => Some(WithdrawReason::Answered),
             LoopbackEnd::Stopped => Some(WithdrawReason::Cancelled),
+            // The question goes back to the chat; dropping it withdraws it.
+            LoopbackEnd::NotOpened(_) => None,
         }
     }
 }

@@ -24,6 +24,7 @@ pub mod ask_result;
 pub mod channels;
 pub mod cli;
 pub mod config;
+pub mod display;
 pub mod fallback;
 pub mod form;
 pub mod frame;

@@ -315,3 +315,77 @@ fn without_a_terminal_or_with_no_tty_the_fallback_is_as_before() {
         "HIM_FALLBACK still applies"
     );
 }
+
+/// Whether `raw` holds `needle` byte for byte.
+fn holds(raw: &[u8], needle: &str) -> bool {
+    raw.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// Issue 22.4: an agent's escape sequences are drawn as text, never run by the terminal.
+/// "Drop the production database?" made to read "Run the unit tests now?" by moving the
+/// cursor and erasing, with the clipboard set (OSC 52) and the window retitled (OSC 0) on the
+/// way: the person sees every sequence as ⟨U+001B⟩… and answers the question that was asked.
+#[test]
+fn what_the_agent_wrote_is_drawn_with_every_control_escaped() {
+    let runtime = runtime_dir();
+    let osc52 = "\x1b]52;c;cm0gLXJmIH4=\x07";
+    let osc0 = "\x1b]0;build ok\x07";
+    let hide = "\r\x1b[2K\x1b[1A\x1b[2K";
+    let question =
+        format!("Drop the production database?{osc52}{osc0}{hide}Run the unit tests now?");
+    let mut term = InTerminal::ask(runtime.path(), &["confirm", &question]);
+    term.expect("Run the unit tests now?");
+    let raw = term.raw();
+    for sequence in [osc52, osc0, hide, "\x1b]"] {
+        assert!(
+            !holds(&raw, sequence),
+            "the agent's {sequence:?} reached the terminal"
+        );
+    }
+    // In pieces: the prompt wraps at the terminal's width. The carriage return is a line
+    // break in Markdown, read as a space, as the panel reads it.
+    for shown in [
+        "Drop the production database?⟨U+001B⟩]52;c;cm0gLXJmIH4=⟨U+0007⟩",
+        "⟨U+001B⟩]0;build ok⟨U+0007⟩",
+        "[2K⟨U+001B⟩[1A⟨U+001B⟩[2KRun the unit tests now?",
+    ] {
+        assert!(
+            holds(&raw, shown),
+            "{shown:?} is not shown: {}",
+            term.text()
+        );
+    }
+    term.send("n");
+    term.send(ENTER);
+    let (result, _) = term.finish();
+    assert_in_terminal(&result, "answered");
+    assert_eq!(result["confirmed"], false);
+}
+
+/// The terminal reads the agent's Markdown as the panel does (a code span keeps its `*`), and
+/// marks what would read otherwise in every text it draws: description, label, option, default.
+#[test]
+fn markdown_is_drawn_as_plain_text_and_every_text_is_marked() {
+    let runtime = runtime_dir();
+    let form = json!({"title": "Clean **up**", "description": "Runs `rm -rf build/*` on _staging_.\x1b[2J", "fields": [
+        {"name": "target", "type": "select", "label": "Which \u{202e}host?", "required": true, "options": [
+            {"value": "a", "label": "gіthub.example", "description": "the **mirror**\x1b]0;x\x07"},
+            {"value": "b", "label": "local"}]},
+        {"name": "branch", "type": "text", "label": "Branch", "default": "main\x1b[31m"}
+    ]});
+    let mut term = InTerminal::ask(runtime.path(), &["form", &form.to_string()]);
+    term.expect("Clean up");
+    term.expect("Runs rm -rf build/* on staging.⟨U+001B⟩[2J");
+    term.expect("Which ⟨U+202E⟩host?");
+    term.expect("1. g⟨U+0456⟩thub.example — the mirror⟨U+001B⟩]0;x⟨U+0007⟩");
+    term.send(ENTER);
+    term.expect("main⟨U+001B⟩[31m");
+    // Enter takes the default as the agent gave it, not as it was shown.
+    term.send(ENTER);
+    let (result, _) = term.finish();
+    assert_in_terminal(&result, "answered");
+    assert_eq!(
+        result["values"],
+        json!({"target": "a", "branch": "main\x1b[31m"})
+    );
+}

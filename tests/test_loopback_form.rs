@@ -854,3 +854,174 @@ async fn a_crowd_of_idle_and_half_sent_connections_does_not_keep_the_answer_out(
     assert_eq!(result["answer"], "ship it", "{result}");
     drop(crowd);
 }
+
+// ---- issue 22.10: a page that cannot be opened hands the question back at once ----
+
+/// `him serve` as the Python and TypeScript SDKs and the Inspector start it: only PATH, HOME,
+/// USER, LOGNAME, SHELL and TERM (no DISPLAY, no WAYLAND_DISPLAY, no XDG_RUNTIME_DIR), with
+/// the loopback form as its fallback and `env` on top.
+async fn start_stripped_agent(runtime: &Path, env: &[(&str, &str)]) -> (Agent, TestClient) {
+    use rmcp::ServiceExt;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let handler = TestClient {
+        name: "stripped".into(),
+        ..TestClient::default()
+    };
+    let mut vars: Vec<(String, String)> = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    vars.push(("HIM_RUNTIME_DIR".into(), runtime.display().to_string()));
+    vars.push(("HIM_FALLBACK".into(), "http".into()));
+    vars.push(("HIM_LOG".into(), "info".into()));
+    vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let command = Command::new(him_bin()).configure(move |cmd| {
+        cmd.arg("serve").env_clear().envs(vars.iter().cloned());
+    });
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn him serve");
+    let client = handler
+        .clone()
+        .serve(transport)
+        .await
+        .expect("initialize him serve");
+    (client, handler)
+}
+
+/// A `$BROWSER` that records the URL it is given in `<dir>/url`, then runs `then`.
+fn browser_that(dir: &Path, then: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join("browser-then.sh");
+    let url_file = dir.join("url");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > '{0}.tmp' && mv '{0}.tmp' '{0}'\n{then}\n",
+            url_file.display()
+        ),
+    )
+    .expect("write browser script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    script
+}
+
+/// ask_choice with a question far longer than the test waits: only a hand-back returns.
+async fn ask_choice_long(agent: &Agent) -> Value {
+    let args = json!({"question": "Which database?", "options": ["Postgres", "SQLite"], "timeout_ms": 600_000});
+    tokio::time::timeout(PATIENCE, call(agent, "ask_choice", args))
+        .await
+        .expect("the call returned at once, not at the question's timeout")
+}
+
+fn assert_handed_back(result: &Value, why: &str) {
+    assert_complete(result);
+    assert_eq!(result["status"], "needs_user_input", "{result}");
+    assert_eq!(result["via"], "chat", "{result}");
+    let message = result["message"].as_str().expect("message");
+    for part in ["Which database?", "1. Postgres", "2. SQLite"] {
+        assert!(message.contains(part), "{part:?} not in {message:?}");
+    }
+    let next = result["next_step"].as_str().expect("next_step");
+    assert!(
+        next.contains("could not be opened in a browser") && next.contains(why),
+        "{next}"
+    );
+    assert_eq!(result["form_url"], Value::Null, "a dead link: {result}");
+}
+
+#[tokio::test]
+async fn a_page_whose_opener_fails_hands_the_question_back_at_once_and_closes() {
+    let runtime = runtime_dir();
+    let failing = browser_that(runtime.path(), "exit 3");
+    let (agent, client) =
+        start_stripped_agent(runtime.path(), &[("BROWSER", failing.to_str().unwrap())]).await;
+    let result = ask_choice_long(&agent).await;
+    assert_handed_back(&result, "exited with status 3");
+    // Nobody was told where the page was, and it is gone.
+    let url = std::fs::read_to_string(runtime.path().join("url")).expect("the opener ran");
+    let told = client.messages.lock().expect("lock").clone();
+    assert!(told.iter().all(|m| !m.contains(&url)), "{told:?}");
+    let port: u16 = url
+        .strip_prefix("http://127.0.0.1:")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|port| port.parse().ok())
+        .expect("port");
+    assert!(TcpStream::connect(("127.0.0.1", port)).await.is_err());
+}
+
+/// The system opener in a client's environment: xdg-open finds no display there and exits 3
+/// (or is not installed: a missing opener fails as well); so does a PATH without any opener.
+#[tokio::test]
+async fn the_system_opener_without_a_display_or_none_at_all_hands_the_question_back() {
+    let runtime = runtime_dir();
+    let (agent, _) = start_stripped_agent(runtime.path(), &[]).await;
+    let result = ask_choice_long(&agent).await;
+    assert_handed_back(&result, "");
+    let nothing = tempfile::tempdir().expect("empty dir");
+    let (agent, _) = start_stripped_agent(
+        runtime.path(),
+        &[("PATH", nothing.path().to_str().unwrap())],
+    )
+    .await;
+    let result = ask_choice_long(&agent).await;
+    assert_handed_back(&result, "cannot run");
+}
+
+/// An opener still running when its time to fail is over (a `$BROWSER` that runs the browser in
+/// the foreground) opened the page: the page is served meanwhile, its URL is told once the
+/// opener is judged, and the opener failing later changes nothing.
+#[tokio::test]
+async fn an_opener_still_running_counts_as_opened() {
+    let runtime = runtime_dir();
+    let release = runtime.path().join("release");
+    let slow = browser_that(
+        runtime.path(),
+        &format!(
+            "while [ ! -e '{}' ]; do sleep 0.05; done\nexit 3",
+            release.display()
+        ),
+    );
+    let (agent, client) =
+        start_stripped_agent(runtime.path(), &[("BROWSER", slow.to_str().unwrap())]).await;
+    let call = tokio::spawn(async move {
+        call(
+            &agent,
+            "ask_text",
+            json!({"question": "Your name?", "timeout_ms": 600_000}),
+        )
+        .await
+    });
+    let url = recorded_url(runtime.path()).await;
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let port: u16 = host.rsplit(':').next().unwrap().parse().unwrap();
+    let page = send(port, &get(&format!("/{path}"), host)).await.unwrap();
+    assert_eq!(page.status, 200, "served while the opener runs");
+    let messages = client.messages.clone();
+    eventually("the URL told once the opener counts as opened", || {
+        messages
+            .lock()
+            .expect("lock")
+            .iter()
+            .any(|m| m.contains(&url))
+    })
+    .await;
+    std::fs::write(&release, b"").expect("release the opener");
+    let reply = send(
+        port,
+        &post(
+            &format!("/{path}"),
+            host,
+            &json!({"action": "submit", "values": {"answer": "Grace"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.status, 200);
+    let result = call.await.unwrap();
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "http");
+    assert_eq!(result["form_url"], url);
+}

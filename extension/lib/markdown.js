@@ -527,3 +527,43 @@ function appendInline(doc, parent, nodes) {
     }
   }
 }
+
+// ---- plain text ----
+// What a person reads of Markdown, without the marks, for places that cannot draw it: an
+// inbox row, a notification, the loopback page's summary (and, in him itself, the terminal
+// and a page's title: src/display/plain.rs reads the same text the same way; both are
+// tested against tests/fixtures/display_text.json). A code span keeps its text as written
+// (`rm *.log` stays `rm *.log`), a link is its label, emphasis is its words.
+
+/** The plain text of inline nodes (parseInline's). */
+function inlineText(nodes) {
+  let out = '';
+  for (const node of nodes) out += node.type === 'text' || node.type === 'code' ? node.text : inlineText(node.children);
+  return out;
+}
+
+/** The plain text of each block of `text`: paragraphs, "- "/"1. " list items, code. */
+function plainBlocks(text) {
+  return parseMarkdown(text).map((block) => {
+    if (block.type === 'pre') return { text: block.text };
+    if (block.type === 'p') return { text: inlineText(block.children) };
+    return { items: block.items.map(inlineText), ordered: block.type === 'ol' };
+  });
+}
+
+/** The plain text of Markdown `text`: blocks apart by a blank line, a list item a line. */
+export function plainText(text) {
+  return plainBlocks(text)
+    .map((block) =>
+      block.items ? block.items.map((item, n) => `${block.ordered ? `${n + 1}.` : '-'} ${item}`).join('\n') : block.text,
+    )
+    .join('\n\n');
+}
+
+/** The first block of Markdown `text` on one line: what names a question in a list. */
+export function plainTitle(text) {
+  const [first] = plainBlocks(text);
+  if (!first) return '';
+  const line = first.items ? first.items.join(' ') : first.text;
+  return line.split(/\s+/).filter(Boolean).join(' ');
+}

@@ -3,7 +3,10 @@
 //
 // Two rules shape this file:
 //   - The person sees exactly what will run: the tool's name and its input verbatim, drawn
-//     with textContent only. A shell command is shown as code, a file edit as its path and
+//     with textContent only, and marked where it would read otherwise than it runs
+//     (controls, bidi and zero-width characters, letters of another script in a word, long
+//     runs of blank lines or spaces: lib/display.js), each box saying how many lines are out
+//     of view below it. A shell command is shown as code, a file edit as its path and
 //     the old/new text as a diff, a web fetch as its URL, anything else as formatted JSON;
 //     whatever input the tool-specific view does not show is listed below it as JSON, so
 //     nothing of the input is ever hidden (a Bash `description` is the agent's own words and
@@ -19,6 +22,7 @@
 // extension API and takes the document from its caller. A form that breaks the permission
 // shape (formmodel.js checkPermissionForm) throws, as renderForm does for a form it cannot draw.
 
+import { appendMarked, codeBox, diffBox } from './display.js';
 import { checkPermissionForm } from './formmodel.js';
 import { holdControls } from './holds.js';
 import { t, tParts } from './i18n.js';
@@ -55,12 +59,14 @@ export function renderPermission(doc, form, opts = {}) {
 
   const title = el('h2', 'him-title');
   title.id = `${prefix}-title`;
-  title.append(...tParts('permissionAllowTool', el('code', 'him-perm-tool', tool)));
+  title.append(...tParts('permissionAllowTool', appendMarked(doc, el('code', 'him-perm-tool'), tool)));
   root.append(title);
 
   const body = el('fieldset', 'him-body');
   root.append(body);
   body.append(...inputView(doc, el, tool, input));
+  // What would read otherwise than it runs is marked (lib/display.js); say so above it all.
+  if (root.querySelector('.him-mark')) body.prepend(el('p', 'him-perm-marked', t('permissionMarked')));
 
   const noteWrap = el('div', 'him-field him-note');
   const noteLabel = el('label', 'him-label', t('permissionNoteLabel'));
@@ -151,21 +157,9 @@ function inputView(doc, el, tool, input) {
     wrap.append(el('p', 'him-perm-label', label), content);
     parts.push(wrap);
   };
-  const code = (text, className = 'him-perm-code') => {
-    const pre = el('pre', className);
-    pre.append(el('code', '', text));
-    return pre;
-  };
-  const diff = (oldText, newText) => {
-    const pre = el('pre', 'him-perm-diff');
-    const lines = (text, sign, className) => {
-      if (text === null) return;
-      for (const line of text.split('\n')) pre.append(el('span', className, `${sign} ${line}\n`));
-    };
-    lines(oldText, '-', 'him-del');
-    lines(newText, '+', 'him-add');
-    return pre;
-  };
+  // Marked, and saying how much is out of view below (lib/display.js): what is shown is what runs.
+  const code = (text, className = 'him-perm-code') => codeBox(doc, className, text);
+  const diff = (oldText, newText) => diffBox(doc, oldText, newText);
 
   if (obj && tool === 'Bash' && str('command') !== null) {
     section(t('permissionCommand'), code(str('command')));

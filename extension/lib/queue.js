@@ -201,18 +201,12 @@ function hasTyped(draft) {
 }
 
 /**
- * A form's title (Markdown) as plain text on one line, its first paragraph only, for the
+ * A form's title (Markdown) as plain text on one line, its first block only, for the
  * places that name a question in a line: an inbox row, a notice, Recent, a notification.
- * '' when there is none.
+ * '' when there is none. Read as the card reads it (lib/markdown.js), so `rm *.log` in code
+ * keeps its star and snake_case its underscores.
  */
-export function plainTitle(text) {
-  return String(text || '')
-    .trim()
-    .split(/\n\s*\n/)[0]
-    .replace(/[*_`]+/g, '')
-    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
-    .replace(/\s+/g, ' ');
-}
+export { plainTitle } from './markdown.js';
 
 /** Whether a question still waits for the person (not closed, not undelivered). */
 export function isWaiting(q) {

@@ -105,6 +105,8 @@ pub enum LoopbackEnd {
     Answer(Answer),
     /// Told to stop before an answer came.
     Stopped,
+    /// The page could not be opened in a browser (why, for the agent); nobody will see it.
+    NotOpened(String),
 }
 
 /// A bound, not yet serving, loopback form.
@@ -666,7 +668,7 @@ fn page(form: &Form, base: &str, asker: &Identity, remaining: Duration, locale: 
          <main id=\"him-main\"><noscript>{needs_script}</noscript></main>\n\
          </body>\n</html>\n",
         lang = locale.tag,
-        title = escape_html(&first_line(&form.title)),
+        title = escape_html(&title_text(&form.title)),
         messages = escape_script_json(&locale.table_json()),
         data = escape_script_json(&data),
         asking = escape_html(locale.text("loopbackAsking")),
@@ -695,9 +697,18 @@ fn closed_page(why: ClosedBecause, base: &str, locale: &Locale) -> String {
     )
 }
 
-fn first_line(text: &str) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    line.chars().take(120).collect()
+/// The question's title in the tab strip: its first block as plain text on one line, as the
+/// panel names a question (`display::title_line`: marked, so that no bidi control reorders
+/// it), cut to a length a tab can show.
+fn title_text(title: &str) -> String {
+    let line = crate::display::title_line(title);
+    let mut chars = line.chars();
+    let head: String = chars.by_ref().take(120).collect();
+    if chars.next().is_some() {
+        format!("{head}…")
+    } else {
+        head
+    }
 }
 
 fn escape_html(text: &str) -> String {
@@ -920,6 +931,35 @@ mod tests {
         assert!(!html.contains("<b>"));
         assert!(!html.contains("<!--"));
         assert!(html.contains("<title>him: &lt;/script&gt;"));
+    }
+
+    #[test]
+    fn the_page_s_title_is_the_question_in_plain_text() {
+        let form: Form = serde_json::from_value(json!({
+            "title": "Deploy **v2** to `prod/*`?\u{202e}\n\nMore words",
+            "fields": [{"name": "a", "type": "confirm", "label": "A"}]
+        }))
+        .unwrap();
+        let asker = Identity {
+            agent: crate::protocol::AgentInfo {
+                name: "codex".into(),
+                title: None,
+                version: None,
+            },
+            project: None,
+        };
+        let html = page(
+            &form,
+            "/q/t",
+            &asker,
+            Duration::from_secs(5),
+            locale::english(),
+        );
+        assert!(
+            html.contains("<title>him: Deploy v2 to prod/*?⟨U+202E⟩</title>"),
+            "{html}"
+        );
+        assert_eq!(title_text(&"a".repeat(200)).chars().count(), 121);
     }
 
     /// The JSON data of the script element `id` in `html`.

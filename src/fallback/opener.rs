@@ -7,11 +7,18 @@
 //! private file of ours. macOS cannot tell who is connecting, so there the opener gets a
 //! launcher page instead: a file only the user can read, in the per-user runtime directory,
 //! that forwards to the URL. It is removed when the form ends.
+//!
+//! Whether the page opened is judged by the opener alone, never by `DISPLAY` in our own
+//! environment (MCP clients strip it even on a desktop, while the opener may still reach the
+//! person's browser): one that exits non-zero within [`VERDICT_WITHIN`] failed (xdg-open exits
+//! 3 when it finds no way to open a URL); one that exits 0, or is still running by then (a
+//! `$BROWSER` that runs the browser in the foreground), opened it.
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
 
 /// Whether the token must stay out of the opener's arguments on this platform.
 const HIDE_TOKEN_FROM_ARGUMENTS: bool = cfg!(not(target_os = "linux"));
@@ -26,15 +33,76 @@ pub fn opener(browser_env: Option<String>) -> String {
     }
 }
 
+/// How long an opener has to fail; one still running then counts as having opened the page.
+pub const VERDICT_WITHIN: Duration = Duration::from_secs(2);
+
 /// An opener started on the form; keep it until the form ends (it holds the launcher page).
 pub struct Opened {
     pub program: String,
+    /// The opener, until it is judged.
+    child: Option<tokio::process::Child>,
     _launcher: Option<LauncherPage>,
 }
 
+/// Whether the page reached a browser, as far as its opener tells.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Opened,
+    /// The opener failed; why, in words for the agent.
+    Failed(String),
+}
+
+impl Opened {
+    /// Waits for the opener's word, at most [`VERDICT_WITHIN`] (see the module's comment).
+    pub async fn verdict(&mut self) -> Verdict {
+        let Some(child) = self.child.as_mut() else {
+            return Verdict::Opened;
+        };
+        let verdict = match tokio::time::timeout(VERDICT_WITHIN, child.wait()).await {
+            Err(_still_running) => Verdict::Opened,
+            Ok(Ok(status)) if status.success() => Verdict::Opened,
+            Ok(Ok(status)) => Verdict::Failed(failure(&self.program, status)),
+            Ok(Err(err)) => {
+                Verdict::Failed(format!("`{}` could not be waited for: {err}", self.program))
+            }
+        };
+        if let Some(child) = self.child.take() {
+            reap(child);
+        }
+        verdict
+    }
+}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.take() {
+            reap(child);
+        }
+    }
+}
+
+/// Waits for an opener in the background, so that it leaves no zombie whenever it ends.
+fn reap(mut child: tokio::process::Child) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            let _ = child.wait().await;
+        });
+    }
+}
+
+fn failure(program: &str, status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt as _;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("`{program}` exited with status {code}"),
+        (None, Some(signal)) => format!("`{program}` was ended by signal {signal}"),
+        (None, None) => format!("`{program}` ended with {status}"),
+    }
+}
+
 /// Starts the opener on `url` (or on a launcher page for it, see above) and returns at once;
-/// the child is reaped in the background. Its stdio is closed: in `him serve` stdout is the
-/// MCP channel, and an opener that prints there would corrupt it.
+/// [`Opened::verdict`] then says whether it opened. Its stdio is closed: in `him serve` stdout
+/// is the MCP channel, and an opener that prints there would corrupt it. An opener that cannot
+/// be started (none installed) is an error.
 pub fn open(url: &str) -> std::io::Result<Opened> {
     let launcher = if HIDE_TOKEN_FROM_ARGUMENTS {
         let dir = crate::runtime::runtime_dir()
@@ -51,18 +119,16 @@ pub fn open(url: &str) -> std::io::Result<Opened> {
         None => url.to_owned(),
     };
     let program = opener(std::env::var("BROWSER").ok());
-    let mut child = tokio::process::Command::new(&program)
+    let child = tokio::process::Command::new(&program)
         .arg(&target)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot run `{program}`: {e}")))?;
-    tokio::spawn(async move {
-        let _ = child.wait().await;
-    });
     Ok(Opened {
         program,
+        child: Some(child),
         _launcher: launcher,
     })
 }

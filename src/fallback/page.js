@@ -17,6 +17,7 @@
 import { renderForm } from './form.js';
 import { optionsOf } from './formmodel.js';
 import { t, useMessages } from './i18n.js';
+import { plainText } from './markdown.js';
 import { agentLabel, formatTimeLeft } from './queue.js';
 
 useMessages(JSON.parse(document.getElementById('him-messages').textContent));
@@ -176,7 +177,8 @@ function showSent(answer, status) {
       if (!answer.values || !Object.hasOwn(answer.values, field.name)) continue;
       // Not even its length: a summary on screen is one more place a secret could be read.
       const value = field.type === 'password' ? '••••' : shown(field, answer.values[field.name]);
-      row(field.label || field.name, value);
+      // The label is Markdown: the summary is text, so it reads as the card read it.
+      row(plainText(field.label) || field.name, value);
     }
   }
   if (answer.note) row(t('noteTerm'), answer.note);

@@ -321,6 +321,24 @@ test('the sent answer is echoed as text, never a password', async () => {
   await page.close();
 });
 
+test("the page's title and the sent answer's echo read the agent's Markdown as plain text", async () => {
+  const form = {
+    title: 'Deploy the **billing** service to `prod/*`?',
+    fields: [{ name: 'team', type: 'text', label: 'Your **team** (`owner_name`)', required: true }],
+  };
+  const { url, result } = await ask('plain', ['form', JSON.stringify(form)]);
+  const { page, problems } = await open(url);
+  assert.equal(await page.title(), 'him: Deploy the billing service to prod/*?');
+  await page.getByLabel('Your team (owner_name)').fill('payments');
+  await page.getByRole('button', { name: 'Submit' }).click();
+  const sent = page.locator('section.sent');
+  await sent.getByRole('heading', { name: 'Sent to him ask' }).waitFor({ timeout: STEP_MS });
+  assert.deepEqual(await sent.locator('dt, dd').allTextContents(), ['Your team (owner_name)', 'payments']);
+  assert.equal((await result).status, 'answered');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('the countdown reaching zero says the question timed out and disables the form', async () => {
   const { url, result } = await ask('expire', ['--timeout-ms', '3000', 'text', 'Quick?']);
   const { page, problems } = await open(url);

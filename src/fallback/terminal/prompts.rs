@@ -5,6 +5,12 @@
 //! that breaks it is refused with the rule's message and the person fixes it in place; the
 //! whole reply then goes through [`Form::check_reply`], and a field it blames is asked again.
 //! The agent side judges the reply once more, as it judges every channel's.
+//!
+//! Every text the agent wrote reaches the terminal through `display` (its Markdown as plain
+//! text, every control and invisible character as `⟨U+XXXX⟩`): a terminal runs what it is
+//! sent, so an escape sequence in a question would set the clipboard (OSC 52), retitle the
+//! window (OSC 0), or move the cursor and erase, showing another question than the one
+//! answered.
 
 use std::fmt;
 
@@ -17,6 +23,7 @@ use inquire::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
+use crate::display::{marked, terminal_line, terminal_literal, terminal_text};
 use crate::form::{Field, FieldType, Form};
 use crate::protocol::{Action, Answer};
 
@@ -99,7 +106,7 @@ pub fn ask(request: &Request) -> Result<Answer, InquireError> {
         match form.check_reply(&values, note.as_deref()) {
             Ok(_) => return Ok(reply(Action::Submit, Some(values), note)),
             Err(err) => {
-                eprintln!("✗ {}", err.message);
+                eprintln!("✗ {}", marked(&err.message));
                 // Only a rule over the whole reply gets here (a note-taking form answered
                 // with neither): ask its field again, then the note.
                 pending = err
@@ -123,10 +130,10 @@ fn header(form: &Form, timeout_ms: u64) -> String {
     let mut out = String::new();
     let single = form.fields.len() == 1 && form.fields[0].label == form.title;
     if !single {
-        out.push_str(&format!("{}\n", form.title));
+        out.push_str(&format!("{}\n", terminal_text(&form.title)));
     }
     if let Some(description) = &form.description {
-        out.push_str(&format!("{description}\n"));
+        out.push_str(&format!("{}\n", terminal_text(description)));
     }
     out.push_str(&format!(
         "(him: Esc declines, Ctrl-C cancels; closes in {})\n",
@@ -155,7 +162,7 @@ fn ask_field(form: &Form, field: &Field) -> Result<Asked, InquireError> {
             let prompt = Password::new(&label)
                 .with_display_mode(PasswordDisplayMode::Hidden)
                 .without_confirmation()
-                .with_validator(rule(form, field))
+                .with_validator(rule(form, field, None))
                 .with_help_message(&help);
             match prompt.prompt() {
                 Ok(text) => Ok(Asked::Value(typed(field, &text).ok().flatten())),
@@ -197,10 +204,11 @@ fn prompt_label(form: &Form, field: &Field) -> String {
             FieldType::Select | FieldType::Radio => !form.allow_note,
             _ => true,
         };
+    let label = terminal_line(&field.label);
     if optional {
-        format!("{} (optional)", field.label)
+        format!("{label} (optional)")
     } else {
-        field.label.clone()
+        label
     }
 }
 
@@ -208,7 +216,7 @@ fn prompt_label(form: &Form, field: &Field) -> String {
 fn help(field: &Field, keys: &str) -> String {
     let mut parts = Vec::new();
     if let Some(description) = &field.description {
-        parts.push(description.clone());
+        parts.push(terminal_line(description));
     }
     if field.kind == FieldType::Number {
         match (field.min, field.max) {
@@ -227,12 +235,13 @@ fn help(field: &Field, keys: &str) -> String {
 fn rule(
     form: &Form,
     field: &Field,
+    default: Option<&Shown>,
 ) -> impl Fn(&str) -> Result<Validation, CustomUserError> + Clone + use<> {
-    let (form, field) = (form.clone(), field.clone());
+    let (form, field, default) = (form.clone(), field.clone(), default.cloned());
     move |input: &str| {
-        Ok(match typed(&field, input) {
+        Ok(match typed(&field, Shown::real(default.as_ref(), input)) {
             Ok(value) => verdict(&form, &field, value.as_ref()),
-            Err(message) => Validation::Invalid(message.into()),
+            Err(message) => Validation::Invalid(marked(&message).into()),
         })
     }
 }
@@ -240,7 +249,7 @@ fn rule(
 fn verdict(form: &Form, field: &Field, value: Option<&Value>) -> Validation {
     match form.check_field(&field.name, value) {
         Ok(_) => Validation::Valid,
-        Err(err) => Validation::Invalid(err.message.into()),
+        Err(err) => Validation::Invalid(marked(&err.message).into()),
     }
 }
 
@@ -272,19 +281,28 @@ fn typed(field: &Field, input: &str) -> Result<Option<Value>, String> {
 }
 
 fn ask_text(form: &Form, field: &Field, label: &str) -> Result<Asked, InquireError> {
-    let default = field.default.as_ref().and_then(default_text);
+    let default = field
+        .default
+        .as_ref()
+        .and_then(default_text)
+        .map(|d| Shown::new(&d));
     let help = help(field, TEXT_HELP);
+    let placeholder = field.placeholder.as_deref().map(terminal_literal);
     let mut prompt = Text::new(label)
-        .with_validator(rule(form, field))
+        .with_validator(rule(form, field, default.as_ref()))
         .with_help_message(&help);
-    if let Some(placeholder) = &field.placeholder {
+    if let Some(placeholder) = &placeholder {
         prompt = prompt.with_placeholder(placeholder);
     }
     if let Some(default) = &default {
-        prompt = prompt.with_default(default);
+        prompt = prompt.with_default(&default.shown);
     }
     match prompt.prompt() {
-        Ok(text) => Ok(Asked::Value(typed(field, &text).ok().flatten())),
+        Ok(text) => Ok(Asked::Value(
+            typed(field, Shown::real(default.as_ref(), &text))
+                .ok()
+                .flatten(),
+        )),
         Err(err) => ended(err),
     }
 }
@@ -297,9 +315,39 @@ fn default_text(value: &Value) -> Option<String> {
     }
 }
 
+/// A default the agent gave, as the terminal shows it (inquire draws a default as it is, and
+/// Enter on an empty line answers with it): marked, and taken back to what the agent wrote
+/// when the person accepts it.
+#[derive(Debug, Clone)]
+struct Shown {
+    shown: String,
+    real: String,
+}
+
+impl Shown {
+    fn new(real: &str) -> Shown {
+        Shown {
+            shown: terminal_literal(real),
+            real: real.to_owned(),
+        }
+    }
+
+    /// What `input` stands for: the agent's default when it is the default as shown.
+    fn real<'a>(default: Option<&'a Shown>, input: &'a str) -> &'a str {
+        match default {
+            Some(d) if input == d.shown => &d.real,
+            _ => input,
+        }
+    }
+}
+
 /// A text area, one line per prompt until an empty line; the lines are checked together.
 fn ask_lines(form: &Form, field: &Field, label: &str) -> Result<Asked, InquireError> {
-    let default = field.default.as_ref().and_then(Value::as_str);
+    let default = field
+        .default
+        .as_ref()
+        .and_then(Value::as_str)
+        .map(Shown::new);
     let help = help(field, LINES_HELP);
     loop {
         let mut lines: Vec<String> = Vec::new();
@@ -308,15 +356,17 @@ fn ask_lines(form: &Form, field: &Field, label: &str) -> Result<Asked, InquireEr
             let mut prompt = Text::new(shown);
             if lines.is_empty() {
                 prompt = prompt.with_help_message(&help);
-                if let Some(default) = default {
-                    prompt = prompt.with_default(default);
+                if let Some(default) = &default {
+                    prompt = prompt.with_default(&default.shown);
                 }
             }
             match prompt.prompt() {
                 Ok(line) if line.is_empty() => break,
                 // The default may hold several lines; it is the whole text.
-                Ok(line) if lines.is_empty() && Some(line.as_str()) == default => {
-                    lines.push(line);
+                Ok(line)
+                    if lines.is_empty() && default.as_ref().is_some_and(|d| line == d.shown) =>
+                {
+                    lines.push(Shown::real(default.as_ref(), &line).to_owned());
                     break;
                 }
                 Ok(line) => lines.push(line),
@@ -326,7 +376,7 @@ fn ask_lines(form: &Form, field: &Field, label: &str) -> Result<Asked, InquireEr
         let value = typed(field, &lines.join("\n")).ok().flatten();
         match form.check_field(&field.name, value.as_ref()) {
             Ok(_) => return Ok(Asked::Value(value)),
-            Err(err) => eprintln!("✗ {}", err.message),
+            Err(err) => eprintln!("✗ {}", marked(&err.message)),
         }
     }
 }
@@ -365,16 +415,17 @@ fn items(form: &Form, field: &Field, one: bool) -> Vec<Item> {
         .iter()
         .enumerate()
         .map(|(i, option)| {
-            let mut shown = format!("{}. {}", i + 1, option.label);
+            let label = terminal_literal(&option.label);
+            let mut shown = format!("{}. {label}", i + 1);
             if let Some(description) = &option.description {
-                shown.push_str(&format!(" — {description}"));
+                shown.push_str(&format!(" — {}", terminal_line(description)));
             }
             if option.recommended {
                 shown.push_str(" (recommended)");
             }
             Item {
                 shown,
-                label: option.label.clone(),
+                label,
                 pick: Pick::Option(option.value.clone()),
             }
         })
@@ -557,7 +608,7 @@ mod tests {
             json!([{"name": "n", "type": "number", "label": "N", "min": 1, "max": 5, "required": true}]),
             false,
         );
-        let check = rule(&f, &f.fields[0]);
+        let check = rule(&f, &f.fields[0], None);
         assert_eq!(check("3").unwrap(), Validation::Valid);
         assert_eq!(
             check("9").unwrap(),
