@@ -157,7 +157,10 @@ fn card_form(request: &Request, agent: &str) -> Form {
     decision.options[0].label = "Allow".into();
     decision.options[1].label = "Deny".into();
     Form {
-        title: format!("{agent} asks to use {}", request.tool_name),
+        title: format!(
+            "{agent} asks to use {}",
+            title_tool_name(&request.tool_name)
+        ),
         description: Some(fallback_description(&request.input)),
         submit_label: None,
         fields: vec![decision],
@@ -170,6 +173,23 @@ fn card_form(request: &Request, agent: &str) -> Form {
         one_question: false,
     }
 }
+
+/// The tool's name as the card's title names it: the title is what an inbox row, a notice
+/// and a notification show, so it is marked as the card's body marks it (an RLO or a look-alike
+/// letter in a tool name reads otherwise than it runs), and cut to [`TITLE_TOOL_CHARS`] so a
+/// long name cannot make the title a text the panel refuses (§4's 16,384), which would deny
+/// the request unseen.
+fn title_tool_name(tool_name: &str) -> String {
+    let marked = crate::display::marked(tool_name);
+    match marked.char_indices().nth(TITLE_TOOL_CHARS) {
+        Some((cut, _)) => format!("{}…", &marked[..cut]),
+        None => marked,
+    }
+}
+
+/// At most this many characters of a tool's name go in a card's title; the card's body
+/// shows the whole name.
+const TITLE_TOOL_CHARS: usize = 200;
 
 /// How much of the input the fallback description quotes, in characters: the description
 /// must stay a text the panel renders ([`MAX_MARKDOWN_CHARS`]), with room left for its
@@ -434,6 +454,30 @@ mod tests {
         assert_eq!(permission.tool_use_id.as_deref(), Some("toolu_1"));
         let field = &prompt.form.fields[0];
         assert!(field.required && field.default.is_none());
+    }
+
+    #[test]
+    fn a_tool_name_that_reads_otherwise_or_runs_long_is_marked_and_cut_in_the_title() {
+        let tricky = Request {
+            tool_name: "mcp__g\u{0456}thub__merge\u{202e}".into(),
+            ..bash()
+        };
+        let form = prompt_for(&tricky, "Claude Code").form;
+        assert_eq!(
+            form.title,
+            "Claude Code asks to use mcp__g⟨U+0456⟩thub__merge⟨U+202E⟩"
+        );
+        // The body keeps the name as the agent sent it; only what is shown is marked.
+        assert_eq!(form.permission.unwrap().tool_name, tricky.tool_name);
+
+        let long = Request {
+            tool_name: "x".repeat(20_000),
+            ..bash()
+        };
+        let form = prompt_for(&long, "Claude Code").form;
+        form.validate().unwrap();
+        assert!(form.title.ends_with('…'));
+        assert!(form.title.chars().count() < 300);
     }
 
     #[test]
