@@ -62,9 +62,16 @@ async function until(what, fn, ms = 10_000) {
   throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
 }
 
-/** The worker's storage.session, as the extension stored it. */
-function stored() {
-  return worker.evaluate(() => chrome.storage.session.get(null));
+/**
+ * The worker's storage.session, as the extension stored it, with `queue.questions` gathered
+ * from the questions' own keys (`q:<id>`, lib/queuestore.js).
+ */
+async function stored() {
+  const items = await worker.evaluate(() => chrome.storage.session.get(null));
+  const questions = Object.entries(items)
+    .filter(([key]) => key.startsWith('q:'))
+    .map(([, question]) => question);
+  return { ...items, queue: { questions } };
 }
 
 /** Start a tool call; the person answers in the panel meanwhile. */
