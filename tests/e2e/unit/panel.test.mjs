@@ -364,7 +364,7 @@ test("the worker's changes add, change and remove cards; an answer lost with the
   const card = cardOf('Database login');
   assert.equal(
     status(),
-    'Your answer did not reach the agent: the him host stopped before the agent confirmed it. The agent has asked again; send it again? Type the password again: it is never kept.',
+    'Your answer did not reach the agent: the him host stopped before the agent confirmed it. The agent has asked again; send it again? A password is never kept: if its box is empty, type it again.',
   );
   assert.ok(card.hasAttribute('data-lost'));
   assert.equal(card.querySelector('input[type=text]').value, 'deploy', 'the answer is kept');
