@@ -578,9 +578,14 @@ function updateCard(card) {
   if (showVerdict(card)) return;
   const left = timeLeft(card.question, Date.now());
   const text = left === null ? '' : t('panel_time_left', formatTimeLeft(left));
-  card.timeEl.textContent = text;
-  card.rowTime.textContent = text;
-  card.timeEl.setAttribute('aria-label', left === null ? t('panel_no_time_limit') : t('panel_time_left_long', formatTimeLeft(left)));
+  // Every card is updated after each change; writing only what differs keeps one arrival
+  // from re-laying out every card already waiting (issue 22.12).
+  const label = left === null ? t('panel_no_time_limit') : t('panel_time_left_long', formatTimeLeft(left));
+  if (card.timeEl.textContent !== text || card.rowTime.textContent !== text || card.timeEl.getAttribute('aria-label') !== label) {
+    card.timeEl.textContent = text;
+    card.rowTime.textContent = text;
+    card.timeEl.setAttribute('aria-label', label);
+  }
   if (left !== null && left < URGENT_MS) {
     card.timeEl.dataset.urgent = '';
     card.rowTime.dataset.urgent = '';
