@@ -1,9 +1,9 @@
 // The side panel (Chrome side_panel, Firefox sidebar_action; also works opened as a tab).
 // It owns no state of record: the worker pushes the whole queue when the panel connects and
-// what each change touched after that (lib/queuestore.js), and the panel draws it, keeping each question's form element alive across pushes so the person's
-// cursor and typing are never disturbed. Drafts and answers go back to the worker; every
-// message on that port is listed in extension/README.md ("Messages between the panel and
-// the worker").
+// what each change touched after that (lib/queuestore.js), and the panel draws it, keeping
+// each question's form element alive across pushes so the person's cursor and typing are
+// never disturbed. Drafts and answers go back to the worker; every message on that port is
+// listed in extension/README.md ("Messages between the panel and the worker").
 //
 // It is an inbox (lib/inbox.js): one card is open, on top; the other questions are one line
 // each below it, the soonest deadline first; "2 of 3" and ‹ › (or Alt+↑ / Alt+↓) move
@@ -614,7 +614,8 @@ function updateCard(card) {
 /**
  * What a card says when the answer sent from it got no verdict before the host went away
  * (crashed, killed, or the worker restarted) and its agent asked again: the answer is in
- * the form to send again, a password excepted (never kept). Null for any other card.
+ * the form to send again; a password only while this page still holds it, since none is
+ * ever stored. Null for any other card.
  */
 function lostText(card) {
   if (!card.question.lost) return null;
