@@ -999,19 +999,25 @@ test('a question whose form cannot be drawn becomes an error card; the other one
 
 test('a question arriving writes as much to storage.session and posts as much to the panel with 199 waiting as with none (issue 22.12)', { timeout: 120_000 }, async (t) => {
   // Counted in the worker: the bytes of every storage.session write, and of every message
-  // posted to a panel port (ports that connect from now on; the panel reconnects below).
+  // posted to a panel port (ports that connect from now on; the panel reconnects below),
+  // that carries the question being watched (not, say, a notice of an earlier test ageing
+  // out meanwhile).
   await worker.evaluate(() => {
     const log = (globalThis.arrivalLog = []);
+    const count = (kind, value) => {
+      const text = JSON.stringify(value);
+      if (globalThis.watched && text.includes(globalThis.watched)) log.push({ kind, bytes: text.length });
+    };
     const session = chrome.storage.session;
     const set = session.set.bind(session);
     session.set = (items, ...rest) => {
-      log.push({ kind: 'stored', bytes: JSON.stringify(items).length });
+      count('stored', items);
       return set(items, ...rest);
     };
     chrome.runtime.onConnect.addListener((port) => {
       const post = port.postMessage.bind(port);
       port.postMessage = (message) => {
-        log.push({ kind: 'posted', bytes: JSON.stringify(message).length });
+        count('posted', message);
         return post(message);
       };
     });
@@ -1031,11 +1037,17 @@ test('a question arriving writes as much to storage.session and posts as much to
   const shown = (i) => agents[Math.floor(i / 50)].next((m) => m.type === 'shown' && m.id === questions[i].id, 60_000);
   /** The bytes stored and posted for question `i`'s arrival, until the panel has its card. */
   const arrival = async (i) => {
-    const from = await worker.evaluate(() => globalThis.arrivalLog.length);
+    const from = await worker.evaluate((id) => {
+      globalThis.watched = id;
+      return globalThis.arrivalLog.length;
+    }, questions[i].id);
     send(i);
     await shown(i);
     await inboxCard(questions[i].title).waitFor({ state: 'attached', timeout: 60_000 });
-    const log = await worker.evaluate((from) => globalThis.arrivalLog.slice(from), from);
+    const log = await worker.evaluate((from) => {
+      globalThis.watched = null;
+      return globalThis.arrivalLog.slice(from);
+    }, from);
     const sum = (kind) => log.filter((e) => e.kind === kind).reduce((n, e) => n + e.bytes, 0);
     return { stored: sum('stored'), posted: sum('posted') };
   };
