@@ -902,7 +902,7 @@ fn memory(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
     let mut pending_rows = Vec::new();
     let mut next_id = 1;
     for &count in &plan.pending {
-        let run = pending_round(&host, &mut serve, count, next_id)?;
+        let run = pending_round(&host, &mut serve, dir, count, next_id)?;
         next_id += count;
         pending_rows.push(format!(
             "| {count} | {:.1} | {:.1} | {} | {} |",
@@ -921,7 +921,10 @@ fn memory(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
 
     report.push_str("| process | idle | after 1 question | ");
     for (count, _, _) in &rows {
-        report.push_str(&format!("{count} pending | growth | "));
+        report.push_str(&format!(
+            "{count} pending (`him serve`: {} of them) | growth | ",
+            (*count).min(PER_SERVE)
+        ));
     }
     report.push_str("after all answered | idle / trivial Rust binary |\n|---|---:|---:|");
     for _ in &rows {
@@ -957,10 +960,11 @@ fn memory(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
     report.push_str("| |\n");
     report.push_str(
         "\nTargets: idle under 6 MiB each; 1,000 pending under 10 MiB more.\n\n\
-         Pending rounds: N questions sent at once by one `him serve`, held by the stand-in \
-         until all N arrived, then answered at once. Flat cost per question from one N to the \
-         next means no step grows with the number pending.\n\n\
-         | N pending | fill µs / question | drain µs / question | `him serve` RSS at N | host RSS at N |\n\
+         Pending rounds: N questions sent at once by N / 64 `him serve`s (64 each, the most \
+         one agent may have waiting at a host), held by the stand-in until all N arrived, \
+         then answered at once. Flat cost per question from one N to the next means no step \
+         grows with the number pending.\n\n\
+         | N pending | fill µs / question | drain µs / question | RSS of a `him serve` holding 64 | host RSS at N |\n\
          |---:|---:|---:|---:|---:|\n",
     );
     for row in pending_rows {
@@ -980,22 +984,41 @@ struct PendingRun {
     host_rss: u64,
 }
 
+/// One agent link may have at most this many questions waiting at a host (relay.rs); a
+/// round of N pending spreads them over as many `him serve`s as that takes.
+const PER_SERVE: usize = him::relay::MAX_WAITING_QUESTIONS;
+
+/// N pending: `serve` asks the first PER_SERVE, and as many more `him serve`s as it takes
+/// (started in `dir` for this round) ask the rest.
 fn pending_round(
     host: &HimHost,
     serve: &mut LineClient,
+    dir: &Path,
     count: usize,
     first_id: usize,
 ) -> Result<PendingRun, BoxError> {
+    let mut serves = Vec::new();
+    for _ in 1..count.div_ceil(PER_SERVE) {
+        let mut serve = LineClient::him_serve(dir)?;
+        serve.initialize()?;
+        serves.push(serve);
+    }
     let stand_in = &host.stand_in;
     stand_in.hold(true);
     let seen_before = stand_in.asks.load(Ordering::SeqCst);
+    let batches: Vec<Vec<u8>> = (first_id..first_id + count)
+        .collect::<Vec<_>>()
+        .chunks(PER_SERVE)
+        .map(|ids| ids.iter().flat_map(|&i| tool_call_line(i)).collect())
+        .collect();
     let started = Instant::now();
-    let mut batch = Vec::new();
-    for i in first_id..first_id + count {
-        batch.extend_from_slice(&tool_call_line(i));
+    for (client, batch) in std::iter::once(&mut *serve)
+        .chain(serves.iter_mut())
+        .zip(&batches)
+    {
+        client.stdin.write_all(batch)?;
+        client.stdin.flush()?;
     }
-    serve.stdin.write_all(&batch)?;
-    serve.stdin.flush()?;
     let give_up = started + Duration::from_secs(60);
     while stand_in.asks.load(Ordering::SeqCst) < seen_before + count {
         if Instant::now() > give_up {
@@ -1008,32 +1031,36 @@ fn pending_round(
         thread::sleep(Duration::from_micros(200));
     }
     let fill = started.elapsed();
+    // It holds a full share, PER_SERVE questions (or all of them, when fewer).
     let serve_rss = rss_kib(serve.child.id())?;
     let host_rss = rss_kib(host.child.id())?;
-    // Answers go back in bursts of RELEASE, each read before the next, so that the agent
-    // keeps reading while answers wait for it: one that reads nothing for the stall time
-    // while frames wait is cut off (host.rs, HIM_AGENT_STALL_MS), which is not what this
-    // measures.
-    const RELEASE: usize = 500;
+    // Each `him serve`'s answers are read as they come, by a thread of its own, so that
+    // every agent keeps reading while answers wait for it: one that reads nothing for the
+    // stall time while frames wait is cut off (host.rs, HIM_AGENT_STALL_MS), which is not
+    // what this measures.
     let released = Instant::now();
-    let mut ids = std::collections::HashSet::new();
-    let mut left = count;
-    while left > 0 {
-        let burst = left.min(RELEASE);
-        left -= burst;
-        stand_in.release(burst);
-        for _ in 0..burst {
-            let mut line = Vec::new();
-            serve.stdout.read_until(b'\n', &mut line)?;
-            check_answered(&line)?;
-            let value: Value = serde_json::from_slice(&line)?;
-            if !ids.insert(value["id"].as_u64().unwrap_or(0)) {
-                return Err(format!("duplicate response {}", value["id"]).into());
-            }
-        }
-    }
+    let count_lines = |batch: &Vec<u8>| batch.iter().filter(|&&c| c == b'\n').count();
+    let readers: Vec<JoinHandle<Result<(LineClient, usize), String>>> = serves
+        .into_iter()
+        .zip(batches.iter().skip(1).map(count_lines))
+        .map(|(mut client, expected)| {
+            thread::spawn(move || {
+                let n = read_answers(&mut client, expected)?;
+                Ok((client, n))
+            })
+        })
+        .collect();
     stand_in.hold(false);
+    let mut answered = read_answers(serve, count_lines(&batches[0]))?;
+    for reader in readers {
+        let (client, n) = reader.join().map_err(|_| "a reader panicked")??;
+        answered += n;
+        client.close();
+    }
     let drain = released.elapsed();
+    if answered != count {
+        return Err(format!("{answered} of {count} answered").into());
+    }
     let errors = stand_in.errors.load(Ordering::SeqCst);
     if errors > 0 {
         return Err(format!("the host sent {errors} error frames to the stand-in").into());
@@ -1044,6 +1071,24 @@ fn pending_round(
         serve_rss,
         host_rss,
     })
+}
+
+/// Reads `expected` answered responses from `client`, each to a request of its own.
+fn read_answers(client: &mut LineClient, expected: usize) -> Result<usize, String> {
+    let mut ids = std::collections::HashSet::new();
+    for _ in 0..expected {
+        let mut line = Vec::new();
+        client
+            .stdout
+            .read_until(b'\n', &mut line)
+            .map_err(|e| e.to_string())?;
+        check_answered(&line).map_err(|e| e.to_string())?;
+        let value: Value = serde_json::from_slice(&line).map_err(|e| e.to_string())?;
+        if !ids.insert(value["id"].as_u64().unwrap_or(0)) {
+            return Err(format!("duplicate response {}", value["id"]));
+        }
+    }
+    Ok(ids.len())
 }
 
 fn rss_kib(pid: u32) -> Result<u64, BoxError> {

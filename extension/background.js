@@ -6,8 +6,10 @@
 //                                                       └── storage.session: the queue, with drafts
 //
 // The worker keeps the queue (lib/queue.js) in storage.session, so a worker restart, a
-// panel reload or a host restart loses no question and no unsent draft. It pushes the whole
-// state to every connected panel after each change; panels send back drafts and answers.
+// panel reload or a host restart loses no question and no unsent draft. A panel gets the
+// whole state when it connects, then only what each change touched; storage too is written
+// per question (lib/queuestore.js), so a question arriving costs the same however many wait.
+// Panels send back drafts and answers.
 // The messages on the panel port are listed in one place, extension/README.md ("Messages
 // between the panel and the worker").
 // An open native port keeps a Chrome MV3 worker alive; when the host is missing the worker
@@ -29,13 +31,14 @@ import {
   isWaiting,
   markUnconfirmed,
   nextChangeIn,
-  normaliseQueue,
   plainTitle,
   pruneNotices,
   pruneSent,
   setDraft,
+  verdictsLost,
   waitingCount,
 } from './lib/queue.js';
+import { queueChanges, queueFromStorage, storageWrites } from './lib/queuestore.js';
 import { backoffMs, describeHostProblem } from './lib/hosterror.js';
 import { postIfOpen } from './lib/port.js';
 import { t } from './lib/i18n.js';
@@ -76,9 +79,9 @@ let lastWindowId = null;
 // Every change to the queue runs through this chain, after the stored state has loaded, one
 // at a time: messages from the host and the panels interleave, and storage writes are async.
 let chain = api.storage.session
-  .get(['queue', 'recent'])
+  .get(null)
   .then((got) => {
-    queue = normaliseQueue(got.queue);
+    queue = queueFromStorage(got);
     recent = normaliseRecent(got.recent);
   })
   .catch(() => {
@@ -88,7 +91,7 @@ let chain = api.storage.session
 function update(change) {
   const run = chain.then(async () => {
     const now = Date.now();
-    const before = JSON.stringify(queue);
+    const before = queue;
     const recentBefore = recent;
     const result = await change(now);
     const expired = expire(queue, now);
@@ -97,24 +100,21 @@ function update(change) {
     queue = pruneSent(pruneNotices(dropped.state, now), now);
     const gone = [...expired.expired, ...dropped.dropped];
     for (const id of gone) clearNotification(id);
-    if (recent !== recentBefore) {
+    const changes = queueChanges(before, queue);
+    const recentChanged = recent !== recentBefore;
+    if (recentChanged) {
       try {
         await api.storage.session.set({ recent });
       } catch (err) {
         console.warn('him: could not keep the recent answers in session storage:', err);
       }
     }
-    if (JSON.stringify(queue) !== before || recent !== recentBefore) {
-      try {
-        await api.storage.session.set({ queue });
-      } catch (err) {
-        // Over the session-storage quota (a few very large questions): the queue in memory
-        // is still right, so the panel must still be redrawn; only a worker restart would
-        // lose what was not stored.
-        console.warn('him: could not keep the queue in session storage:', err);
-      }
+    if (changes || recentChanged) {
+      if (changes) await store(changes);
       // A quiet change (a draft) is not redrawn, unless this pass also removed something.
-      if (!result?.quiet || gone.length > 0 || queue.notices !== noticesBefore) broadcast();
+      if (!result?.quiet || gone.length > 0 || queue.notices !== noticesBefore) {
+        postToPanels(changesMessage(changes, recentChanged));
+      }
       updateBadge();
     }
     scheduleTick(now);
@@ -122,6 +122,20 @@ function update(change) {
   });
   chain = run.catch(() => {});
   return run;
+}
+
+/** Writes what `changes` touched to storage.session, and nothing else. */
+async function store(changes) {
+  const { set, remove } = storageWrites(changes);
+  try {
+    if (Object.keys(set).length > 0) await api.storage.session.set(set);
+    if (remove.length > 0) await api.storage.session.remove(remove);
+  } catch (err) {
+    // Over the session-storage quota (a few very large questions): the queue in memory is
+    // still right, so the panel must still be redrawn; only a worker restart would lose
+    // what was not stored.
+    console.warn('him: could not keep the queue in session storage:', err);
+  }
 }
 
 function scheduleTick(now) {
@@ -171,11 +185,15 @@ function hostGone(message) {
     version: null,
     problem: hostSaid
       ? describeHostProblem(hostSaid, { extensionId: api.runtime.id, fromHost: true })
-      : describeHostProblem(message, { extensionId: api.runtime.id }),
+      : describeHostProblem(message, { extensionId: api.runtime.id, saidHello: helloAt !== null }),
   };
   helloAt = null;
   hostSaid = null;
   broadcast();
+  // An answer this host was to relay a verdict on will get none now.
+  update((now) => {
+    queue = verdictsLost(queue, now);
+  });
   clearTimeout(reconnectTimer);
   reconnectTimer = setTimeout(connect, backoffMs(worked ? 0 : failures - 1));
 }
@@ -289,15 +307,33 @@ function remember(question, answer, now) {
   recent = addRecent(recent, recentEntry(question, answer, agentLabel(question.agent), now));
 }
 
-function broadcast() {
-  const state = panelState();
+/**
+ * What a change means for the panels: the questions it added or changed, those it removed,
+ * the notices and the recent answers when they changed, and the link to the host.
+ */
+function changesMessage(changes, recentChanged) {
+  const touched = {
+    questions: changes?.questions ?? [],
+    removed: changes?.removed ?? [],
+    ...(changes?.notices ? { notices: changes.notices } : {}),
+    ...(recentChanged ? { recent } : {}),
+  };
+  return { type: 'changes', ...touched, host, now: Date.now() };
+}
+
+function postToPanels(message) {
   for (const p of panels.keys()) {
     try {
-      p.postMessage(state);
+      p.postMessage(message);
     } catch {
       panels.delete(p);
     }
   }
+}
+
+/** The link to the host changed: every panel hears it. */
+function broadcast() {
+  postToPanels(changesMessage(null, false));
 }
 
 api.runtime.onConnect.addListener((p) => {

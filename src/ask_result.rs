@@ -196,7 +196,10 @@ pub fn from_outcome(cx: &CallContext<'_>, via: Via, outcome: Outcome) -> AskResu
         },
         Outcome::Refused(reason) => AskResult {
             message: format!("The browser could not show the question: {reason}."),
-            next_step: "Ask a shorter question, or ask in chat.".into(),
+            next_step: "Do not send the same question again at once: ask a shorter one, or wait \
+                        until the person has answered the questions already waiting, or ask in \
+                        chat."
+                .into(),
             ..AskResult::blank(cx, Status::Error, via)
         },
         Outcome::NoBrowser { .. } => AskResult {

@@ -26,12 +26,27 @@ pub enum Effect {
     ToAgent(AgentId, HostToAgent),
 }
 
+/// At most this many questions may wait at a host for one agent link. A person answers a
+/// handful at a time; a program asking hundreds at once is a runaway, and every question it
+/// queues delays everyone else's in the browser (the extension stores, and the panel draws,
+/// each waiting question).
+pub const MAX_WAITING_QUESTIONS: usize = 64;
+
+/// At most this many bytes of questions (their `ask` frames as the browser gets them) may
+/// wait at a host for one agent link. The extension keeps every waiting question in Chrome's
+/// `storage.session`, which holds 10 MiB in all (`QUOTA_BYTES`, 10,485,760) for every
+/// agent's questions together: one agent may take less than half of it, so one runaway
+/// cannot leave the others no room. Four questions of the largest size a browser accepts
+/// (`MAX_TO_BROWSER`, 1 MiB) still fit.
+pub const MAX_WAITING_BYTES: usize = 4 * 1024 * 1024;
+
 #[derive(Debug, Default)]
 struct AgentState {
     info: Option<AgentInfo>,
     project: Option<String>,
     machine: Option<String>,
-    questions: HashSet<String>,
+    /// Its questions waiting at this host, each with the size of its frame to the browser.
+    questions: HashMap<String, usize>,
     /// It said in `hello` that it sends a verdict on every answer.
     verdicts: bool,
 }
@@ -97,7 +112,7 @@ impl Relay {
         let Some(state) = self.agents.remove(&agent) else {
             return Vec::new();
         };
-        let mut ids: Vec<String> = state.questions.into_iter().collect();
+        let mut ids: Vec<String> = state.questions.into_keys().collect();
         ids.sort();
         ids.into_iter()
             .map(|id| {
@@ -246,7 +261,10 @@ impl Relay {
                 ),
             );
         }
-        state.questions.insert(ask.id.clone());
+        if let Some(over) = over_limit(&state.questions, &ask.id, frame.len()) {
+            return refuse(ask.id, over);
+        }
+        state.questions.insert(ask.id.clone(), frame.len());
         self.owners.insert(ask.id, agent);
         vec![Effect::AskToExtension(frame)]
     }
@@ -359,6 +377,31 @@ impl Relay {
             .into_iter()
             .map(|id| Effect::ToAgent(id, self.welcome()))
             .collect()
+    }
+}
+
+/// Why a question of `len` bytes under `id` may not join `waiting` (one agent's questions
+/// waiting at this host, with their sizes), if it may not. The same id again (an agent
+/// re-sending its question) takes its own place, not another.
+fn over_limit(waiting: &HashMap<String, usize>, id: &str, len: usize) -> Option<String> {
+    let again = waiting.get(id).copied();
+    let count = waiting.len() + usize::from(again.is_none());
+    let bytes = waiting.values().sum::<usize>() - again.unwrap_or(0) + len;
+    if count > MAX_WAITING_QUESTIONS {
+        Some(format!(
+            "this agent already has {MAX_WAITING_QUESTIONS} questions waiting in this browser, \
+             the most one agent may have at once (so that no agent holds up the others' \
+             questions); wait for answers before asking more"
+        ))
+    } else if bytes > MAX_WAITING_BYTES {
+        Some(format!(
+            "this agent's questions waiting in this browser would take {bytes} bytes with this \
+             one, over the {MAX_WAITING_BYTES} bytes (4 MiB) one agent may have at once (the \
+             browser keeps every waiting question in its 10 MiB session storage); wait for \
+             answers, or ask something shorter"
+        ))
+    } else {
+        None
     }
 }
 
@@ -705,6 +748,95 @@ mod tests {
             [Effect::ToAgent(1, HostToAgent::Error { .. })]
         ));
         assert_eq!(r.pending(), 0);
+    }
+
+    /// A distinct question id for test question `n`.
+    fn qid(n: usize) -> String {
+        format!("{n:032x}")
+    }
+
+    fn refusal_of(effects: &[Effect]) -> Option<&str> {
+        match effects {
+            [Effect::ToAgent(_, HostToAgent::Error { message, .. })] => Some(message),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn one_agent_may_have_at_most_64_questions_waiting_and_another_is_not_held_up() {
+        let mut r = relay();
+        for n in 0..MAX_WAITING_QUESTIONS {
+            let effects = r.agent_frame(1, &ask(&qid(n)));
+            assert!(
+                matches!(&effects[..], [Effect::AskToExtension(_)]),
+                "{n}: {effects:?}"
+            );
+        }
+        let over = r.agent_frame(1, &ask(&qid(MAX_WAITING_QUESTIONS)));
+        let message = refusal_of(&over).expect("the 65th is refused");
+        assert!(message.contains("64 questions"), "{message}");
+        // Its own question sent again (after a host restart, say) is no new one.
+        assert!(matches!(
+            &r.agent_frame(1, &ask(&qid(0)))[..],
+            [Effect::AskToExtension(_)]
+        ));
+        // Another agent is not counted with it.
+        assert!(matches!(
+            &r.agent_frame(2, &ask(&qid(0xabc)))[..],
+            [Effect::AskToExtension(_)]
+        ));
+        // One answered makes room for one more.
+        r.extension_frame(&answer(&qid(3)));
+        assert!(matches!(
+            &r.agent_frame(1, &ask(&qid(MAX_WAITING_QUESTIONS)))[..],
+            [Effect::AskToExtension(_)]
+        ));
+        assert_eq!(r.pending(), MAX_WAITING_QUESTIONS + 1);
+    }
+
+    #[test]
+    fn one_agent_may_have_at_most_4_mib_of_questions_waiting() {
+        let mut r = relay();
+        // About 1 MB each: as many fields as a form may have, each with a long label.
+        let fields: Vec<_> = (0..crate::form::MAX_FIELDS)
+            .map(|i| json!({"name": format!("f{i}"), "type": "text", "label": "x".repeat(15_600)}))
+            .collect();
+        let big = |n: usize| {
+            encode(&AgentToHost::Ask(Ask {
+                id: qid(n),
+                form: json!({"title": "t", "fields": fields}),
+                timeout_ms: 1000,
+                asked_at_ms: 0,
+            }))
+        };
+        for n in 0..4 {
+            assert!(matches!(
+                &r.agent_frame(1, &big(n))[..],
+                [Effect::AskToExtension(_)]
+            ));
+        }
+        let over = r.agent_frame(1, &big(4));
+        let message = refusal_of(&over).expect("the fifth megabyte is refused");
+        assert!(message.contains("4 MiB"), "{message}");
+        // A small one still fits, and so does another agent's large one.
+        assert!(matches!(
+            &r.agent_frame(1, &ask(&qid(5)))[..],
+            [Effect::AskToExtension(_)]
+        ));
+        assert!(matches!(
+            &r.agent_frame(2, &big(6))[..],
+            [Effect::AskToExtension(_)]
+        ));
+        // One withdrawn makes room for another.
+        let withdraw = encode(&AgentToHost::Withdraw {
+            id: qid(0),
+            reason: WithdrawReason::Cancelled,
+        });
+        r.agent_frame(1, &withdraw);
+        assert!(matches!(
+            &r.agent_frame(1, &big(4))[..],
+            [Effect::AskToExtension(_)]
+        ));
     }
 
     #[test]

@@ -158,3 +158,159 @@ async fn a_thousand_questions_from_twenty_agents_through_two_hosts_each_come_bac
         assert!(browser.disconnect().await.success());
     }
 }
+
+/// A question id for a raw agent's question `n` (128 bits of hex, as the protocol asks).
+fn raw_id(agent: u8, n: usize) -> String {
+    format!("{agent:02x}{n:030x}")
+}
+
+/// An agent speaking §3 itself on a host's socket, as a program that skips `him serve`
+/// could: it said hello as `name` and got its welcome.
+fn raw_agent(socket: &std::path::Path, name: &str) -> std::os::unix::net::UnixStream {
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).expect("connect");
+    stream.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    let hello = json!({"type": "hello", "protocol": 1, "agent": {"name": name}, "pid": 1});
+    him::frame::write_frame_sync(&mut stream, &serde_json::to_vec(&hello).expect("json"))
+        .expect("hello");
+    assert_eq!(read_raw(&mut stream)["type"], "welcome");
+    stream
+}
+
+fn read_raw(stream: &mut std::os::unix::net::UnixStream) -> Value {
+    let frame = him::frame::read_frame_sync(stream, him::frame::MAX_INBOUND)
+        .expect("read")
+        .expect("a frame, not EOF");
+    serde_json::from_slice(&frame).expect("json")
+}
+
+fn raw_ask(stream: &mut std::os::unix::net::UnixStream, id: &str, form: Value) {
+    let ask =
+        json!({"type": "ask", "id": id, "form": form, "timeout_ms": 120_000, "asked_at_ms": 0});
+    him::frame::write_frame_sync(stream, &serde_json::to_vec(&ask).expect("json")).expect("ask");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_past_its_64_waiting_questions_or_4_mib_is_refused_by_name_and_others_still_get_through()
+ {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let socket = ext.socket.clone();
+
+    // One agent asks 65 questions, nobody answering: the 65th is refused, naming the limit.
+    let runaway = tokio::task::spawn_blocking(move || {
+        let mut raw = raw_agent(&socket, "runaway");
+        for n in 0..=64 {
+            let form = json!({"title": format!("runaway {n}"),
+                              "fields": [{"name": "a", "type": "text", "label": "A"}]});
+            raw_ask(&mut raw, &raw_id(1, n), form);
+        }
+        // Nothing else comes to it before: the browser has said nothing of the others.
+        let reply = read_raw(&mut raw);
+        (raw, reply)
+    });
+    for n in 0..64 {
+        let ask = ext.recv_type("ask").await;
+        assert_eq!(ask["form"]["title"], format!("runaway {n}"));
+    }
+    let (_runaway, refusal) = runaway.await.expect("runaway agent");
+    assert_eq!(refusal["type"], "error", "{refusal}");
+    assert_eq!(refusal["id"], raw_id(1, 64));
+    let message = refusal["message"].as_str().expect("message");
+    assert!(message.contains("64 questions"), "{message}");
+
+    // Another agent, through him serve, is not held up: its question is the next to reach
+    // the browser (so the runaway's 65th never did), and its answer comes back.
+    let (agent, _) = start_agent(runtime.path(), "bystander", &[]).await;
+    let bystander =
+        tokio::spawn(
+            async move { call(&agent, "ask_text", json!({"question": "Still heard?"})).await },
+        );
+    let ask = ext.recv_type("ask").await;
+    assert_eq!(ask["form"]["title"], "Still heard?");
+    ext.submit(&ask["id"], json!({"answer": "yes"})).await;
+    assert_eq!(bystander.await.expect("call")["answer"], "yes");
+
+    // By size: about 1 MB each (as many fields as a form may have, each with a long label),
+    // the fifth goes past 4 MiB waiting.
+    let socket = ext.socket.clone();
+    let large = tokio::task::spawn_blocking(move || {
+        let mut raw = raw_agent(&socket, "large");
+        let fields: Vec<Value> = (0..him::form::MAX_FIELDS)
+            .map(|i| json!({"name": format!("f{i}"), "type": "text", "label": "x".repeat(15_600)}))
+            .collect();
+        for n in 0..5 {
+            raw_ask(
+                &mut raw,
+                &raw_id(2, n),
+                json!({"title": format!("large {n}"), "fields": fields}),
+            );
+        }
+        read_raw(&mut raw)
+    });
+    for n in 0..4 {
+        assert_eq!(
+            ext.recv_type("ask").await["form"]["title"],
+            format!("large {n}")
+        );
+    }
+    let refusal = large.await.expect("large agent");
+    assert_eq!(
+        (refusal["type"].as_str(), refusal["id"].as_str()),
+        (Some("error"), Some(raw_id(2, 4).as_str()))
+    );
+    let message = refusal["message"].as_str().expect("message");
+    assert!(message.contains("4 MiB"), "{message}");
+    host_still_works(&mut ext, runtime.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ask_tool_past_the_limit_returns_status_error_naming_it_not_a_wait() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    let agent = AgentProcess::start(runtime.path(), "busy", &[]).await;
+    let mut calls = Vec::new();
+    for n in 0..65 {
+        let client = agent.client.clone();
+        calls.push(tokio::spawn(async move {
+            call(
+                &client,
+                "ask_text",
+                json!({"question": format!("busy {n}"), "timeout_ms": 120_000}),
+            )
+            .await
+        }));
+    }
+    let mut shown = Vec::new();
+    for _ in 0..64 {
+        shown.push(ext.recv_type("ask").await);
+    }
+    // The call the host refused returns on its own, while the other 64 still wait.
+    let (done, _, waiting) = futures::future::select_all(calls).await;
+    let result = done.expect("call task");
+    assert_complete(&result);
+    assert_eq!(result["status"], "error", "{result}");
+    let message = result["message"].as_str().expect("message");
+    assert!(message.contains("64 questions waiting"), "{message}");
+    assert!(
+        result["next_step"]
+            .as_str()
+            .expect("next_step")
+            .contains("wait"),
+        "{result}"
+    );
+    // Each of the others is answered in turn.
+    for ask in &shown {
+        let title = ask["form"]["title"].as_str().expect("title").to_owned();
+        ext.submit(&ask["id"], json!({"answer": format!("re {title}")}))
+            .await;
+    }
+    for call in waiting {
+        let result = call.await.expect("call task");
+        assert_eq!(result["status"], "answered", "{result}");
+        assert_eq!(
+            result["answer"],
+            format!("re {}", result["question"].as_str().expect("question"))
+        );
+    }
+    agent.kill().await;
+}

@@ -9,7 +9,8 @@ import { t } from './i18n.js';
 /**
  * @param {string|null} message the browser's error text (or, with `fromHost`, the host's
  *   own `error` message), or null when the host just closed
- * @param {{extensionId?: string, fromHost?: boolean}} ctx
+ * @param {{extensionId?: string, fromHost?: boolean, saidHello?: boolean}} ctx `saidHello`: the
+ *   host had started and said hello before the link closed
  * @returns {{summary: string, message: string, source: 'browser'|'host', commands: string[]}}
  */
 export function describeHostProblem(message, ctx = {}) {
@@ -24,6 +25,11 @@ export function describeHostProblem(message, ctx = {}) {
 function fromBrowser(text, ctx) {
   const lower = text.toLowerCase();
   const doctor = 'him doctor';
+  if (ctx.saidHello) {
+    // It ran, so it is installed and the browser may start it: it crashed or was killed
+    // ("Native host has exited."). Reinstalling would not help; a new host is started.
+    return { summary: t('hostCrashed'), message: text || t('hostClosedConnection'), commands: [doctor] };
+  }
   if (lower.includes('not found') || lower.includes('no such native application')) {
     return {
       summary: t('hostNotInstalled'),

@@ -7,7 +7,7 @@
 // state = {
 //   questions: [{id, form, timeout_ms, asked_at_ms, deadline_ms, agent, project,
 //                received_at_ms, draft, unconfirmed_since_ms, undelivered?, judging?, refused?,
-//                closed?}],
+//                lost?, closed?}],
 //   notices:   [{key, id, title, agent, text, kind, at_ms}],
 //   sent:      [{question, notice, at_ms}],
 // }
@@ -22,7 +22,10 @@
 // With a host that relays verdicts (its hello says `verdicts`), an answer first waits in the
 // queue as `judging: {answer, at_ms}` until the agent side says `accepted` (then it leaves
 // as above, "Answer sent.") or `refused`: then it stays, `refused: {field, message, at_ms}`,
-// for the person to correct while the agent still waits (same deadline).
+// for the person to correct while the agent still waits (same deadline). An answer whose
+// host went away (crashed, killed, or the worker restarted) before a verdict came will get
+// none: it is marked `lost: {at_ms}`, answerable again with the answer as its draft, and
+// the card says the answer did not reach the agent, once the agent has asked again.
 // A question that ends without the person's answer (withdrawn, timed out, its agent gone)
 // after they started typing stays in place as `closed: {reason, text, at_ms}`, no longer
 // answerable, so that what they typed can still be copied, until they dismiss it.
@@ -111,6 +114,8 @@ export function addQuestion(state, ask, now) {
     received_at_ms: receivedAt,
     draft: existing?.draft ?? null,
     unconfirmed_since_ms: null,
+    // Asked again while its answer waited for a verdict: the agent did not take that answer.
+    ...(existing?.lost || existing?.judging ? { lost: existing.lost ?? { at_ms: now } } : {}),
   };
   if (question.deadline_ms !== null && question.deadline_ms <= now) {
     return { state, added: false, error: `ask ${ask.id} arrived after its deadline` };
@@ -178,7 +183,7 @@ export function endQuestion(state, id, reason, now) {
   if (!question?.draft || !hasTyped(question.draft) || question.undelivered || question.closed) {
     return { ...removeQuestion(state, id, reason, now), closed: false };
   }
-  const { judging, refused, ...rest } = question;
+  const { judging, refused, lost, ...rest } = question;
   const closed = {
     ...rest,
     deadline_ms: null,
@@ -226,7 +231,7 @@ export function waitingCount(state) {
 export function answerSent(state, id, answer, now) {
   const { state: next, removed } = removeQuestion(state, id, answer.action, now);
   if (!removed) return { state, removed };
-  const { judging, refused, ...rest } = removed;
+  const { judging, refused, lost, ...rest } = removed;
   const question = { ...rest, draft: answerDraft(removed, answer) };
   const kept = state.sent.filter((s) => s.question.id !== id);
   const sent = [{ question, notice: next.notices[0].key, at_ms: now }, ...kept].slice(0, MAX_SENT);
@@ -252,7 +257,7 @@ function answerDraft(question, answer) {
 export function answerJudging(state, id, answer, now) {
   const question = state.questions.find((q) => q.id === id);
   if (!question) return { state, marked: false };
-  const { refused, ...rest } = question;
+  const { refused, lost, ...rest } = question;
   // Storage is no place for a password, even while the agent side judges the answer: its
   // value is left out (the field is still named, so the echo can say one was hidden).
   const kept = { ...answer, values: secretsBlanked(question, answer.values) };
@@ -385,14 +390,35 @@ export function expire(state, now) {
 }
 
 /**
- * A new host connected: every question waits for its agent to re-send it, except one whose
- * answer did not arrive, which waits for the person to copy it.
+ * The host went away (or this worker restarted, which closes its port): no verdict will
+ * come on an answer it was judging. Each such question is `lost`, answerable again with the
+ * answer as its draft (password values were never kept). Returns the same state when no
+ * answer was being judged.
  */
-export function markUnconfirmed(state, now) {
+export function verdictsLost(state, now) {
+  if (!state.questions.some((q) => q.judging)) return state;
   return {
     ...state,
-    questions: state.questions.map((q) =>
-      q.undelivered || q.closed ? q : { ...q, unconfirmed_since_ms: q.unconfirmed_since_ms ?? now },
+    questions: state.questions.map((q) => {
+      if (!q.judging) return q;
+      const { judging, ...rest } = q;
+      return { ...rest, lost: { at_ms: now } };
+    }),
+  };
+}
+
+/**
+ * A new host connected: every question waits for its agent to re-send it, except one whose
+ * answer did not arrive, which waits for the person to copy it; an answer still being
+ * judged was lost with the old host. A question already waiting keeps its object, so that
+ * only what changed is stored again.
+ */
+export function markUnconfirmed(state, now) {
+  const lost = verdictsLost(state, now);
+  return {
+    ...lost,
+    questions: lost.questions.map((q) =>
+      q.undelivered || q.closed || typeof q.unconfirmed_since_ms === 'number' ? q : { ...q, unconfirmed_since_ms: now },
     ),
   };
 }

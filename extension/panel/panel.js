@@ -1,9 +1,9 @@
 // The side panel (Chrome side_panel, Firefox sidebar_action; also works opened as a tab).
-// It owns no state of record: the worker pushes the whole queue after every change and the
-// panel draws it, keeping each question's form element alive across pushes so the person's
-// cursor and typing are never disturbed. Drafts and answers go back to the worker; every
-// message on that port is listed in extension/README.md ("Messages between the panel and
-// the worker").
+// It owns no state of record: the worker pushes the whole queue when the panel connects and
+// what each change touched after that (lib/queuestore.js), and the panel draws it, keeping
+// each question's form element alive across pushes so the person's cursor and typing are
+// never disturbed. Drafts and answers go back to the worker; every message on that port is
+// listed in extension/README.md ("Messages between the panel and the worker").
 //
 // It is an inbox (lib/inbox.js): one card is open, on top; the other questions are one line
 // each below it, the soonest deadline first; "2 of 3" and ‹ › (or Alt+↑ / Alt+↓) move
@@ -18,6 +18,7 @@ import { postIfOpen } from '../lib/port.js';
 import { t } from '../lib/i18n.js';
 import { agentMark, chooseActive, inboxOrder, stepActive } from '../lib/inbox.js';
 import { recentJson } from '../lib/recent.js';
+import { applyChanges } from '../lib/queuestore.js';
 
 const api = globalThis.browser ?? globalThis.chrome;
 const $ = (id) => document.getElementById(id);
@@ -78,6 +79,16 @@ function onWorkerMessage(msg) {
         }
       }
     }
+  } else if (msg?.type === 'changes' && state) {
+    // Before the first `state` there is nothing to change: that `state` has it all.
+    state = {
+      ...state,
+      queue: applyChanges(state.queue, msg),
+      host: msg.host ?? state.host,
+      recent: Array.isArray(msg.recent) ? msg.recent : state.recent,
+      now: msg.now,
+    };
+    render();
   } else if (msg?.type === 'answer-failed') {
     const card = cards.get(msg.id);
     if (card && !card.expired) {
@@ -298,7 +309,8 @@ function renderQueue(questions) {
   // The open card stays open while the person is in the middle of it: chose it, typed in
   // it, or sent it and waits for the verdict. Otherwise the most urgent question is.
   const keep = Boolean(
-    current && (chosenId === activeId || current.draftSent || current.question.judging || current.question.refused),
+    current &&
+      (chosenId === activeId || current.draftSent || current.question.judging || current.question.refused || current.question.lost),
   );
   activeId = chooseActive(order, { current: activeId, keep, canOpen: (q) => !cards.get(q.id).broken });
   const active = cards.get(activeId) ?? null;
@@ -566,9 +578,14 @@ function updateCard(card) {
   if (showVerdict(card)) return;
   const left = timeLeft(card.question, Date.now());
   const text = left === null ? '' : t('panel_time_left', formatTimeLeft(left));
-  card.timeEl.textContent = text;
-  card.rowTime.textContent = text;
-  card.timeEl.setAttribute('aria-label', left === null ? t('panel_no_time_limit') : t('panel_time_left_long', formatTimeLeft(left)));
+  // Every card is updated after each change; writing only what differs keeps one arrival
+  // from re-laying out every card already waiting (issue 22.12).
+  const label = left === null ? t('panel_no_time_limit') : t('panel_time_left_long', formatTimeLeft(left));
+  if (card.timeEl.textContent !== text || card.rowTime.textContent !== text || card.timeEl.getAttribute('aria-label') !== label) {
+    card.timeEl.textContent = text;
+    card.rowTime.textContent = text;
+    card.timeEl.setAttribute('aria-label', label);
+  }
   if (left !== null && left < URGENT_MS) {
     card.timeEl.dataset.urgent = '';
     card.rowTime.dataset.urgent = '';
@@ -584,11 +601,27 @@ function updateCard(card) {
   }
   if (card.expired) return;
   const blocked = sendBlockedReason(state.host, card.question);
-  if (blocked) card.view.setStatus(blocked);
+  // Once it can be sent again, a card whose answer was lost with the host says so.
+  const status = blocked ?? lostText(card);
+  if (status) card.view.setStatus(status);
   else if (card.waiting) card.view.setStatus('');
   // The fields stay editable, so the draft goes on; only sending waits.
   card.view.setSendable(!blocked);
-  card.waiting = Boolean(blocked);
+  card.waiting = Boolean(status);
+  card.element.toggleAttribute('data-lost', Boolean(card.question.lost));
+}
+
+/**
+ * What a card says when the answer sent from it got no verdict before the host went away
+ * (crashed, killed, or the worker restarted) and its agent asked again: the answer is in
+ * the form to send again; a password only while this page still holds it, since none is
+ * ever stored. Null for any other card.
+ */
+function lostText(card) {
+  if (!card.question.lost) return null;
+  const fields = Array.isArray(card.question.form?.fields) ? card.question.form.fields : [];
+  const secret = fields.some((f) => f?.type === 'password');
+  return [t('panel_answer_lost'), secret ? t('panel_answer_lost_password') : null].filter(Boolean).join(' ');
 }
 
 /**

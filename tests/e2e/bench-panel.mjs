@@ -11,7 +11,10 @@
 //     the extension's `shown`);
 //   - service-worker restart → card back (the worker stopped over CDP until the card can
 //     send again: the panel reconnected, the worker started a new host, the agent re-sent
-//     its question), against a host restart (the host SIGKILLed, same end point).
+//     its question), against a host restart (the host SIGKILLed, same end point);
+//   - queue depth (issue 22.12): host ask → card painted with DEPTH questions already
+//     waiting, against the same with none waiting; and DEPTH asks sent at once until every
+//     card is in the panel. Raw agents ask them, 50 each (one may have 64 waiting at a host).
 
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
@@ -26,6 +29,7 @@ const HIM_BIN = process.env.HIM_BIN;
 const CHROMIUM = process.env.HIM_CHROMIUM ?? '/usr/lib/chromium/chromium';
 const ROUNDS = Number(process.argv[2] ?? 20);
 const RESTARTS = Math.max(3, Math.round(ROUNDS / 4));
+const DEPTH = Number(process.env.HIM_BENCH_DEPTH ?? 250);
 
 if (!HIM_BIN) {
   console.error('HIM_BIN must name the him binary');
@@ -195,10 +199,54 @@ try {
     }
   }
 
+  // Queue depth: one more question with none waiting and with DEPTH waiting.
+  const cards = () => page.evaluate(() => document.querySelectorAll('#queue article.card').length);
+  const depthAgents = [];
+  const depthAgent = async (n) => {
+    const a = rawAgent(path.join(runtimeDir, 'hosts', `${hostPids(runtimeDir)[0]}.sock`));
+    await a.connected;
+    a.send({ type: 'hello', protocol: 1, agent: { name: `depth-${n}` }, pid: process.pid });
+    await a.next((m) => m.type === 'welcome');
+    return a;
+  };
+  const one = await depthAgent('one');
+  const oneMore = async (label, i) => {
+    const id = randomBytes(16).toString('hex');
+    const title = `One more ${label} ${i}?`;
+    const t0 = now();
+    one.send({ type: 'ask', id, form: { title, fields: [{ name: 'answer', type: 'text', label: title }] }, timeout_ms: 600_000, asked_at_ms: Date.now() });
+    const ms = (await paintedAt(title)) - t0;
+    one.send({ type: 'withdraw', id, reason: 'cancelled' });
+    await until(async () => (await page.locator('article.card', { hasText: title }).count()) === 0);
+    return ms;
+  };
+  const shallow = [];
+  for (let i = 0; i < ROUNDS; i++) shallow.push(await oneMore('shallow', i));
+  const t0 = now();
+  for (let i = 0; i < DEPTH; i++) {
+    if (i % 50 === 0) depthAgents.push(await depthAgent(i / 50));
+    const title = `Waiting ${String(i).padStart(5, '0')}?`;
+    depthAgents.at(-1).send({
+      type: 'ask',
+      id: randomBytes(16).toString('hex'),
+      form: { title, fields: [{ name: 'answer', type: 'text', label: title }] },
+      timeout_ms: 600_000,
+      asked_at_ms: Date.now(),
+    });
+  }
+  await until(async () => (await cards()) >= DEPTH, 600_000);
+  const fillMs = now() - t0;
+  const deep = [];
+  for (let i = 0; i < ROUNDS; i++) deep.push(await oneMore('deep', i));
+  for (const a of [one, ...depthAgents]) a.destroy();
+  await until(async () => (await cards()) === 0, 120_000);
+
   console.log(`him panel bench: ${ROUNDS} rounds, ${RESTARTS} restarts each, Chromium headless, ${new Date().toISOString()}`);
   report('tool call → card painted', painted, 'human_input_status call', status);
   report('host ask → card painted', rawPainted, 'host ask → shown', shown);
   report('worker restart → card answerable', workerBack, 'host restart → card answerable', hostBack);
+  report(`host ask → card painted, ${DEPTH} waiting`, deep, 'the same, none waiting', shallow);
+  console.log(`${DEPTH} asks at once → every card in the panel: ${(fillMs / 1000).toFixed(2)} s (${(fillMs / DEPTH).toFixed(1)} ms per question)`);
 } finally {
   await client?.close().catch(() => {});
   await context.close().catch(() => {});

@@ -62,9 +62,16 @@ async function until(what, fn, ms = 10_000) {
   throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
 }
 
-/** The worker's storage.session, as the extension stored it. */
-function stored() {
-  return worker.evaluate(() => chrome.storage.session.get(null));
+/**
+ * The worker's storage.session, as the extension stored it, with `queue.questions` gathered
+ * from the questions' own keys (`q:<id>`, lib/queuestore.js).
+ */
+async function stored() {
+  const items = await worker.evaluate(() => chrome.storage.session.get(null));
+  const questions = Object.entries(items)
+    .filter(([key]) => key.startsWith('q:'))
+    .map(([, question]) => question);
+  return { ...items, queue: { questions } };
 }
 
 /** Start a tool call; the person answers in the panel meanwhile. */
@@ -119,11 +126,14 @@ async function openCard(title) {
   });
 }
 
-/** A raw agent on the live host's socket that said hello as `name` (see rawagent.mjs). */
-async function greetedAgent(name) {
+/**
+ * A raw agent on the live host's socket that said hello as `name` (see rawagent.mjs), with
+ * the `hello` fields in `extra` (`{verdicts: true}`: it judges every answer itself).
+ */
+async function greetedAgent(name, extra = {}) {
   const agent = rawAgent(path.join(runtimeDir, 'hosts', `${hostPids(runtimeDir)[0]}.sock`));
   await agent.connected;
-  agent.send({ type: 'hello', protocol: 1, agent: { name }, pid: process.pid });
+  agent.send({ type: 'hello', protocol: 1, agent: { name }, pid: process.pid, ...extra });
   await agent.next((m) => m.type === 'welcome');
   return agent;
 }
@@ -690,6 +700,81 @@ test('the service worker is stopped mid-question: it restarts from storage and t
   assert.equal(r.answer, 'release/2');
 });
 
+test('the host dies between Submit and the verdict: the card says the answer did not reach the agent, keeps it (not the password), and sending again reaches the agent (issue 22.11)', { timeout: 45_000 }, async () => {
+  // Every message the worker sends the panels, seen from a panel port of the test's own:
+  // what it said about the host when it went.
+  await page.evaluate(() => {
+    globalThis.workerSaid = [];
+    globalThis.observer = chrome.runtime.connect({ name: 'panel' });
+    globalThis.observer.onMessage.addListener((m) => globalThis.workerSaid.push(m));
+  });
+  const title = 'Database login for the migration?';
+  const form = {
+    title,
+    fields: [
+      { name: 'user', type: 'text', label: 'User' },
+      { name: 'pw', type: 'password', label: 'Password' },
+    ],
+  };
+  const id = randomBytes(16).toString('hex');
+  const secret = 'hunter2-e2e-lost';
+  const ask = (agent) => agent.send({ type: 'ask', id, form, timeout_ms: 120_000, asked_at_ms: Date.now() });
+  // An agent that judges every answer and withholds its verdict on this one.
+  const first = await greetedAgent('judging-agent', { verdicts: true });
+  ask(first);
+  await first.next((m) => m.type === 'shown' && m.id === id);
+  const c = card(title);
+  await c.getByLabel('User').fill('deploy');
+  await c.getByLabel('Password').fill(secret);
+  await c.getByRole('button', { name: 'Submit' }).click();
+  const sent = await first.next((m) => m.type === 'answer' && m.id === id);
+  assert.deepEqual(sent.values, { user: 'deploy', pw: secret });
+  await c.locator('.him-status', { hasText: 'Sending…' }).waitFor();
+
+  const [oldPid] = hostPids(runtimeDir);
+  process.kill(oldPid, 'SIGKILL');
+  const newPid = await until('a new host', () => hostPids(runtimeDir).find((pid) => pid !== oldPid), 20_000);
+  first.destroy();
+  // The agent asks the new host again under the same id, as `him serve` does.
+  const again = rawAgent(path.join(runtimeDir, 'hosts', `${newPid}.sock`));
+  await again.connected;
+  again.send({ type: 'hello', protocol: 1, agent: { name: 'judging-agent' }, pid: process.pid, verdicts: true });
+  await again.next((m) => m.type === 'welcome');
+  ask(again);
+  await again.next((m) => m.type === 'shown' && m.id === id);
+
+  const lost = c.locator('.him-status', {
+    hasText:
+      'Your answer did not reach the agent: the him host stopped before the agent confirmed it. The agent has asked again; send it again? A password is never kept: if its box is empty, type it again.',
+  });
+  await lost.waitFor({ timeout: 10_000 });
+  assert.equal(await c.getByRole('button', { name: 'Submit' }).isEnabled(), true);
+  // What the worker said of the host meanwhile: it stopped; nothing about reinstalling.
+  const problems = (await page.evaluate(() => globalThis.workerSaid))
+    .map((m) => m.host?.problem)
+    .filter(Boolean);
+  assert.ok(problems.length > 0, 'the worker said the host had gone');
+  for (const problem of problems) {
+    assert.doesNotMatch(JSON.stringify(problem), /him install|[Rr]einstalling often/, JSON.stringify(problem));
+  }
+  // Drawn again from storage.session (the panel reopened): the answer is kept, the password
+  // field named but empty.
+  assert.ok(!JSON.stringify(await stored()).includes(secret), 'the password is not in storage.session');
+  await page.reload();
+  await lost.waitFor({ timeout: 10_000 });
+  assert.equal(await c.getByLabel('User').inputValue(), 'deploy', 'the answer is kept');
+  assert.equal(await c.getByLabel('Password').inputValue(), '', 'the password is not');
+
+  await c.getByLabel('Password').fill(secret);
+  await c.getByRole('button', { name: 'Submit' }).click();
+  const resent = await again.next((m) => m.type === 'answer' && m.id === id);
+  assert.deepEqual(resent.values, { user: 'deploy', pw: secret });
+  again.send({ type: 'accepted', id });
+  assert.match(await noticeFor(title), /Answer sent/);
+  await c.waitFor({ state: 'detached', timeout: 5000 });
+  again.destroy();
+});
+
 test('answers the host cannot deliver come back to their cards, kept, with why, until dismissed or asked again', { timeout: 45_000 }, async () => {
   const greeted = greetedAgent;
   const questions = ['Which tag should ship?', 'Who signs it off?'].map(textQuestion);
@@ -910,6 +995,76 @@ test('a question whose form cannot be drawn becomes an error card; the other one
   // The real host is back for whatever comes next.
   await until('a real host again', () => hostPids(runtimeDir).length > 0, 15_000);
   await page.getByRole('status').filter({ hasText: /^Connected to him \d/ }).waitFor({ timeout: 10_000 });
+});
+
+test('a question arriving writes as much to storage.session and posts as much to the panel with 199 waiting as with none (issue 22.12)', { timeout: 120_000 }, async (t) => {
+  // Counted in the worker: the bytes of every storage.session write, and of every message
+  // posted to a panel port (ports that connect from now on; the panel reconnects below),
+  // that carries the question being watched (not, say, a notice of an earlier test ageing
+  // out meanwhile).
+  await worker.evaluate(() => {
+    const log = (globalThis.arrivalLog = []);
+    const count = (kind, value) => {
+      const text = JSON.stringify(value);
+      if (globalThis.watched && text.includes(globalThis.watched)) log.push({ kind, bytes: text.length });
+    };
+    const session = chrome.storage.session;
+    const set = session.set.bind(session);
+    session.set = (items, ...rest) => {
+      count('stored', items);
+      return set(items, ...rest);
+    };
+    chrome.runtime.onConnect.addListener((port) => {
+      const post = port.postMessage.bind(port);
+      port.postMessage = (message) => {
+        count('posted', message);
+        return post(message);
+      };
+    });
+  });
+  await page.reload();
+  await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });
+  assert.equal(await page.locator('article.card').count(), 0, 'nothing waits yet');
+
+  // Four agents, as one may have at most 64 waiting (the host's limit).
+  const agents = [];
+  for (let a = 0; a < 4; a++) agents.push(await greetedAgent(`depth-agent-${a}`));
+  const questions = Array.from({ length: 200 }, (_, i) => textQuestion(`Queue depth question ${String(i + 1).padStart(3, '0')}?`));
+  const send = (i) => {
+    const { id, form } = questions[i];
+    agents[Math.floor(i / 50)].send({ type: 'ask', id, form, timeout_ms: 600_000, asked_at_ms: Date.now() });
+  };
+  const shown = (i) => agents[Math.floor(i / 50)].next((m) => m.type === 'shown' && m.id === questions[i].id, 60_000);
+  /** The bytes stored and posted for question `i`'s arrival, until the panel has its card. */
+  const arrival = async (i) => {
+    const from = await worker.evaluate((id) => {
+      globalThis.watched = id;
+      return globalThis.arrivalLog.length;
+    }, questions[i].id);
+    send(i);
+    await shown(i);
+    await inboxCard(questions[i].title).waitFor({ state: 'attached', timeout: 60_000 });
+    const log = await worker.evaluate((from) => {
+      globalThis.watched = null;
+      return globalThis.arrivalLog.slice(from);
+    }, from);
+    const sum = (kind) => log.filter((e) => e.kind === kind).reduce((n, e) => n + e.bytes, 0);
+    return { stored: sum('stored'), posted: sum('posted') };
+  };
+
+  const first = await arrival(0);
+  for (let i = 1; i < 199; i++) send(i);
+  for (let i = 1; i < 199; i++) await shown(i);
+  await until('198 more cards', async () => (await page.locator('article.card').count()) === 199, 60_000);
+  const last = await arrival(199);
+  t.diagnostic(`arrival #1: ${first.stored} B stored, ${first.posted} B posted; #200: ${last.stored} B stored, ${last.posted} B posted`);
+  assert.ok(first.stored > 0 && first.posted > 0, `the arrival was counted: ${JSON.stringify(first)}`);
+  // The same sizes but for a few digits (ids, titles and times are as long in both).
+  assert.ok(Math.abs(last.stored - first.stored) <= 64, `stored: #1 ${first.stored} B, #200 ${last.stored} B`);
+  assert.ok(Math.abs(last.posted - first.posted) <= 64, `posted: #1 ${first.posted} B, #200 ${last.posted} B`);
+
+  for (const agent of agents) agent.destroy();
+  await until('the cards to go', async () => (await page.locator('article.card').count()) === 0, 60_000);
 });
 
 test('the worker and the panel logged no error or warning throughout', () => {

@@ -50,3 +50,15 @@ test('a card says the him host is missing, and the fix, when that is why its ans
   assert.match(sendBlockedReason(connected, { unconfirmed_since_ms: 5 }), /^Waiting for the agent to reconnect/);
   assert.equal(sendBlockedReason(connected, { unconfirmed_since_ms: null }), null);
 });
+
+test('a host that had started and then stopped is not an installation problem: no advice to reinstall (issue 22.11)', () => {
+  for (const said of ['Native host has exited.', 'Error when communicating with the native messaging host.', null]) {
+    const crashed = describeHostProblem(said, { saidHello: true });
+    assert.deepEqual(crashed.commands, ['him doctor'], String(said));
+    assert.match(crashed.summary, /after it had started/);
+    assert.doesNotMatch(crashed.summary, /Reinstalling often/);
+    assert.ok(crashed.message);
+  }
+  // One that never said hello may well be a moved binary.
+  assert.deepEqual(describeHostProblem('Native host has exited.', { saidHello: false }).commands, ['him doctor', 'him install']);
+});

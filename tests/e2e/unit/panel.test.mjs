@@ -328,3 +328,51 @@ test('the open card closing under the person\'s hands stays in place with the fo
   assert.equal(cards[1].hasAttribute('data-collapsed'), false, 'the next question opened, below it');
   assert.equal(document.getElementById('nav').hidden, true, 'one question waits: no count');
 });
+
+test("the worker's changes add, change and remove cards; an answer lost with the host says so and can be sent again (issue 22.11, 22.12)", async () => {
+  const { document, push, deliver } = await openPanel();
+  const host = { status: 'connected', version: 'test', problem: null };
+  const form = {
+    title: 'Database login',
+    fields: [
+      { name: 'user', type: 'text', label: 'User' },
+      { name: 'pw', type: 'password', label: 'Password' },
+    ],
+  };
+  // Typed before a reload: the draft fills the form.
+  const draft = { values: { user: 'deploy' }, note: '' };
+  const login = { ...question('login', form, 'codex'), draft };
+  push([login]);
+  const cardOf = (title) => [...document.querySelectorAll('article.card')].find((c) => c.textContent.includes(title));
+  // A question added by a change, none of the others sent again.
+  deliver({ type: 'changes', questions: [question('other', textForm('Another one'), 'codex')], removed: [], host, now: Date.now() });
+  assert.ok(cardOf('Another one'), 'added');
+  assert.ok(cardOf('Database login'), 'the other kept');
+
+  // Sent, waiting for the verdict; then the host went away and the agent asked again.
+  const judging = { ...login, judging: { answer: { action: 'submit', values: { user: 'deploy', pw: null } }, at_ms: 1 } };
+  deliver({ type: 'changes', questions: [judging], removed: [], host, now: Date.now() });
+  const status = () => cardOf('Database login').querySelector('.him-status').textContent;
+  assert.equal(status(), 'Sending…');
+  const { judging: _, ...rest } = judging;
+  const reconnecting = { status: 'connecting', version: null, problem: null };
+  deliver({ type: 'changes', questions: [{ ...rest, lost: { at_ms: 2 } }], removed: [], host: reconnecting, now: Date.now() });
+  assert.match(status(), /^Connecting to the him host/, 'nothing to send to yet');
+  deliver({ type: 'changes', questions: [{ ...rest, lost: { at_ms: 2 }, unconfirmed_since_ms: 3 }], removed: [], host, now: Date.now() });
+  assert.match(status(), /^Waiting for the agent to reconnect/);
+  deliver({ type: 'changes', questions: [{ ...rest, lost: { at_ms: 2 } }], removed: [], host, now: Date.now() });
+  const card = cardOf('Database login');
+  assert.equal(
+    status(),
+    'Your answer did not reach the agent: the him host stopped before the agent confirmed it. The agent has asked again; send it again? A password is never kept: if its box is empty, type it again.',
+  );
+  assert.ok(card.hasAttribute('data-lost'));
+  assert.equal(card.querySelector('input[type=text]').value, 'deploy', 'the answer is kept');
+  assert.equal(card.querySelector('input[type=password]').value, '', 'the password is not');
+  const submit = [...card.querySelectorAll('button')].find((b) => b.textContent === 'Submit');
+  assert.equal(submit.disabled, false, 'it can be sent again');
+
+  deliver({ type: 'changes', questions: [], removed: ['login'], host, now: Date.now() });
+  assert.equal(cardOf('Database login'), undefined, 'removed');
+  assert.ok(cardOf('Another one'));
+});

@@ -29,6 +29,7 @@ import {
   removeQuestion,
   setDraft,
   timeLeft,
+  verdictsLost,
   waitingCount,
 } from '../../../extension/lib/queue.js';
 
@@ -284,6 +285,48 @@ test('a refused answer makes the question answerable again, with the reason and 
   // Sent again: the old refusal no longer stands.
   state = answerJudging(state, 'q1', submit({ a: 'fixed' }), T0 + 30).state;
   assert.equal(state.questions[0].refused, undefined);
+});
+
+test('an answer whose host went away before its verdict is lost: answerable again once its agent asks again, the answer kept without its password (issue 22.11)', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = addQuestion(state, ask('q2'), T0).state;
+  state = answerJudging(state, 'q1', submit({ a: 'typed', p: 'secret' }), T0 + 10).state;
+  const untouched = state.questions[1];
+  const lost = verdictsLost(state, T0 + 20);
+  assert.equal(verdictsLost(lost, T0 + 25), lost, 'nothing more to lose: the same state');
+  assert.equal(lost.questions[1], untouched, 'a question not being judged keeps its object');
+  const [q1] = lost.questions;
+  assert.equal(q1.judging, undefined);
+  assert.deepEqual(q1.lost, { at_ms: T0 + 20 });
+  assert.deepEqual(q1.draft.values, { a: 'typed' }, 'the answer as its draft, the password left out');
+  assert.equal(q1.deadline_ms, T0 + 60_000, 'its agent may still wait');
+  assert.ok(!JSON.stringify(lost).includes('secret'));
+  // A new host: it waits for its agent, still lost; the agent asks again, and it stays lost,
+  // draft and all, until the person sends it again.
+  state = markUnconfirmed(lost, T0 + 30);
+  assert.deepEqual(state.questions[0].lost, { at_ms: T0 + 20 });
+  state = addQuestion(state, ask('q1'), T0 + 40).state;
+  assert.equal(state.questions[0].unconfirmed_since_ms, null);
+  assert.deepEqual(state.questions[0].lost, { at_ms: T0 + 20 });
+  assert.deepEqual(state.questions[0].draft.values, { a: 'typed' });
+  state = answerJudging(state, 'q1', submit({ a: 'typed', p: 'again' }), T0 + 50).state;
+  assert.equal(state.questions[0].lost, undefined);
+  assert.equal(answerAccepted(state, 'q1', T0 + 60).state.sent[0].question.lost, undefined);
+});
+
+test('a new host loses an answer still being judged (a worker restart), and marks each question once', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = addQuestion(state, ask('q2'), T0).state;
+  state = answerJudging(state, 'q1', submit({ a: 'typed' }), T0 + 10).state;
+  const once = markUnconfirmed(state, T0 + 20);
+  assert.deepEqual(once.questions[0].lost, { at_ms: T0 + 20 });
+  assert.equal(once.questions[0].judging, undefined);
+  const twice = markUnconfirmed(once, T0 + 30);
+  assert.deepEqual(twice.questions, once.questions, 'a question already waiting for its agent is left as it is');
+  assert.ok(twice.questions.every((q, i) => q === once.questions[i]));
+  // Asked again while its answer was still being judged: that answer was not taken either.
+  const judged = answerJudging(addQuestion(emptyQueue(), ask('q3'), T0).state, 'q3', submit({ a: 'x' }), T0 + 5).state;
+  assert.deepEqual(addQuestion(judged, ask('q3'), T0 + 6).state.questions[0].lost, { at_ms: T0 + 6 });
 });
 
 test('an answer whose agent left while judging it comes back undelivered', () => {
