@@ -315,12 +315,12 @@ function renderQueue(questions) {
     wanted.splice(Math.min([...$('queue').children].indexOf(held.element), wanted.length), 0, held);
   }
   placeCards(wanted, focusCard);
-  rearmMoved();
   for (const q of order) updateCard(cards.get(q.id));
   renderCount(order);
 
   // Under the banner that says him cannot be reached, "nothing to answer" would mislead.
   $('empty').hidden = questions.length > 0 || !$('problem').hidden;
+  rearmMoved();
   // When a question arrives or leaves, or another card opens, the open card gets the focus:
   // answer one, and the keyboard is already in the next. It never takes the focus from
   // another card the person is in (one that closed under their hands included: the next

@@ -220,6 +220,49 @@ test('a double-click on a permission request\'s inbox row does not allow it', { 
   assert.equal((await text.result()).answer, 'main');
 });
 
+test('a card that moves up when the card above it goes must be seen again before it takes a key', { timeout: STEP_MS }, async (t) => {
+  // A question typed in that then times out stays where it is, greyed, with the next one open
+  // below it; dismissing it moves the next one up, where the pointer and the keys were.
+  const gone = call('ask_text', { question: 'Which changelog entry is this?', timeout_ms: 2500 });
+  await armedCard('Which changelog entry is this?').waitFor();
+  await page.keyboard.type('Fixed the upload');
+  const next = call('ask_confirm', { question: 'Publish the release notes?', timeout_ms: 60_000 });
+  assert.equal((await gone.result()).status, 'timeout');
+  const closed = page.locator('article.card[data-closed]', { hasText: 'Which changelog entry is this?' });
+  await closed.waitFor();
+  await armedCard('Publish the release notes?').waitFor();
+
+  // In the page: in the task that takes the closed card away, a Y where the keys go then.
+  await page.evaluate(() => {
+    const trap = (window.moveTrap = { movedAt: null });
+    const queue = document.getElementById('queue');
+    const watch = new MutationObserver(() => {
+      if ([...queue.children].some((c) => c.hasAttribute('data-closed'))) return;
+      watch.disconnect();
+      const form = [...queue.querySelectorAll('form.him-form')].find((f) => !f.hidden);
+      const event = new KeyboardEvent('keydown', { key: 'y', bubbles: true, cancelable: true });
+      (document.activeElement ?? document.body).dispatchEvent(event);
+      Object.assign(trap, { movedAt: performance.now(), armed: form.hasAttribute('data-armed'), prevented: event.defaultPrevented });
+      new MutationObserver((_, again) => {
+        if (!form.hasAttribute('data-armed')) return;
+        again.disconnect();
+        trap.armedAt = performance.now();
+      }).observe(form, { attributes: true, attributeFilter: ['data-armed'] });
+    });
+    watch.observe(queue, { childList: true });
+  });
+  await closed.getByRole('button', { name: 'Dismiss this question' }).click();
+  await page.waitForFunction(() => window.moveTrap.armedAt !== undefined);
+  const trap = await page.evaluate(() => window.moveTrap);
+  assert.equal(trap.armed, false, 'moved up: no longer armed');
+  assert.equal(trap.prevented, true, 'the Y in that task was refused');
+  t.diagnostic(`armed again ${Math.round(trap.armedAt - trap.movedAt)} ms after it moved`);
+
+  await armedCard('Publish the release notes?').waitFor();
+  await page.keyboard.press('n');
+  assert.equal((await next.result()).confirmed, false, 'only the key after it was seen again answered');
+});
+
 test('a new card is ringed in the accent colour until it takes keys, then the ring fades', { timeout: STEP_MS }, async () => {
   await setTrap('Rotate the API key?', null);
   const q = call('ask_confirm', { question: 'Rotate the API key?', timeout_ms: 60_000 });
