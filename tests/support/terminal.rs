@@ -192,22 +192,6 @@ impl InTerminal {
         start.elapsed()
     }
 
-    /// Waits for the next prompt to come up and take keys, as a person waits to see the next
-    /// question before answering it; returns how long it was seen holding keys back. For
-    /// prompts that show nothing new to `expect` (a text area's next line).
-    pub fn next_prompt(&mut self) -> Duration {
-        let start = Instant::now();
-        while self.keys() != Keys::Held {
-            assert!(
-                start.elapsed() < PATIENCE,
-                "no next prompt came up; the terminal shows:\n{}",
-                self.text()
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        self.wait_while_held()
-    }
-
     /// Stops `him ask` and its prompt (SIGSTOP to its process group), so that nothing they do
     /// happens between two of the test's steps; [`InTerminal::resume`] lets them go on.
     pub fn pause(&self) {

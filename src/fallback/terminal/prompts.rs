@@ -380,7 +380,14 @@ fn ask_lines(form: &Form, field: &Field, label: &str) -> Result<Asked, InquireEr
                     prompt = prompt.with_default(default);
                 }
             }
-            match armed(|| prompt.prompt()) {
+            // The next line of the same text is no new question: it takes keys at once, so
+            // that typing runs on from one line to the next.
+            let asked = if lines.is_empty() {
+                armed(|| prompt.prompt())
+            } else {
+                prompt.prompt()
+            };
+            match asked {
                 Ok(line) if line.is_empty() => break,
                 // The default may hold several lines; it is the whole text.
                 Ok(line) if lines.is_empty() && Some(line.as_str()) == default => {
