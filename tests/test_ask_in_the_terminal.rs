@@ -5,8 +5,10 @@
 
 mod support;
 
+use std::time::{Duration, Instant};
+
 use serde_json::{Value, json};
-use support::terminal::{BACKSPACE, CTRL_C, DOWN, ENTER, ESC, InTerminal, SHELL, Setup};
+use support::terminal::{BACKSPACE, CTRL_C, DOWN, ENTER, ESC, InTerminal, Keys, SHELL, Setup};
 use support::*;
 
 fn assert_in_terminal(result: &Value, status: &str) {
@@ -96,6 +98,64 @@ fn yes_or_no_is_y_or_n() {
     assert_eq!(result["answer"], "yes");
 }
 
+/// Nothing decided unseen (issue 22): keys typed before a prompt drew, or while it had not yet
+/// been on screen ARM_DELAY_MS, are thrown away; keys typed after it take. Each early key is
+/// one that would have decided: typed before `him ask` started, typed in one burst with the
+/// previous answer's Enter, typed while the prompt was up but waiting (with `him ask` stopped,
+/// so that the wait cannot end between the look and the keys).
+#[test]
+fn keys_typed_before_a_prompt_has_been_on_screen_long_enough_are_thrown_away() {
+    let runtime = runtime_dir();
+    let form = json!({"title": "Clean up", "fields": [
+        {"name": "branch", "type": "text", "label": "Which branch?", "required": true},
+        {"name": "backup", "type": "confirm", "label": "Delete the production database backup from March?"},
+        {"name": "force", "type": "confirm", "label": "Force-push the branch?"}
+    ]});
+    let mut term =
+        InTerminal::ask_typed_ahead(runtime.path(), &["form", &form.to_string()], "main\r");
+    term.expect("Which branch?");
+    // The answer, and at once a `y` and Enter meant for nothing yet on screen.
+    term.send("release\ry\r");
+
+    // The next prompt is up and holding keys back: keys typed now are thrown away too.
+    let start = Instant::now();
+    while term.keys() != Keys::Held {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "the second prompt never came up"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let seen_held = Instant::now();
+    term.pause();
+    assert_eq!(
+        term.keys(),
+        Keys::Held,
+        "the prompt took keys before the test could type (the test ran half a second late)"
+    );
+    term.send("y\r");
+    term.resume();
+    term.wait_while_held();
+    eprintln!(
+        "the prompt took keys {} ms after it was first seen holding them back",
+        seen_held.elapsed().as_millis()
+    );
+
+    term.send("n");
+    term.send(ENTER);
+    term.expect("Force-push the branch?");
+    term.send("y");
+    term.send(ENTER);
+    let (result, code) = term.finish();
+    assert_in_terminal(&result, "answered");
+    assert_eq!(code, 0);
+    assert_eq!(
+        result["values"],
+        json!({"branch": "release", "backup": false, "force": true}),
+        "only keys typed once each prompt had been on screen long enough answered"
+    );
+}
+
 #[test]
 fn a_field_that_breaks_its_rule_is_asked_again_with_the_rules_message() {
     let runtime = runtime_dir();
@@ -166,6 +226,7 @@ fn a_multiline_text_ends_at_an_empty_line() {
     term.expect("Describe the bug");
     term.send("it crashes");
     term.send(ENTER);
+    // The next line is the same answer, not a new question: it takes keys at once.
     term.send("on start");
     term.send(ENTER);
     term.send(ENTER);

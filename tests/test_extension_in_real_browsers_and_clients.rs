@@ -5,7 +5,8 @@
 //! the loopback form answered in real Chromium (tests/e2e/loopback.test.mjs), the
 //! extension in Chromium started in German and in Chinese (tests/e2e/languages.test.mjs), and
 //! the side panel as an inbox with its measured contrast, targets and text sizes
-//! (tests/e2e/inbox.test.mjs).
+//! (tests/e2e/inbox.test.mjs), and keys and clicks on a card not yet seen deciding nothing
+//! (tests/e2e/arming.test.mjs).
 //!
 //! They need Node, the npm packages of tests/e2e (installed here with `npm ci` when they are
 //! missing), and for the end-to-end runs Debian's Chromium (`/usr/lib/chromium/chromium`, or `HIM_CHROMIUM`).
@@ -167,6 +168,18 @@ fn a_person_allows_only_with_a_click_on_the_permission_card_in_chromium() {
         )
     {
         node_test(&["permission.test.mjs"]);
+    }
+}
+
+#[test]
+fn nothing_is_decided_on_a_card_the_person_has_not_seen_in_chromium() {
+    if node_ready()
+        && have(
+            chromium().is_file(),
+            "Chromium is not installed (apt-get install chromium)",
+        )
+    {
+        node_test(&["arming.test.mjs"]);
     }
 }
 

@@ -19,7 +19,11 @@
 //     onDecline,  // () => void, from the Decline button or Esc pressed twice within 2 s
 //                 // (in a side panel Esc is a reflex: one press must not decline)
 //     now,        // () => Unix ms, the clock for that 2 s (default Date.now)
+//     arming,     // options of lib/arming.js's watchArming ({delay, now}), for tests
 //   });
+// Nothing is decided unseen (lib/arming.js): until the form has been on screen ARM_DELAY_MS
+// (and again after view.rearm()), keys that would act on it and clicks in it do nothing; it
+// is marked `data-armed` once they count.
 // A one-question yes/no form (ask_confirm) is two buttons, Yes and No, that send at once;
 // Y and N press them, Enter presses the default (only when the question has one), and
 // Decline is a small text button.
@@ -42,10 +46,13 @@
 //                     be selected and copied (a disabled text box cannot be, in Chromium)
 //   view.showRefusal({field, message})  the agent side refused the answer sent: its reason
 //                     (src/form.rs's words) at the field it names, or in the status line
+//   view.rearm()      the form appeared anew (opened in the panel, moved): the wait starts over
+//   view.release()    the form is gone for good: stop watching whether it is on screen
 //
 // Answer values follow §4: empty optional text, number, select, radio and confirm fields are
 // left out of values(); checkbox is always a boolean and multi_select always an array.
 
+import { actsOnCard, guardCard, isTextEntry, watchArming } from './arming.js';
 import { renderMarkdown, renderInlineMarkdown } from './markdown.js';
 import { t } from './i18n.js';
 import {
@@ -72,16 +79,8 @@ export {
   validateRaw,
 } from './formmodel.js';
 
-/** Whether a key event's target is a control where digits and Enter are text. */
-export function isTextEntry(target) {
-  if (!target || !target.tagName) return false;
-  const tag = target.tagName.toLowerCase();
-  if (tag === 'textarea' || tag === 'select') return true;
-  if (target.isContentEditable) return true;
-  if (tag !== 'input') return false;
-  const type = (target.getAttribute('type') || 'text').toLowerCase();
-  return !['radio', 'checkbox', 'button', 'submit', 'reset'].includes(type);
-}
+// Where digits and Enter are text; lib/arming.js needs the same answer.
+export { isTextEntry };
 
 /** Whether the browser runs on Apple's systems, whose modifier key is ⌘ rather than Ctrl. */
 export function isApplePlatform(nav) {
@@ -103,6 +102,8 @@ export function renderForm(doc, form, opts = {}) {
   const root = doc.createElement('form');
   root.className = 'him-form';
   root.setAttribute('novalidate', '');
+  const arming = watchArming(root, opts.arming);
+  guardCard(root, arming);
 
   const titleId = `${prefix}-title`;
   root.setAttribute('aria-labelledby', titleId);
@@ -387,6 +388,11 @@ export function renderForm(doc, form, opts = {}) {
 
   const handleKey = (event) => {
     if (disabled || event.defaultPrevented) return false;
+    // A key from outside the form (the page forwards it) waits for the form to be seen too.
+    if (actsOnCard(event) && !arming.allows(event)) {
+      event.preventDefault();
+      return true;
+    }
     if (yesNoControl) return handleYesNoKey(event);
     if (event.altKey || event.ctrlKey || event.metaKey) return false;
     if (!/^[1-9]$/.test(event.key) || isTextEntry(event.target)) return false;
@@ -443,6 +449,8 @@ export function renderForm(doc, form, opts = {}) {
     validate,
     focusFirst,
     handleKey,
+    rearm: () => arming.restart(),
+    release: () => arming.disconnect(),
     setDisabled(value) {
       disabled = Boolean(value);
       body.disabled = disabled;

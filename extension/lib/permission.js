@@ -14,15 +14,19 @@
 //   - Allow is a deliberate act. Nothing allows by default, Enter never allows (not even on
 //     the focused Allow button), no letter key does; only a click on Allow (or Space on it,
 //     once the person has moved the focus there) does. The card starts focused on Deny;
-//     Esc and Enter on Deny deny.
+//     Esc and Enter on Deny deny. Nothing is decided unseen (lib/arming.js): until the card
+//     has been on screen ARM_DELAY_MS no key or click decides, and a click on Allow counts
+//     only when its press began after the card appeared (a double-click on an inbox row
+//     must not press the Allow button that its first click put under the pointer).
 //
 // The view has renderForm's interface (lib/form.js), so the panel treats both alike:
-//   const view = renderPermission(doc, form, {idPrefix, draft, onChange, onSubmit, onDecline});
+//   const view = renderPermission(doc, form, {idPrefix, draft, onChange, onSubmit, onDecline, arming});
 // onSubmit gets {values: {decision: 'allow' | 'deny'}, note}. Like form.js it uses no
 // extension API and takes the document from its caller. A form that breaks the permission
 // shape (formmodel.js checkPermissionForm) throws, as renderForm does for a form it cannot draw.
 
 import { appendMarked, codeBox, diffBox } from './display.js';
+import { guardCard, watchArming } from './arming.js';
 import { checkPermissionForm } from './formmodel.js';
 import { holdControls } from './holds.js';
 import { t, tParts } from './i18n.js';
@@ -53,6 +57,8 @@ export function renderPermission(doc, form, opts = {}) {
 
   const root = el('form', 'him-form him-permission');
   root.setAttribute('novalidate', '');
+  const arming = watchArming(root, opts.arming);
+  guardCard(root, arming);
   root.setAttribute('aria-labelledby', `${prefix}-title`);
   // Nothing in this card submits the form: a stray Enter in a control would otherwise.
   root.addEventListener('submit', (event) => event.preventDefault());
@@ -96,7 +102,9 @@ export function renderPermission(doc, form, opts = {}) {
   const decide = (decision) => {
     if (!disabled) opts.onSubmit?.({ values: { decision }, note: note() });
   };
-  allow.addEventListener('click', () => decide('allow'));
+  allow.addEventListener('click', () => {
+    if (arming.pressedAfterShown()) decide('allow');
+  });
   deny.addEventListener('click', () => decide('deny'));
   noteArea.addEventListener('input', () => opts.onChange?.({ values: {}, note: note() }));
 
@@ -131,6 +139,8 @@ export function renderPermission(doc, form, opts = {}) {
     focusFirst: () => deny.focus(),
     // No number or letter key picks anything on a permission card.
     handleKey: () => false,
+    rearm: () => arming.restart(),
+    release: () => arming.disconnect(),
     // In flight, no host to send to, or the question closed: nothing can be decided; the
     // input can still be read and copied.
     ...holdControls((held) => {

@@ -9,6 +9,7 @@
 // each below it, the soonest deadline first; "2 of 3" and ‹ › (or Alt+↑ / Alt+↓) move
 // between them. Under the questions: notices, then the session's Recent answers.
 
+import { guardCard, watchArming } from '../lib/arming.js';
 import { renderForm } from '../lib/form.js';
 import { holdControls } from '../lib/holds.js';
 import { isPermissionForm, renderPermission } from '../lib/permission.js';
@@ -286,6 +287,7 @@ function renderQueue(questions) {
   for (const [id, card] of cards) {
     if (!ids.has(id)) {
       clearTimeout(card.draftTimer);
+      card.view.release();
       card.element.remove();
       cards.delete(id);
       changed = true;
@@ -330,6 +332,7 @@ function renderQueue(questions) {
 
   // Under the banner that says him cannot be reached, "nothing to answer" would mislead.
   $('empty').hidden = questions.length > 0 || !$('problem').hidden;
+  rearmMoved();
   // When a question arrives or leaves, or another card opens, the open card gets the focus:
   // answer one, and the keyboard is already in the next. It never takes the focus from
   // another card the person is in (one that closed under their hands included: the next
@@ -342,6 +345,19 @@ function renderQueue(questions) {
     // The browser draws no ring for a focus the page moved after a click; this one must be
     // seen, so the panel draws it until the person next uses the mouse.
     document.body.dataset.focusRing = '';
+  }
+}
+
+/**
+ * A card that moved on the page (a card above it came or went) may now be under the pointer
+ * or the keys aimed at what was there: it waits to be seen again before it takes a decision.
+ */
+function rearmMoved() {
+  for (const card of cards.values()) {
+    if (card.collapsed) continue;
+    const top = card.element.getBoundingClientRect().top + window.scrollY;
+    if (card.top !== undefined && card.top !== top) card.view.rearm();
+    card.top = top;
   }
 }
 
@@ -381,6 +397,9 @@ function setCollapsed(card, collapsed) {
   card.row.hidden = !collapsed;
   card.head.hidden = collapsed;
   card.view.element.hidden = collapsed;
+  // Opened, perhaps in place of the row just clicked: it is new to the eye.
+  card.top = undefined;
+  if (!collapsed) card.view.rearm();
 }
 
 /** "2 of 3" over the questions that can be opened, with ‹ › when there is more than one. */
@@ -540,6 +559,9 @@ function brokenView(prefix, err, onDecline) {
   status.className = 'him-status';
   status.setAttribute('role', 'status');
   element.append(message, actions, status);
+  // Nothing decided unseen, here too (lib/arming.js).
+  const arming = watchArming(element);
+  guardCard(element, arming);
   // Esc twice within 2 s, as on every other card (lib/form.js): a reflex Esc declines nothing.
   let escArmedUntil = 0;
   element.addEventListener('keydown', (event) => {
@@ -569,6 +591,8 @@ function brokenView(prefix, err, onDecline) {
     },
     draft: () => ({ values: {}, note: '' }),
     focusFirst: () => decline.focus(),
+    rearm: () => arming.restart(),
+    release: () => arming.disconnect(),
   };
 }
 

@@ -5,8 +5,8 @@
 //!   GET  /q/<token>            the page: form, who asks and the time left as inline JSON,
 //!                              with the words of the Accept-Language's locale, no inline
 //!                              script; once closed, a short page saying so (410)
-//!   GET  /q/<token>/<asset>    page.js, form.js, markdown.js, queue.js, i18n.js (the
-//!                              extension's lib), css
+//!   GET  /q/<token>/<asset>    page.js, form.js, markdown.js, queue.js, i18n.js,
+//!                              arming.js (the extension's lib), css
 //!   POST /q/<token>            {action, values, note} → the answer, once (then 410)
 //!   anything else              404; a Host other than 127.0.0.1:<port> → 421, two → 400
 //! ```
@@ -78,6 +78,8 @@ const MARKDOWN_JS: &str = include_str!("../../extension/lib/markdown.js");
 // The panel's own time-left wording and agent label, so both say them alike.
 const QUEUE_JS: &str = include_str!("../../extension/lib/queue.js");
 const FORM_CSS: &str = include_str!("../../extension/lib/form.css");
+// The panel's rule that nothing is decided unseen, and its delay: one file for both.
+const ARMING_JS: &str = include_str!("../../extension/lib/arming.js");
 // lib's words in the page's language (the table comes with the page, see `locale`).
 const I18N_JS: &str = include_str!("../../extension/lib/i18n.js");
 
@@ -92,6 +94,7 @@ fn asset(name: &str) -> Option<(&'static str, &'static str)> {
         "markdown.js" => Some((JS, MARKDOWN_JS)),
         "queue.js" => Some((JS, QUEUE_JS)),
         "i18n.js" => Some((JS, I18N_JS)),
+        "arming.js" => Some((JS, ARMING_JS)),
         "form.css" => Some((CSS, FORM_CSS)),
         "page.css" => Some((CSS, PAGE_CSS)),
         _ => None,

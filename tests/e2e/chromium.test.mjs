@@ -127,6 +127,16 @@ async function openCard(title) {
 }
 
 /**
+ * Waits until every card the panel shows has been on screen long enough to take keys and
+ * clicks (lib/arming.js; arming.test.mjs shows what they do before).
+ */
+function armed() {
+  return page.waitForFunction(() =>
+    [...document.querySelectorAll('#queue .him-form')].every((f) => f.hidden || f.hasAttribute('data-armed')),
+  );
+}
+
+/**
  * A raw agent on the live host's socket that said hello as `name` (see rawagent.mjs), with
  * the `hello` fields in `extra` (`{verdicts: true}`: it judges every answer itself).
  */
@@ -225,6 +235,7 @@ test('ask_text: the person types an answer and presses Enter', { timeout: STEP_M
   const q = ask('ask_text', { question: 'What should the release be called?', placeholder: 'a name' });
   const box = page.getByRole('textbox', { name: 'What should the release be called?' });
   await box.waitFor();
+  await armed();
   assert.equal(await box.evaluate((el) => el === document.activeElement), true, 'focus starts on the field');
   assert.equal(await box.getAttribute('placeholder'), 'a name');
   const head = await card('What should the release be called?').locator('.card-head').textContent();
@@ -252,6 +263,7 @@ test('ask_choice: a number key picks an option, with a note', { timeout: STEP_MS
   });
   const blue = page.getByRole('radio', { name: 'Blue' });
   await blue.waitFor();
+  await armed();
   const row = card('Which colour for the banner?').locator('.him-option', { has: blue });
   assert.match(await row.textContent(), /Recommended/);
   assert.equal(await row.locator('em').textContent(), 'readable', 'option descriptions are Markdown');
@@ -272,6 +284,7 @@ test('ask_choice with free text: neither is stopped in the panel; an answer the 
   const q = ask('ask_choice', { question: title, options: ['Kafka', 'SQS'], allow_free_text: true });
   const c = card(title);
   await c.waitFor();
+  await armed();
   await c.getByRole('button', { name: 'Submit' }).click();
   await c.getByText('Choose an option, or add a note.').waitFor();
   await turnsRed(c, c.locator('.him-option').first()); // an invalid radio group too (issue 15.4)
@@ -304,6 +317,7 @@ test('ask_multi_select: too many is stopped at the field, then fixed', { timeout
   const q = ask('ask_multi_select', { question: 'Which checks should run?', options: ['lint', 'test', 'build', 'deploy'], min: 1, max: 2 });
   const c = card('Which checks should run?');
   await c.waitFor();
+  await armed();
   for (const name of ['lint', 'test', 'build']) await c.getByRole('checkbox', { name }).check();
   await c.getByRole('button', { name: 'Submit' }).click();
   await c.getByText('Choose at most 2 options.').waitFor();
@@ -324,6 +338,7 @@ test('ask_confirm is two buttons: Y answers yes at once, though the default is N
   const c = card('Delete the merged branch?');
   const no = c.getByRole('button', { name: 'No', exact: true });
   await no.waitFor();
+  await armed();
   assert.equal(await no.evaluate((el) => el === document.activeElement), true, 'the default button has the focus');
   assert.equal(await c.getByRole('button', { name: 'Submit' }).count(), 0, 'no third big button');
   assert.equal(await c.locator('.him-hint').textContent(), 'Y / N · Enter for No · Esc Esc to decline');
@@ -337,6 +352,7 @@ test('ask_confirm: a click on No sends no; with no default, Enter sends nothing'
   const q = ask('ask_confirm', { question: 'Rotate the signing key?' });
   const c = card('Rotate the signing key?');
   await c.getByRole('button', { name: 'Yes', exact: true }).waitFor();
+  await armed();
   await page.keyboard.press('Enter');
   await new Promise((r) => setTimeout(r, 200));
   assert.equal(q.settled(), false, 'Enter guesses no answer');
@@ -357,6 +373,7 @@ test('in a form, a digit picks only in the focused option group, and only there 
   const c = card('Cache settings');
   const warm = c.getByRole('checkbox', { name: 'Warm it up first' });
   await warm.waitFor();
+  await armed();
   const badge = c.getByRole('radiogroup', { name: 'Tier' }).locator('kbd').first();
   assert.equal(await badge.isVisible(), false, 'no badge where a digit does nothing');
   await warm.focus();
@@ -380,6 +397,7 @@ test('two questions at once: the new one waits its turn, then gets the keyboard'
   const first = ask('ask_text', { question: 'Name the feature flag' });
   const box = page.getByRole('textbox', { name: 'Name the feature flag' });
   await box.waitFor();
+  await armed();
   await box.pressSequentially('fast-');
   const second = ask('ask_confirm', { question: 'Enable it for everyone?' });
   const waiting = inboxCard('Enable it for everyone?');
@@ -395,6 +413,7 @@ test('two questions at once: the new one waits its turn, then gets the keyboard'
   await until('the focus to reach the next question', () =>
     page.evaluate(() => document.activeElement?.closest('article')?.textContent.includes('Enable it for everyone?')),
   );
+  await armed();
   await page.keyboard.press('n');
   const r = await second.result();
   assert.equal(r.status, 'answered');
@@ -412,6 +431,8 @@ test('with the panel closed, a question raises a notification; opening the panel
   await page.goto(PANEL_URL);
   // Seeing the panel is enough: the notification has done its job.
   await until('the notification to clear', async () => !(shown in (await all())));
+  await page.getByRole('button', { name: 'No', exact: true }).waitFor();
+  await armed();
   await page.getByRole('button', { name: 'No', exact: true }).click();
   const r = await q.result();
   assert.equal(r.confirmed, false);
@@ -446,6 +467,7 @@ test('ask_form: every field type, by label; the password never reaches storage',
   });
   const c = card('Deploy settings');
   await c.waitFor();
+  await armed();
   const link = c.getByRole('link', { name: 'the runbook' });
   assert.equal(await link.getAttribute('href'), 'https://example.org/runbook');
   assert.equal(await link.getAttribute('rel'), 'noopener noreferrer');
@@ -532,6 +554,7 @@ test('on an untouched card one Esc only asks for another; the second declines', 
   const c = card('Anything to add to the changelog?');
   const box = c.getByRole('textbox', { name: 'Anything to add to the changelog?' });
   await box.waitFor();
+  await armed();
   await box.press('Escape');
   await c.getByText('Press Esc again to decline.').waitFor();
   await new Promise((r) => setTimeout(r, 200));
@@ -547,6 +570,7 @@ test('after typing a note, Esc asks once more, then declines with the note', { t
   const q = ask('ask_choice', { question: 'Which licence?', options: ['MIT', 'Apache-2.0'], allow_free_text: true });
   const c = card('Which licence?');
   await c.waitFor();
+  await armed();
   const note = c.getByLabel('Note (optional)');
   await note.fill('ask legal, not me');
   await note.press('Escape');
@@ -563,6 +587,7 @@ test('a question that times out leaves the panel with a notice', { timeout: STEP
   const q = ask('ask_text', { question: 'Quick: which port?', timeout_ms: 1500 });
   const c = card('Quick: which port?');
   await c.waitFor();
+  await armed();
   assert.match(await c.locator('.time').textContent(), /^\d s left$/);
   const r = await q.result();
   assert.equal(r.status, 'timeout');
@@ -651,6 +676,7 @@ test('the host is killed mid-question: a new one starts, the draft survives, the
   // A reload shows the draft came back from storage, not from the page's memory.
   await page.reload();
   await box().waitFor();
+  await armed();
   assert.equal(await box().inputValue(), 'Revert the tag');
   await box().press('End');
   await box().pressSequentially(', then redeploy');
@@ -694,6 +720,7 @@ test('the service worker is stopped mid-question: it restarts from storage and t
     return question && question.unconfirmed_since_ms === null;
   });
   assert.equal(await box.inputValue(), 'release/2');
+  await armed();
   await box.press('Enter');
   const r = await q.result();
   assert.equal(r.status, 'answered');
@@ -794,9 +821,11 @@ test('answers the host cannot deliver come back to their cards, kept, with why, 
     box: card(title).getByRole('textbox', { name: title }),
   }));
   await tag.box.fill('v2.3.1');
+  await armed();
   await tag.box.press('Enter');
   await openCard(questions[1].title);
   await signer.box.fill('Grace');
+  await armed();
   await signer.box.press('Enter');
 
   for (const { card: c } of [tag, signer]) {
@@ -820,6 +849,7 @@ test('answers the host cannot deliver come back to their cards, kept, with why, 
   await until('the card to be answerable again', async () => (await tag.card.getByText(/did not reach/).count()) === 0);
   assert.equal(await tag.card.getByRole('button', { name: 'Dismiss this answer' }).count(), 0);
   assert.equal(await tag.box.inputValue(), 'v2.3.1');
+  await armed();
   await tag.box.press('Enter');
   const answer = await back.next((m) => m.type === 'answer' && m.id === questions[0].id);
   assert.deepEqual(answer.values, { answer: 'v2.3.1' });
@@ -874,6 +904,8 @@ test('with the host missing, a card says so and how to fix it, keeps the draft, 
   await page.getByRole('button', { name: 'Try again' }).click();
   // The agent asks the new host again; then the card can send.
   await until('Submit to be enabled', async () => !(await c.getByRole('button', { name: 'Submit' }).isDisabled()), 15_000);
+  // The banner that said the host was missing went, and the card moved up with it.
+  await armed();
   await box.press('Enter');
   const r = await q.result();
   assert.equal(r.status, 'answered');
@@ -968,6 +1000,7 @@ test('a question whose form cannot be drawn becomes an error card; the other one
     await page.emulateMedia({ colorScheme: 'light' });
 
     // The keyboard starts in the question that can be answered.
+    await armed();
     await page.keyboard.press('2');
     assert.equal(await good.getByRole('radio', { name: 'us-mirror' }).isChecked(), true);
     await page.keyboard.press('Enter');
@@ -976,6 +1009,9 @@ test('a question whose form cannot be drawn becomes an error card; the other one
     );
     assert.deepEqual(answer, { type: 'answer', id: GOOD, action: 'submit', values: { mirror: 'us' } });
 
+    // The answered card went, and the broken one moved up in its place: it is seen anew.
+    await good.waitFor({ state: 'detached', timeout: 5000 });
+    await armed();
     await broken.getByRole('button', { name: 'Decline' }).click();
     const decline = await until('the decline to reach the host', () =>
       received().find((m) => m.type === 'answer' && m.id === BROKEN),

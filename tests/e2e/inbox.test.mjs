@@ -59,6 +59,12 @@ const inboxCard = (title) => page.locator('article.card', { hasText: title });
 const openCard = () => page.locator('article.card:not([data-collapsed])').first();
 const openTitle = () => openCard().locator('h2').first().textContent();
 const rowTitles = () => page.locator('article.card[data-collapsed] .row-title').allTextContents();
+/**
+ * Waits until every card the panel shows has been on screen long enough to take keys and
+ * clicks (lib/arming.js; arming.test.mjs shows what they do before).
+ */
+const armed = () =>
+  page.waitForFunction(() => [...document.querySelectorAll('#queue .him-form')].every((f) => f.hidden || f.hasAttribute('data-armed')));
 
 async function connect(name, project, runtimeDir) {
   const cwd = path.join(tmp, project);
@@ -146,12 +152,14 @@ test('the inbox: the soonest deadline is open on top, the others one line each; 
   assert.deepEqual((await rowTitles())[0], 'Which region?');
   assert.equal(await page.locator('#count').textContent(), '3 of 4');
   await box.pressSequentially('80');
+  await armed();
   await box.press('Enter');
   assert.equal((await port.result()).answer, '8080');
 
   // The next most urgent opens with the keyboard in it.
   await until('the most urgent to open', async () => (await openTitle()) === 'Which region?');
   await until('the focus in it', () => openCard().getByRole('textbox').evaluate((el) => el === document.activeElement));
+  await armed();
   await page.keyboard.type('eu-west');
   await page.keyboard.press('Enter');
   assert.equal((await urgent.result()).answer, 'eu-west');
@@ -164,10 +172,12 @@ test('the inbox: the soonest deadline is open on top, the others one line each; 
   assert.equal(await openTitle(), 'Which database?');
   await page.getByRole('button', { name: 'Previous question' }).click();
   assert.equal(await openTitle(), 'Run the migrations now?');
+  await armed();
   await page.keyboard.press('y');
   assert.equal((await migrate.result()).confirmed, true);
   await until('the last one to open', async () => (await openTitle()) === 'Which database?');
   assert.equal(await page.locator('#nav').isVisible(), false, 'one question: no count');
+  await armed();
   await page.keyboard.press('2');
   await page.keyboard.press('Enter');
   assert.equal((await db.result()).answer, 'SQLite');
@@ -185,6 +195,7 @@ test('a card that arrives takes the focus, with a visible ring, even after a mou
   });
   assert.notEqual(ring.style, 'none', 'a focus ring is drawn');
   assert.ok(ring.width >= 2, `the ring is ${ring.width}px`);
+  await armed();
   await page.keyboard.press('1');
   await page.keyboard.press('Enter');
   assert.equal((await q.result()).answer, 'vitest');
@@ -210,6 +221,7 @@ test('options: the whole tile picks; Recommended is a badge, not a look of being
   });
   const c = openCard();
   await c.getByRole('checkbox', { name: 'Rust' }).waitFor();
+  await armed();
   assert.equal(await c.locator('.him-options.him-compact').count(), 1, 'the long group is compact');
   // A letter typed on an option goes to the filter.
   await c.getByRole('checkbox', { name: 'Rust' }).focus();
@@ -284,6 +296,8 @@ test('after answering: the notice echoes what was sent, never a password; Recent
     ],
   });
   const c = openCard();
+  await c.getByLabel('User').waitFor();
+  await armed();
   await c.getByLabel('User').fill('deploy');
   await c.getByLabel('Password').fill(secret);
   await c.getByRole('radio', { name: 'Staging' }).check();
@@ -434,6 +448,7 @@ test('borders of controls 3:1, targets 24 px, small text 12 px, and axe-core, in
   await inboxCard('Publish the docs too?').waitFor();
   await until('the checklist to be open', async () => (await openTitle()) === 'Release checklist');
   const c = openCard();
+  await armed();
   await c.getByRole('button', { name: 'Submit' }).click();
   await c.getByText('This field is required.').waitFor();
 
@@ -472,6 +487,7 @@ test('borders of controls 3:1, targets 24 px, small text 12 px, and axe-core, in
   assert.equal((await form.result()).status, 'timeout');
   for (const q of others) {
     await until('a card to be open', async () => (await openCard().count()) > 0 && !(await openCard().getAttribute('data-closed')));
+    await armed();
     await page.keyboard.press('Escape');
     await page.keyboard.press('Escape');
     assert.equal((await q.result()).status, 'declined');

@@ -93,6 +93,8 @@ async function answerIn(lang, words) {
     agent.send({ type: 'ask', id, form, timeout_ms: 7_200_000, asked_at_ms: Date.now() });
     const card = page.locator('article.card', { has: page.getByRole('heading', { name: 'Release' }) });
     await card.waitFor({ timeout: STEP_MS });
+    // Seen long enough to take keys and clicks (lib/arming.js).
+    await card.locator('.him-form[data-armed]').waitFor();
     assert.match(await card.locator('.card-head').textContent(), words.hours);
     await card.getByRole('button', { name: words.decline, exact: true }).waitFor();
     await card.getByText(words.bounds, { exact: true }).waitFor();

@@ -72,9 +72,14 @@ async function ask(name, args) {
   return { url, result, child };
 }
 
-/** A page that fails the test on any script error or policy violation. */
-async function open(url) {
+/**
+ * A page that fails the test on any script error or policy violation, once its form has been
+ * on screen long enough to take keys and clicks (lib/arming.js; the test "a key sent as the
+ * form is drawn" shows what they do before). `before(page)` runs before it is loaded.
+ */
+async function open(url, before = async () => {}) {
   const page = await browser.newPage();
+  await before(page);
   const problems = [];
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
   page.on('console', (msg) => {
@@ -83,6 +88,7 @@ async function open(url) {
   const response = await page.goto(url);
   assert.equal(response.status(), 200);
   assert.match(response.headers()['content-security-policy'], /default-src 'none'/);
+  await page.locator('form.him-form[data-armed]').waitFor();
   return { page, problems };
 }
 
@@ -246,6 +252,55 @@ test('a click lands where the person aimed even when leaving a field clears its 
   await page.close();
 });
 
+test('a key sent as the form is drawn decides nothing, nor one 40, 120 or 250 ms later; once the page marks it armed, a key decides', async (t) => {
+  const { url, result } = await ask('arming', ['confirm', 'Delete the production database backup from March?']);
+  // In the page, before its scripts run: as soon as the form is in the page, a Y on whatever
+  // has the focus, in that same task; again 40, 120 and 250 ms later while the page's clock
+  // says the form cannot be armed yet (under 400 ms since it was drawn; it arms 500 ms after
+  // it is first found in view, which is later still).
+  const trap = (page) =>
+    page.addInitScript(() => {
+      const seen = (window.trap = { acts: [], drawnAt: null, armedAt: null });
+      const press = (label) => {
+        const form = document.querySelector('form.him-form');
+        const at = performance.now();
+        if (at - seen.drawnAt >= 400) return seen.acts.push({ label, skipped: true });
+        const target = document.activeElement;
+        const event = new KeyboardEvent('keydown', { key: 'y', bubbles: true, cancelable: true });
+        target.dispatchEvent(event);
+        seen.acts.push({ label, inForm: form.contains(target), armed: form.hasAttribute('data-armed'), prevented: event.defaultPrevented });
+      };
+      new MutationObserver((_, watch) => {
+        const form = document.querySelector('form.him-form');
+        if (!form) return;
+        if (seen.drawnAt === null) {
+          seen.drawnAt = performance.now();
+          press('in the task that drew it');
+          for (const ms of [40, 120, 250]) setTimeout(() => press(`${ms} ms later`), ms);
+        }
+        if (form.hasAttribute('data-armed')) {
+          seen.armedAt = performance.now();
+          watch.disconnect();
+        }
+      }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-armed'] });
+    });
+  const { page, problems } = await open(url, trap);
+  const seen = await page.evaluate(() => window.trap);
+  const made = seen.acts.filter((a) => !a.skipped);
+  assert.equal(made[0]?.label, 'in the task that drew it', JSON.stringify(seen.acts));
+  for (const act of made) assert.deepEqual(act, { label: act.label, inForm: true, armed: false, prevented: true });
+  const waited = Math.round(seen.armedAt - seen.drawnAt);
+  assert.ok(waited >= 500, `armed ${waited} ms after it was drawn`);
+  t.diagnostic(`${made.length} early keys refused; the form took keys ${waited} ms after it was drawn`);
+
+  await page.keyboard.press('n');
+  const answer = await result;
+  assert.equal(answer.status, 'answered', JSON.stringify(answer));
+  assert.equal(answer.confirmed, false, 'only the key after the form was seen answered');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('a choice is made with a number key and Enter alone', async () => {
   const { url, result } = await ask('choice', ['choice', 'Which database?', 'Postgres', 'SQLite', 'DuckDB']);
   const { page, problems } = await open(url);
@@ -367,6 +422,7 @@ async function openIn(locale, url) {
   const response = await page.goto(url);
   assert.equal(response.status(), 200);
   assert.match(response.request().headers()['accept-language'], new RegExp(`^${locale}`));
+  await page.locator('form.him-form[data-armed]').waitFor();
   return { page, problems, context };
 }
 

@@ -78,12 +78,17 @@ function card(name) {
   return page.locator('article.card', { has: page.getByRole('heading', { name }) });
 }
 
+/** Waits until card `c` shows and has been on screen long enough to take keys and clicks. */
+function armed(c) {
+  return c.locator('.him-form[data-armed]').waitFor();
+}
+
 test('a Bash card shows the command verbatim; Enter and Y do not allow; a click on Allow does', { timeout: STEP_MS }, async () => {
   const command = 'terraform apply -auto-approve && rm -rf "$TMP/<b>x</b>"';
   const input = { command, description: 'Apply the plan (the agent says it is safe)' };
   const call = approve({ tool_name: 'Bash', input, tool_use_id: 'toolu_e2e_1' });
   const c = card('Allow Bash?');
-  await c.waitFor();
+  await armed(c);
   assert.equal(await c.locator('pre.him-perm-code').first().textContent(), command, 'the command, verbatim');
   assert.equal(await c.locator('b').count(), 0, 'agent text is never markup');
   assert.match(await c.textContent(), /the agent says it is safe/, 'the rest of the input is shown too');
@@ -110,7 +115,7 @@ test('an Edit card shows the path and a diff; Deny sends the note', { timeout: S
   const input = { file_path: '/srv/app/deploy.yaml', old_string: 'replicas: 2', new_string: 'replicas: 20' };
   const call = approve({ tool_name: 'Edit', input, tool_use_id: 'toolu_e2e_2' });
   const c = card('Allow Edit?');
-  await c.waitFor();
+  await armed(c);
   assert.equal(await c.locator('.him-perm-path').textContent(), '/srv/app/deploy.yaml');
   assert.equal(await c.locator('.him-del').textContent(), '- replicas: 2\n');
   assert.equal(await c.locator('.him-add').textContent(), '+ replicas: 20\n');
@@ -124,7 +129,7 @@ test('an Edit card shows the path and a diff; Deny sends the note', { timeout: S
 test('Esc on a card denies', { timeout: STEP_MS }, async () => {
   const call = approve({ tool_name: 'WebFetch', input: { url: 'https://example.com/x', prompt: 'summarise' } });
   const c = card('Allow WebFetch?');
-  await c.waitFor();
+  await armed(c);
   assert.equal(await c.locator('.him-perm-path').textContent(), 'https://example.com/x');
   await c.getByRole('button', { name: 'Deny' }).press('Escape');
   assert.equal((await call.decision()).behavior, 'deny');
@@ -208,7 +213,7 @@ test('AskUserQuestion is answered as a form, its answers keyed by question text'
   };
   const call = approve({ tool_name: 'AskUserQuestion', input, tool_use_id: 'toolu_e2e_3' });
   const c = card('claude-code asks you');
-  await c.waitFor();
+  await armed(c);
   await c.getByRole('radio', { name: /SQLite/ }).check();
   await c.getByRole('checkbox', { name: /lint/ }).check();
   await c.getByRole('textbox').nth(1).fill('clippy pedantic');

@@ -2,6 +2,10 @@
 //! the terminal, which is its controlling terminal (util-linux's `setsid --ctty`, on every
 //! Debian), and stdout captured as `answer=$(him ask …)` captures it. The test types on the
 //! terminal's master side and reads what it shows.
+//!
+//! A prompt takes no key until it has been on screen the arming delay (prompts.rs `armed`),
+//! and keys typed before are thrown away. The test sees that wait in the terminal's own
+//! settings, which the prompt sets: raw with `VMIN` 255 while it holds keys back ([`Keys`]).
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -12,7 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::pty::{OpenptyResult, Winsize, openpty};
-use nix::sys::termios::{Termios, tcgetattr};
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::termios::{LocalFlags, SpecialCharacterIndices, Termios, tcgetattr};
+use nix::unistd::Pid;
 use serde_json::Value;
 
 use super::{PATIENCE, him_bin};
@@ -22,6 +28,18 @@ pub const ESC: &str = "\x1b";
 pub const CTRL_C: &str = "\x03";
 pub const DOWN: &str = "\x1b[B";
 pub const BACKSPACE: &str = "\x7f";
+
+/// What the terminal does with a key typed now, by its settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    /// Line by line, echoed: no prompt is up (before it, between two, after).
+    Cooked,
+    /// Raw, `VMIN` 255: a prompt is up but has not been on screen long enough; the key will
+    /// be thrown away.
+    Held,
+    /// Raw: the prompt takes the key.
+    Taken,
+}
 
 /// How `him ask` meets the terminal.
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +78,21 @@ impl InTerminal {
         env: &[(&str, &str)],
         setup: Setup,
     ) -> InTerminal {
+        InTerminal::start(runtime, args, env, setup, "")
+    }
+
+    /// `him ask` in a terminal where `keys` were typed before it started.
+    pub fn ask_typed_ahead(runtime: &Path, args: &[&str], keys: &str) -> InTerminal {
+        InTerminal::start(runtime, args, &[], SHELL, keys)
+    }
+
+    fn start(
+        runtime: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        setup: Setup,
+        typed_ahead: &str,
+    ) -> InTerminal {
         let size = Winsize {
             ws_row: 30,
             ws_col: 100,
@@ -68,6 +101,12 @@ impl InTerminal {
         };
         let OpenptyResult { master, slave } = openpty(&size, None).expect("openpty");
         let before = tcgetattr(&slave).expect("the new terminal's settings");
+        if !typed_ahead.is_empty() {
+            let mut early = File::from(master.try_clone().expect("dup the master"));
+            early
+                .write_all(typed_ahead.as_bytes())
+                .expect("type before him ask starts");
+        }
         let on_terminal = || Stdio::from(slave.try_clone().expect("dup the terminal"));
         let mut command = Command::new("setsid");
         if setup.controlling {
@@ -127,13 +166,56 @@ impl InTerminal {
         strip_escapes(&String::from_utf8_lossy(&self.raw()))
     }
 
-    /// Waits until the terminal shows `needle` after what the last `expect` matched.
+    /// What the terminal does with a key typed now.
+    pub fn keys(&self) -> Keys {
+        let settings = tcgetattr(&self.slave).expect("the terminal's settings");
+        if settings.local_flags.contains(LocalFlags::ICANON) {
+            Keys::Cooked
+        } else if settings.control_chars[SpecialCharacterIndices::VMIN as usize] == u8::MAX {
+            Keys::Held
+        } else {
+            Keys::Taken
+        }
+    }
+
+    /// Waits while the prompt up holds keys back; returns how long it was seen doing so.
+    pub fn wait_while_held(&self) -> Duration {
+        let start = Instant::now();
+        while self.keys() == Keys::Held {
+            assert!(
+                start.elapsed() < PATIENCE,
+                "the prompt never took keys; the terminal shows:\n{}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        start.elapsed()
+    }
+
+    /// Stops `him ask` and its prompt (SIGSTOP to its process group), so that nothing they do
+    /// happens between two of the test's steps; [`InTerminal::resume`] lets them go on.
+    pub fn pause(&self) {
+        killpg(self.group(), Signal::SIGSTOP).expect("kill -STOP");
+    }
+
+    pub fn resume(&self) {
+        killpg(self.group(), Signal::SIGCONT).expect("kill -CONT");
+    }
+
+    /// `setsid` made `him ask` a process group's leader; its prompt is in that group.
+    fn group(&self) -> Pid {
+        Pid::from_raw(self.child.id() as i32)
+    }
+
+    /// Waits until the terminal shows `needle` after what the last `expect` matched, and the
+    /// prompt showing it takes keys.
     pub fn expect(&mut self, needle: &str) {
         let start = Instant::now();
         loop {
             let text = self.text();
             if let Some(at) = text.get(self.seen..).and_then(|rest| rest.find(needle)) {
                 self.seen += at + needle.len();
+                self.wait_while_held();
                 return;
             }
             if start.elapsed() > PATIENCE {
@@ -143,7 +225,8 @@ impl InTerminal {
         }
     }
 
-    /// Types `keys`, as one burst (an arrow key's escape sequence must arrive whole).
+    /// Types `keys`, as one burst (an arrow key's escape sequence must arrive whole), whatever
+    /// the terminal does with them.
     pub fn send(&mut self, keys: &str) {
         self.master
             .write_all(keys.as_bytes())

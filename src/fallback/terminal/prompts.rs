@@ -11,8 +11,15 @@
 //! sent, so an escape sequence in a question would set the clipboard (OSC 52), retitle the
 //! window (OSC 0), or move the cursor and erase, showing another question than the one
 //! answered.
+//!
+//! Nothing is decided unseen (the rule of the panel's lib/arming.js): each prompt takes no key
+//! until it has been on screen [`ARM_DELAY_MS`]; keys typed before it drew, or while it waited,
+//! are thrown away ([`armed`]). A second Enter or `y` typed after one answer never answers the
+//! next question.
 
 use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::time::Duration;
 
 use inquire::list_option::ListOption;
 use inquire::validator::Validation;
@@ -20,6 +27,7 @@ use inquire::{
     Confirm, CustomUserError, InquireError, MultiSelect, Password, PasswordDisplayMode, Select,
     Text,
 };
+use nix::sys::termios::{self, FlushArg, LocalFlags, SetArg, SpecialCharacterIndices, Termios};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
@@ -41,6 +49,66 @@ const MULTI_HELP: &str =
     "↑↓ move · Space toggles · → all · ← none · type to filter · Enter answers · Esc declines";
 const TEXT_HELP: &str = "Enter answers · Esc declines";
 const LINES_HELP: &str = "Enter on an empty line ends the text · Esc declines";
+
+/// How long a prompt must have been on screen before it takes a key, in ms: the panel's
+/// `ARM_DELAY_MS` (extension/lib/arming.js; a test checks they agree).
+pub const ARM_DELAY_MS: u64 = 500;
+
+/// While a prompt holds keys back, the terminal's `VMIN`: the terminal tells its reader there
+/// is something to read only once this many bytes wait, which no typing reaches in half a
+/// second (a paste of 255 bytes would).
+const HOLD_VMIN: u8 = u8::MAX;
+
+/// Runs one of inquire's prompts so that it takes no key typed before it had been on screen
+/// [`ARM_DELAY_MS`]. inquire draws at once and then reads; it cannot be told to wait. So the
+/// prompt starts in crossterm's raw mode set here (inquire's own call then finds it on and
+/// leaves it, and turns it off as it ends), with `VMIN` at [`HOLD_VMIN`]: the prompt draws,
+/// and its reader is not woken by what is typed. Keys crossterm had already read are dropped
+/// before it starts. Once the delay is over, what was typed meanwhile is flushed and `VMIN`
+/// goes back to 1: the next key is the first the prompt sees.
+fn armed<T>(prompt: impl FnOnce() -> Result<T, InquireError>) -> Result<T, InquireError> {
+    let tty = OpenOptions::new().read(true).write(true).open("/dev/tty")?;
+    crossterm::terminal::enable_raw_mode()?;
+    let mut held = termios::tcgetattr(&tty).map_err(std::io::Error::from)?;
+    held.control_chars[SpecialCharacterIndices::VMIN as usize] = HOLD_VMIN;
+    held.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
+    termios::tcsetattr(&tty, SetArg::TCSANOW, &held).map_err(std::io::Error::from)?;
+    // Keys typed before this prompt drew: in the terminal, and any crossterm read ahead.
+    termios::tcflush(&tty, FlushArg::TCIFLUSH).map_err(std::io::Error::from)?;
+    while crossterm::event::poll(Duration::ZERO)? {
+        let _ = crossterm::event::read()?;
+    }
+    let arming = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(ARM_DELAY_MS));
+        take_keys(&tty);
+    });
+    let asked = prompt();
+    let _ = arming.join();
+    asked
+}
+
+/// The prompt has been on screen long enough: what was typed meanwhile goes, and the next key
+/// wakes its reader. Only while the terminal is still as [`armed`] left it: a prompt that
+/// ended early (the terminal went away) has put its settings back, and they stay.
+fn take_keys(tty: &File) {
+    let Ok(mut now) = termios::tcgetattr(tty) else {
+        return;
+    };
+    if !holding(&now) {
+        return;
+    }
+    let _ = termios::tcflush(tty, FlushArg::TCIFLUSH);
+    now.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
+    if let Err(err) = termios::tcsetattr(tty, SetArg::TCSANOW, &now) {
+        tracing::warn!("could not let the prompt take keys: {err}");
+    }
+}
+
+/// Whether the terminal is set as [`armed`] sets it to hold keys back.
+fn holding(settings: &Termios) -> bool {
+    !settings.local_flags.contains(LocalFlags::ICANON)
+        && settings.control_chars[SpecialCharacterIndices::VMIN as usize] == HOLD_VMIN
+}
 
 /// How one prompt ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,7 +232,7 @@ fn ask_field(form: &Form, field: &Field) -> Result<Asked, InquireError> {
                 .without_confirmation()
                 .with_validator(rule(form, field, None))
                 .with_help_message(&help);
-            match prompt.prompt() {
+            match armed(|| prompt.prompt()) {
                 Ok(text) => Ok(Asked::Value(typed(field, &text).ok().flatten())),
                 Err(err) => ended(err),
             }
@@ -185,7 +253,7 @@ fn ask_field(form: &Form, field: &Field) -> Result<Asked, InquireError> {
             if let Some(default) = default {
                 prompt = prompt.with_default(default);
             }
-            match prompt.prompt() {
+            match armed(|| prompt.prompt()) {
                 Ok(yes) => Ok(Asked::Value(Some(Value::Bool(yes)))),
                 Err(err) => ended(err),
             }
@@ -297,7 +365,7 @@ fn ask_text(form: &Form, field: &Field, label: &str) -> Result<Asked, InquireErr
     if let Some(default) = &default {
         prompt = prompt.with_default(&default.shown);
     }
-    match prompt.prompt() {
+    match armed(|| prompt.prompt()) {
         Ok(text) => Ok(Asked::Value(
             typed(field, Shown::real(default.as_ref(), &text))
                 .ok()
@@ -360,7 +428,14 @@ fn ask_lines(form: &Form, field: &Field, label: &str) -> Result<Asked, InquireEr
                     prompt = prompt.with_default(&default.shown);
                 }
             }
-            match prompt.prompt() {
+            // The next line of the same text is no new question: it takes keys at once, so
+            // that typing runs on from one line to the next.
+            let asked = if lines.is_empty() {
+                armed(|| prompt.prompt())
+            } else {
+                prompt.prompt()
+            };
+            match asked {
                 Ok(line) if line.is_empty() => break,
                 // The default may hold several lines; it is the whole text.
                 Ok(line)
@@ -482,7 +557,7 @@ fn ask_one(form: &Form, field: &Field, label: &str) -> Result<Asked, InquireErro
         .with_formatter(&|picked| picked.value.label.clone())
         .with_help_message(&help)
         .with_page_size(12);
-    match prompt.prompt() {
+    match armed(|| prompt.prompt()) {
         Ok(item) => Ok(match item.pick {
             Pick::Option(value) => Asked::Value(Some(Value::String(value))),
             Pick::OwnWords => Asked::OwnWords,
@@ -538,7 +613,7 @@ fn ask_many(form: &Form, field: &Field, label: &str) -> Result<Asked, InquireErr
         .with_validator(check)
         .with_help_message(&help)
         .with_page_size(12);
-    match prompt.raw_prompt() {
+    match armed(|| prompt.raw_prompt()) {
         Ok(chosen) => {
             let refs: Vec<ListOption<&Item>> = chosen
                 .iter()
@@ -563,7 +638,7 @@ fn ask_note(own_words: bool) -> Result<Asked, InquireError> {
     } else {
         "Enter alone adds none · Esc declines"
     };
-    match Text::new(label).with_help_message(help).prompt() {
+    match armed(|| Text::new(label).with_help_message(help).prompt()) {
         Ok(text) if text.trim().is_empty() => Ok(Asked::Value(None)),
         Ok(text) => Ok(Asked::Value(Some(Value::String(text)))),
         Err(err) => ended(err),
@@ -582,6 +657,20 @@ mod tests {
     fn form(fields: Value, allow_note: bool) -> Form {
         serde_json::from_value(json!({"title": "Q", "fields": fields, "allow_note": allow_note}))
             .unwrap()
+    }
+
+    #[test]
+    fn the_terminal_waits_as_long_as_the_panel_before_a_prompt_takes_keys() {
+        let js = include_str!("../../../extension/lib/arming.js");
+        let line = js
+            .lines()
+            .find_map(|l| l.strip_prefix("export const ARM_DELAY_MS = "))
+            .expect("arming.js exports ARM_DELAY_MS");
+        let panel: u64 = line.trim_end_matches(';').parse().unwrap();
+        assert_eq!(
+            ARM_DELAY_MS, panel,
+            "prompts.rs and extension/lib/arming.js disagree"
+        );
     }
 
     #[test]

@@ -13,6 +13,9 @@ function mount(form, options = {}) {
     onSubmit: (answer) => calls.submit.push(answer),
     onDecline: () => calls.decline++,
     onChange: (draft) => calls.change.push(draft),
+    // What keys and clicks do once the form takes them; how long it first waits is
+    // arming.test.mjs's.
+    arming: { delay: 0 },
     ...options,
   });
   document.body.appendChild(view.element);

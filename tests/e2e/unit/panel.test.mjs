@@ -52,6 +52,19 @@ async function openPanel() {
   return { window: dom.window, document: dom.window.document, sent, push, deliver };
 }
 
+/** Resolves once `element` is marked armed: it has been on screen long enough to take keys. */
+function armed(window, element) {
+  return new Promise((resolve) => {
+    if (element.hasAttribute('data-armed')) return resolve();
+    const watch = new window.MutationObserver(() => {
+      if (!element.hasAttribute('data-armed')) return;
+      watch.disconnect();
+      resolve();
+    });
+    watch.observe(element, { attributes: true, attributeFilter: ['data-armed'] });
+  });
+}
+
 function question(id, form, agent) {
   return {
     id,
@@ -98,7 +111,14 @@ test('a form that cannot be drawn shows as an error card; the other questions sh
   assert.equal(document.getElementById('empty').hidden, true);
   assert.ok(good.contains(document.activeElement), 'the focus goes to the question that can be answered');
 
-  // Keys outside the cards go to the first question that takes them: Y answers Yes.
+  // Keys outside the cards go to the first question that takes them, once it has been on
+  // screen long enough to be read: Y then answers Yes.
+  const early = new window.KeyboardEvent('keydown', { key: 'y', bubbles: true, cancelable: true });
+  document.body.dispatchEvent(early);
+  assert.deepEqual(sent.filter((m) => m.type === 'answer'), [], 'a key before the card was seen decides nothing');
+  assert.equal(early.defaultPrevented, true);
+  await armed(window, good.querySelector('form'));
+  await armed(window, bad.querySelector('.him-form'));
   const y = new window.KeyboardEvent('keydown', { key: 'y', bubbles: true, cancelable: true });
   document.body.dispatchEvent(y);
   assert.deepEqual(
