@@ -453,16 +453,21 @@ struct RawRemote {
 
 impl RawRemote {
     async fn connect(socket: &std::path::Path, machine: &str) -> (RawRemote, Value) {
+        RawRemote::connect_saying(
+            socket,
+            json!({"type": "hello", "protocol": 1, "agent": {"name": "far-agent"},
+                   "project": "far-project", "pid": 1, "verdicts": true, "machine": machine}),
+        )
+        .await
+    }
+
+    /// Connects and says `hello`, whatever it holds; returns the link and the `welcome`.
+    async fn connect_saying(socket: &std::path::Path, hello: Value) -> (RawRemote, Value) {
         let stream = tokio::net::UnixStream::connect(socket)
             .await
             .expect("connect to the gateway");
         let mut remote = RawRemote { stream };
-        remote
-            .send(
-                json!({"type": "hello", "protocol": 1, "agent": {"name": "far-agent"},
-                         "project": "far-project", "pid": 1, "verdicts": true, "machine": machine}),
-            )
-            .await;
+        remote.send(hello).await;
         let welcome = remote.recv().await;
         (remote, welcome)
     }
@@ -907,4 +912,57 @@ async fn a_silent_forwarded_socket_does_not_hold_up_questions_to_the_local_brows
         !held.lock().expect("lock").is_empty(),
         "the silent socket was never tried, so this test showed nothing"
     );
+}
+
+/// A remote agent cannot pass itself off as local: whatever its `hello` says of its machine —
+/// nothing, an empty name, a blank or an invisible one, a name that moves the cursor — the
+/// gateway names one in every question it passes on, so the panel marks it as remote.
+#[tokio::test]
+async fn a_remote_agent_that_names_no_readable_machine_is_still_marked_as_remote() {
+    let runtime = runtime_dir();
+    let state = tempfile::tempdir().expect("state dir");
+    std::fs::create_dir_all(state.path().join("him")).expect("state");
+    std::fs::write(state.path().join("him/gateway-enabled"), "").expect("marker");
+    let env = [
+        ("XDG_STATE_HOME", state.path().to_str().expect("utf-8")),
+        ("HIM_RECONNECT_GRACE_MS", "1500"),
+    ];
+    let mut ext = FakeExtension::start_correcting_with(runtime.path(), &env).await;
+    let gateway = him::runtime::gateway_socket(runtime.path());
+    eventually("the gateway's socket", || gateway.exists()).await;
+    let claims = [
+        None,
+        Some(""),
+        Some("   "),
+        Some("\u{200B}"),
+        Some("\u{3164}"),
+        Some("\u{1b}[2K\rlocal"),
+        Some(" devbox "),
+    ];
+    for (n, claim) in claims.into_iter().enumerate() {
+        let mut hello = json!({"type": "hello", "protocol": 1, "agent": {"name": "far-agent"},
+                               "pid": 1, "verdicts": true});
+        if let Some(claim) = claim {
+            hello["machine"] = json!(claim);
+        }
+        let (mut remote, welcome) = RawRemote::connect_saying(&gateway, hello).await;
+        assert_eq!(welcome["type"], "welcome", "{welcome}");
+        let id = format!("{n:032x}");
+        remote
+            .send(json!({"type": "ask", "id": id, "timeout_ms": 60000, "asked_at_ms": 0,
+                         "form": {"title": "Who?", "fields": [{"name": "a", "type": "text", "label": "A"}]}}))
+            .await;
+        let ask = ext.take_ask().await;
+        assert_eq!(ask["id"], id.as_str());
+        let shown = if claim == Some(" devbox ") {
+            "devbox"
+        } else {
+            "another machine"
+        };
+        assert_eq!(ask["machine"], shown, "hello said {claim:?}: {ask}");
+        drop(remote);
+        assert_eq!(ext.recv_type("withdraw").await["id"], id.as_str());
+    }
+    ext.kill().await;
+    eventually("the gateway to leave", || !gateway.exists()).await;
 }
