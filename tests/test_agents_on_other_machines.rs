@@ -966,3 +966,266 @@ async fn a_remote_agent_that_names_no_readable_machine_is_still_marked_as_remote
     ext.kill().await;
     eventually("the gateway to leave", || !gateway.exists()).await;
 }
+
+/// A person's machine for `him remote` without SSH: its own home, runtime and state
+/// folders, and an `ssh` on the PATH that answers `him forwarded-dir` with `answer`.
+struct SetUp {
+    root: tempfile::TempDir,
+}
+
+impl SetUp {
+    fn new() -> SetUp {
+        let root = tempfile::Builder::new()
+            .prefix("him-remote-")
+            .tempdir()
+            .expect("temp dir");
+        for dir in ["home/.ssh", "bin", "state", "run"] {
+            std::fs::create_dir_all(root.path().join(dir)).expect("mkdir");
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let ssh = root.path().join("bin/ssh");
+        std::fs::write(&ssh, "#!/bin/sh\nprintf '%s\\n' \"$HIM_TEST_SSH_ANSWER\"\n").expect("ssh");
+        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        std::fs::set_permissions(
+            root.path().join("run"),
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .expect("chmod");
+        SetUp { root }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.root.path().join("home")
+    }
+
+    fn config(&self) -> PathBuf {
+        self.home().join(".ssh/config")
+    }
+
+    /// `him <args>` as this person, the remote answering that its forwarded folder is
+    /// `forwarded`.
+    fn him(&self, args: &[&str], forwarded: &str) -> std::process::Output {
+        let answer = json!({"forwarded": forwarded, "hostname": "devbox", "version": "0.1.0",
+                            "him": "/usr/bin/him", "ssh_rc": "/home/r/.ssh/rc"});
+        let path = format!(
+            "{}:{}",
+            self.root.path().join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        std::process::Command::new(env!("CARGO_BIN_EXE_him"))
+            .args(args)
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", self.home())
+            .env("XDG_STATE_HOME", self.root.path().join("state"))
+            .env("HIM_RUNTIME_DIR", self.root.path().join("run"))
+            .env("HIM_RECONNECT_GRACE_MS", "1000")
+            .env("HIM_TEST_SSH_ANSWER", answer.to_string())
+            .output()
+            .expect("run him")
+    }
+
+    /// The names in `~/.ssh`, sorted.
+    fn ssh_dir(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.home().join(".ssh"))
+            .expect("list ~/.ssh")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// What the real ssh reads from `config` for host `devbox`: its `remoteforward` lines and
+/// any `proxycommand`.
+fn ssh_reads(config: &std::path::Path) -> Vec<String> {
+    let out = std::process::Command::new("/usr/bin/ssh")
+        .args(["-G", "-F"])
+        .arg(config)
+        .arg("devbox")
+        .output()
+        .expect("ssh -G");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("remoteforward ") || l.starts_with("proxycommand "))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_forwarded_path_that_would_add_a_directive_is_refused_and_the_config_is_left_as_it_was() {
+    let set_up = SetUp::new();
+    let mine = "Host devbox\n  HostName 10.0.0.1\n";
+    std::fs::write(set_up.config(), mine).expect("config");
+    let pwned = set_up.root.path().join("pwned");
+    for (forwarded, why) in [
+        (
+            format!(
+                "/home/r/fwd\n  ProxyCommand touch {}\nHost *\n#",
+                pwned.display()
+            ),
+            r"holds '\n'",
+        ),
+        ("/home/%u/fwd".to_owned(), "holds '%'"),
+        ("/home/r/fwd:/tmp/x".to_owned(), "holds ':'"),
+        ("/home/r/\"fwd".to_owned(), r#"holds '"'"#),
+        ("home/r/fwd".to_owned(), "not an absolute path"),
+        ("/home/r/../../etc".to_owned(), "not a plain path"),
+    ] {
+        let out = set_up.him(&["remote", "devbox", "--write"], &forwarded);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{forwarded:?} was taken");
+        assert!(
+            said.contains("devbox answered that its folder for forwarded sockets is")
+                && said.contains(why)
+                && said.contains("nothing was written"),
+            "{forwarded:?}: {said}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(set_up.config()).expect("config"),
+            mine,
+            "{forwarded:?}"
+        );
+        assert_eq!(set_up.ssh_dir(), ["config"], "nothing left beside it");
+    }
+    assert!(ssh_reads(&set_up.config()).is_empty());
+    assert!(!pwned.exists());
+    assert!(
+        !set_up
+            .root
+            .path()
+            .join("state/him/gateway-enabled")
+            .exists(),
+        "forwarding was not enabled"
+    );
+}
+
+#[test]
+fn a_forwarded_path_with_a_space_is_one_quoted_word_written_through_a_linked_config() {
+    let set_up = SetUp::new();
+    let dotfiles = set_up.root.path().join("dotfiles");
+    std::fs::create_dir(&dotfiles).expect("mkdir");
+    let mine = "Host other\n  User me\n";
+    std::fs::write(dotfiles.join("ssh_config"), mine).expect("config");
+    std::os::unix::fs::symlink("../../dotfiles/ssh_config", set_up.config()).expect("symlink");
+    let forwarded = "/home/r b/.local/state/him/run/devbox/forwarded";
+    let out = set_up.him(&["remote", "devbox", "--write"], forwarded);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::symlink_metadata(set_up.config())
+            .expect("meta")
+            .file_type()
+            .is_symlink(),
+        "the link stays"
+    );
+    let written = std::fs::read_to_string(dotfiles.join("ssh_config")).expect("config");
+    assert!(
+        written.starts_with("# >>> him remote devbox >>>") && written.ends_with(mine),
+        "{written}"
+    );
+    let gateway = him::runtime::gateway_socket(&set_up.root.path().join("run"));
+    let bind = format!("{forwarded}/{}", bind_file_name());
+    assert_eq!(
+        ssh_reads(&set_up.config()),
+        [format!("remoteforward {bind} {}", gateway.display())],
+        "{written}"
+    );
+    assert_eq!(set_up.ssh_dir(), ["config"], "nothing left beside it");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains(&format!("ssh -R '{bind}:{}' devbox", gateway.display())),
+        "{printed}"
+    );
+}
+
+#[test]
+fn an_rc_is_written_whole_and_a_link_planted_where_it_used_to_be_made_is_not_followed() {
+    let set_up = SetUp::new();
+    let victim = set_up.root.path().join("victim");
+    std::fs::write(&victim, "the person's file\n").expect("victim");
+    // 019b820 wrote ~/.ssh/rc.him-tmp, through whatever was there, then renamed it.
+    std::os::unix::fs::symlink(&victim, set_up.home().join(".ssh/rc.him-tmp")).expect("plant");
+    let out = set_up.him(&["forwarded-dir", "--ssh-rc"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("victim"),
+        "the person's file\n"
+    );
+    let rc = set_up.home().join(".ssh/rc");
+    let meta = std::fs::symlink_metadata(&rc).expect("rc");
+    assert!(meta.file_type().is_file(), "{meta:?}");
+    assert!(
+        std::fs::read_to_string(&rc)
+            .expect("rc")
+            .contains("tidy-forwarded"),
+    );
+    assert_eq!(set_up.ssh_dir(), ["rc", "rc.him-tmp"]);
+}
+
+#[test]
+fn uninstall_edits_an_rc_that_is_a_link_where_it_points_and_never_removes_the_link() {
+    let set_up = SetUp::new();
+    let dotfiles = set_up.root.path().join("dotfiles");
+    std::fs::create_dir(&dotfiles).expect("mkdir");
+    let rc = set_up.home().join(".ssh/rc");
+    let is_link = |path: &std::path::Path| {
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+    };
+    // A link to the person's own rc: the block goes on top there, and only it comes out.
+    let mine = "echo mine >&2\n";
+    std::fs::write(dotfiles.join("rc"), mine).expect("rc");
+    std::os::unix::fs::symlink("../../dotfiles/rc", &rc).expect("symlink");
+    assert!(
+        set_up
+            .him(&["forwarded-dir", "--ssh-rc"], "")
+            .status
+            .success()
+    );
+    let with_block = std::fs::read_to_string(dotfiles.join("rc")).expect("rc");
+    assert!(
+        with_block.contains("tidy-forwarded") && with_block.ends_with(mine),
+        "{with_block}"
+    );
+    let out = set_up.him(&["uninstall"], "");
+    assert!(out.status.success(), "{out:?}");
+    assert!(is_link(&rc), "the link stays");
+    assert_eq!(
+        std::fs::read_to_string(dotfiles.join("rc")).expect("rc"),
+        mine
+    );
+
+    // A link to a file that was not there: him made it, holding only its block.
+    std::fs::remove_file(&rc).expect("rm");
+    std::os::unix::fs::symlink("../../dotfiles/rc-new", &rc).expect("symlink");
+    assert!(
+        set_up
+            .him(&["forwarded-dir", "--ssh-rc"], "")
+            .status
+            .success()
+    );
+    assert!(is_link(&rc));
+    assert!(
+        std::fs::read_to_string(dotfiles.join("rc-new"))
+            .expect("rc")
+            .contains("tidy-forwarded")
+    );
+    let out = set_up.him(&["uninstall"], "");
+    assert!(out.status.success(), "{out:?}");
+    assert!(is_link(&rc), "the link stays: {:?}", set_up.ssh_dir());
+    assert!(
+        !dotfiles.join("rc-new").exists(),
+        "the file him made, and its block, are gone"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("removed the him block from"),
+        "{out:?}"
+    );
+}
