@@ -141,6 +141,7 @@ pub fn run(args: &RemoteArgs) -> Result<ExitCode, BoxError> {
     if args.container {
         crate::gateway::enable()?;
         print_container(&gateway)?;
+        start_gateway(&located.dir)?;
         return Ok(ExitCode::SUCCESS);
     }
     let host = args
@@ -219,7 +220,34 @@ pub fn run(args: &RemoteArgs) -> Result<ExitCode, BoxError> {
         "Then, on {host}, `him doctor` says the panel is reached through SSH from this machine.\n\
          VS Code Remote-SSH reads ~/.ssh/config, so it needs nothing more."
     )?;
+    drop(out);
+    start_gateway(&located.dir)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// How long `him remote` waits for the gateway it starts to answer.
+const GATEWAY_START: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Starts the gateway now that forwarding is enabled, rather than at the next browser
+/// start: with the browser already open, remote questions would go back to the chat until
+/// then. Says whether it runs.
+fn start_gateway(runtime_dir: &Path) -> Result<(), BoxError> {
+    let socket = runtime::gateway_socket(runtime_dir);
+    if crate::gateway::start_now(runtime_dir, GATEWAY_START) {
+        writeln!(
+            std::io::stdout().lock(),
+            "\nThe gateway runs on this machine now ({}): while a browser with him is open, \
+             it stays, and its host starts it again should it stop.",
+            socket.display()
+        )?;
+    } else {
+        eprintln!(
+            "him: warning: the gateway did not start ({} does not answer); open the browser, \
+             whose host starts it, or run `him gateway`",
+            socket.display()
+        );
+    }
+    Ok(())
 }
 
 fn print_container(gateway: &Path) -> Result<(), BoxError> {

@@ -258,6 +258,35 @@ async fn a_remote_agents_question_is_answered_in_the_local_panel_marked_with_its
     assert!(config.starts_with("Host devbox\n  HostName "), "{config}");
 }
 
+/// Forwarding set up while the browser is open (on 019b820 the gateway stayed stopped until
+/// the browser's next start, and every remote question went back to the chat in 0.09 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_question_reaches_the_panel_when_forwarding_is_set_up_with_the_browser_open() {
+    let Some(lab) = Lab::new().await else { return };
+    let mut ext = laptop_browser(&lab).await;
+    let printed = set_up_forwarding(&lab).await;
+    assert!(
+        printed.contains("The gateway runs on this machine now"),
+        "{printed}"
+    );
+    lab.connect().await;
+    let agent = remote_agent(&lab, "remote-claude", &[]).await;
+    let asked = ask_remote(agent, "Reached with the browser open?").await;
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["machine"], lab.remote_hostname.as_str(), "{ask}");
+    ext.submit(&ask["id"], json!({"answer": "yes"})).await;
+    let (agent, result) = asked.await.expect("call task");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "extension", "{result}");
+    let report = remote_doctor(&lab).await;
+    assert!(
+        report.contains("the panel is reached through SSH, from"),
+        "{report}"
+    );
+    drop(agent);
+    ext.kill().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_question_survives_a_browser_restart_and_an_ssh_reconnect_and_falls_back_on_a_drop()
  {
@@ -1228,4 +1257,99 @@ fn uninstall_edits_an_rc_that_is_a_link_where_it_points_and_never_removes_the_li
         String::from_utf8_lossy(&out.stdout).contains("removed the him block from"),
         "{out:?}"
     );
+}
+
+/// The gateway's pid, from its `welcome`.
+async fn gateway_pid(gateway: &std::path::Path) -> u64 {
+    let (_, welcome) = RawRemote::connect(gateway, "far-box").await;
+    welcome["host"]["pid"]
+        .as_u64()
+        .expect("a pid in the welcome")
+}
+
+/// Forwarding set up while the browser is already open: `him remote` starts the gateway
+/// before it returns, so the very next remote question reaches the panel (on 019b820 it went
+/// back to the chat until the browser's next start).
+#[tokio::test]
+async fn him_remote_starts_the_gateway_at_once_while_the_browser_is_open() {
+    let set_up = SetUp::new();
+    let runtime = set_up.root.path().join("run");
+    let state = set_up.root.path().join("state");
+    let env = [
+        ("XDG_STATE_HOME", state.to_str().expect("utf-8")),
+        ("HIM_RECONNECT_GRACE_MS", "1000"),
+    ];
+    let mut ext = FakeExtension::start_correcting_with(&runtime, &env).await;
+    let out = set_up.him(
+        &["remote", "devbox", "--write"],
+        "/home/r/.local/state/him/run/devbox/forwarded",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gateway = him::runtime::gateway_socket(&runtime);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains(&format!(
+            "The gateway runs on this machine now ({})",
+            gateway.display()
+        )),
+        "{printed}"
+    );
+    // No waiting: it answered before him remote returned.
+    let (mut remote, welcome) = RawRemote::connect(&gateway, "far-box").await;
+    assert_eq!(welcome["type"], "welcome", "{welcome}");
+    remote
+        .send(json!({"type": "ask", "id": REMOTE_QUESTION, "timeout_ms": 60000, "asked_at_ms": 0,
+                     "form": {"title": "Reached?", "fields": [{"name": "a", "type": "text", "label": "A"}]}}))
+        .await;
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["id"], REMOTE_QUESTION, "{ask}");
+    assert_eq!(ask["machine"], "far-box", "{ask}");
+    drop(remote);
+    ext.kill().await;
+    eventually("the gateway to leave", || !gateway.exists()).await;
+}
+
+/// A browser's host that runs while forwarding gets set up (another way than `him remote`,
+/// or the start there failed), or while the gateway dies, starts it.
+#[tokio::test]
+async fn a_running_browsers_host_starts_the_gateway_whenever_it_is_enabled_and_not_running() {
+    let runtime = runtime_dir();
+    let state = tempfile::tempdir().expect("state dir");
+    let env = [
+        ("XDG_STATE_HOME", state.path().to_str().expect("utf-8")),
+        ("HIM_RECONNECT_GRACE_MS", "1000"),
+    ];
+    let ext = FakeExtension::start_correcting_with(runtime.path(), &env).await;
+    let gateway = him::runtime::gateway_socket(runtime.path());
+    std::fs::create_dir_all(state.path().join("him")).expect("state");
+    std::fs::write(state.path().join("him/gateway-enabled"), "").expect("marker");
+    eventually("the host to start the gateway", || {
+        std::os::unix::net::UnixStream::connect(&gateway).is_ok()
+    })
+    .await;
+    let first = gateway_pid(&gateway).await;
+    // It dies without a word, leaving its socket; the host starts another.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(first as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the gateway");
+    let mut second = first;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while second == first {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no new gateway after {first} died"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if std::os::unix::net::UnixStream::connect(&gateway).is_ok() {
+            second = gateway_pid(&gateway).await;
+        }
+    }
+    ext.kill().await;
+    eventually("the gateway to leave", || !gateway.exists()).await;
 }

@@ -294,6 +294,8 @@ impl Lab {
     pub async fn him_on_laptop(&self, args: &[&str]) -> std::process::Output {
         let mut env = self.laptop.browser_env();
         env.retain(|(k, _)| *k != "HIM_LOG");
+        // A gateway that `him remote` starts leaves soon after the browser, as the test ends.
+        env.push(("HIM_RECONNECT_GRACE_MS", "3000".into()));
         self.laptop
             .command(&env)
             .args(args)
