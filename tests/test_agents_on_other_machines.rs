@@ -403,6 +403,78 @@ async fn a_remote_question_survives_a_browser_restart_and_an_ssh_reconnect_and_f
     ext.kill().await;
 }
 
+/// The network between the machines goes away without a FIN (a laptop asleep, Wi-Fi gone):
+/// sshd on the remote keeps listening and forwarding into a TCP connection that leads
+/// nowhere. The remote agent notices by its keep-alive (`HIM_KEEPALIVE_MS`): the question
+/// shown before the loss and one asked after it both move on to the fallback once the
+/// reconnect grace is over, as when a browser closes (on 019b820 both waited out their
+/// whole timeout, the second shown nowhere). Prints how long the agent took to notice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_network_lost_without_a_goodbye_moves_remote_questions_on_after_the_grace() {
+    const KEEPALIVE_MS: u64 = 1000;
+    const GRACE_MS: u64 = 2000;
+    let Some(lab) = Lab::new().await else { return };
+    set_up_forwarding(&lab).await;
+    let mut ext = laptop_browser(&lab).await;
+    lab.connect().await;
+    let agent = remote_agent(
+        &lab,
+        "remote-codex",
+        &[
+            ("HIM_RECONNECT_GRACE_MS", &GRACE_MS.to_string()),
+            ("HIM_KEEPALIVE_MS", &KEEPALIVE_MS.to_string()),
+        ],
+    )
+    .await;
+    until_forward_moved(&lab).await;
+    let agent = std::sync::Arc::new(agent);
+    let ask = |question: &'static str| {
+        let agent = agent.clone();
+        tokio::spawn(async move {
+            let result = call(
+                &agent,
+                "ask_text",
+                json!({"question": question, "timeout_ms": 60000}),
+            )
+            .await;
+            (result, Instant::now())
+        })
+    };
+    // A question the panel shows, the link quiet long enough for the keep-alive to run.
+    let before = ask("Shown before the network went?");
+    ext.take_ask().await;
+    let status = call(&agent, "human_input_status", json!({})).await;
+    assert_eq!(status["channel"], "extension", "{status}");
+
+    lab.cut_network();
+    let cut = Instant::now();
+    let after = ask("Asked after it went?");
+    let (before, before_done) = before.await.expect("call task");
+    let (after, after_done) = after.await.expect("call task");
+    for result in [&before, &after] {
+        assert_eq!(result["status"], "needs_user_input", "{result}");
+        assert_eq!(result["via"], "chat", "{result}");
+    }
+    let noticed = before_done.duration_since(cut);
+    let grace = Duration::from_millis(GRACE_MS);
+    eprintln!(
+        "a dead route: the question shown before moved on {noticed:?} after the cut ({:?} to \
+         notice, keep-alive {KEEPALIVE_MS} ms, then the {GRACE_MS} ms grace); the one asked \
+         after, {:?} after the cut",
+        noticed.saturating_sub(grace),
+        after_done.duration_since(cut)
+    );
+    // Noticed within twice the keep-alive period (one quiet period, one unanswered ping),
+    // then the grace; the bound allows a loaded machine 3 s more, far below the timeout.
+    let bound = Duration::from_millis(2 * KEEPALIVE_MS + GRACE_MS) + Duration::from_secs(3);
+    assert!(noticed >= grace && noticed < bound, "{noticed:?}");
+    assert!(after_done.duration_since(cut) < bound, "{after}");
+    // The network back, the connection ends cleanly, its sshd session process with it.
+    lab.restore_network();
+    lab.exit_connection().await;
+    ext.kill().await;
+}
+
 /// The container: a mount namespace, the laptop user's uid, the gateway's folder
 /// bind-mounted where the agent looks ($HIM_RUNTIME_DIR/forwarded), another host name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

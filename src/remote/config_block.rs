@@ -106,7 +106,8 @@ impl Block {
              ControlMaster auto\n  \
              ControlPath ~/.ssh/him-%C\n  \
              ControlPersist 10m\n  \
-             # A dead connection is noticed within 45 s, so its questions move on.\n  \
+             # A connection gone dead is given up here after 60 s without a word (4 × 15 s),\n  \
+             # and its questions leave the panel; agents there notice in 5 to 10 s themselves.\n  \
              ServerAliveInterval 15\n  \
              ServerAliveCountMax 3\n\
              # What follows applies to every host again, as before this block.\n\
