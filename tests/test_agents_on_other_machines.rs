@@ -469,6 +469,19 @@ async fn a_network_lost_without_a_goodbye_moves_remote_questions_on_after_the_gr
     let bound = Duration::from_millis(2 * KEEPALIVE_MS + GRACE_MS) + Duration::from_secs(3);
     assert!(noticed >= grace && noticed < bound, "{noticed:?}");
     assert!(after_done.duration_since(cut) < bound, "{after}");
+    // Asked once the route is known gone: the forward still accepts, its hello gets no
+    // welcome within the keep-alive period, and the question moves on at once.
+    let asked = Instant::now();
+    let (later, later_done) = ask("Asked once it was known gone?")
+        .await
+        .expect("call task");
+    assert_eq!(later["status"], "needs_user_input", "{later}");
+    let waited = later_done.duration_since(asked);
+    eprintln!("a question asked once the route was known gone moved on after {waited:?}");
+    assert!(
+        waited < Duration::from_millis(KEEPALIVE_MS) + Duration::from_secs(3),
+        "{waited:?}"
+    );
     // The network back, the connection ends cleanly, its sshd session process with it.
     lab.restore_network();
     lab.exit_connection().await;
