@@ -91,18 +91,18 @@ pub async fn answers(runtime_dir: &Path) -> bool {
     )
 }
 
-/// Called by a native host as it starts: starts the gateway, detached, when forwarding is
-/// set up and nothing answers on the stable socket.
-pub async fn ensure_running(runtime_dir: &Path) {
+/// Starts the gateway, detached, when forwarding is set up and nothing answers on the
+/// stable socket.
+async fn ensure_running(runtime_dir: &Path) {
     if enabled() && !answers(runtime_dir).await {
         start(Stdio::inherit());
     }
 }
 
-/// For as long as a native host runs: starts the gateway whenever forwarding is set up and
-/// none answers — set up after this host started (by `him remote` on another terminal,
-/// whose own start may have failed), or a gateway that died. Remote questions would
-/// otherwise go back to the chat while the browser is open.
+/// For as long as a native host runs, from its start: starts the gateway whenever
+/// forwarding is set up and none answers — set up after this host started (by `him remote`
+/// on another terminal, whose own start may have failed), or a gateway that died. Remote
+/// questions would otherwise go back to the chat while the browser is open.
 pub async fn keep_running(runtime_dir: PathBuf) {
     loop {
         ensure_running(&runtime_dir).await;

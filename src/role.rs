@@ -78,7 +78,6 @@ pub fn run_host(launch: BrowserLaunch) -> ExitCode {
     let outcome = runtime.block_on(async {
         // Agents on other machines and in containers reach this browser through the
         // gateway, which runs whenever forwarding is set up and the browser is open.
-        crate::gateway::ensure_running(&dir).await;
         tokio::spawn(crate::gateway::keep_running(dir.clone()));
         let (stdin, stdout) = rmcp::transport::stdio_pipes();
         crate::host::run(&dir, stdin, stdout, agent_stall()).await
