@@ -117,7 +117,23 @@ enum Route {
     Live(Welcome),
 }
 
+/// How long a gateway may take to find the browsers' hosts once started: it looks every
+/// 250 ms (`bridge.rs`), and says it reaches none until its first look has been answered.
+const GATEWAY_SETTLES: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What `sock` leads to; a gateway that says it reaches no browser is asked once more a
+/// moment later, since one that has just started says so until it has looked.
 fn route(sock: &Path) -> Route {
+    match route_once(sock) {
+        Route::NoBrowser(_) => {
+            std::thread::sleep(GATEWAY_SETTLES);
+            route_once(sock)
+        }
+        other => other,
+    }
+}
+
+fn route_once(sock: &Path) -> Route {
     use std::os::unix::net::UnixStream;
     let mut stream = match UnixStream::connect(sock) {
         Ok(stream) => stream,
