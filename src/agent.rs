@@ -127,6 +127,9 @@ struct Shared {
     hello: Bytes,
     /// The hello for a forwarded link: it names this machine, for the panel's label.
     hello_forwarded: Bytes,
+    /// How long a forwarded link may say nothing before it is asked whether it is there,
+    /// and then how long it has to answer ([`forward::watch_route`]).
+    keepalive: Duration,
     state: Mutex<State>,
     link_count: watch::Sender<usize>,
     /// Told of every `welcome` and every link that ends, for [`Pool::welcomed`].
@@ -206,6 +209,7 @@ impl Pool {
                 identity,
                 hello,
                 hello_forwarded,
+                keepalive: forward::keepalive(),
                 state: Mutex::new(State::default()),
                 link_count: watch::channel(0).0,
                 welcomes: watch::channel(()).0,
@@ -538,7 +542,7 @@ const FIRST_LOOK: Duration = Duration::from_millis(1500);
 
 /// Tries one forwarded socket and links the gateway behind it, or marks the route quiet.
 async fn try_route(shared: Arc<Shared>, path: PathBuf) {
-    let outcome = forward::reach(&path, &shared.hello_forwarded).await;
+    let outcome = forward::reach(&path, &shared.hello_forwarded, shared.keepalive).await;
     {
         let mut state = shared.state();
         state.route_tries.remove(&path);
@@ -697,6 +701,10 @@ fn link_queue(
     for entry in state.questions.values() {
         let _ = outgoing.send(entry.ask_frame.clone());
     }
+    // Only a forwarded link can die without a word: a local host that goes away closes it.
+    let keepalive = status
+        .forwarded
+        .then(|| (outgoing.downgrade(), shared.keepalive));
     state.links.insert(
         path.clone(),
         Link {
@@ -708,7 +716,7 @@ fn link_queue(
     shared.publish_link_count(state);
     shared
         .link_tasks
-        .spawn(run_link(shared.clone(), path, stream, queue));
+        .spawn(run_link(shared.clone(), path, stream, queue, keepalive));
 }
 
 async fn run_link(
@@ -716,12 +724,33 @@ async fn run_link(
     path: PathBuf,
     stream: UnixStream,
     queue: mpsc::UnboundedReceiver<Bytes>,
+    keepalive: Option<(mpsc::WeakUnboundedSender<Bytes>, Duration)>,
 ) {
     let mut end = HostEnd {
         shared: &shared,
         path: &path,
     };
-    link::run(stream, queue, &mut end).await;
+    match keepalive {
+        None => {
+            link::run(stream, queue, &mut end).await;
+        }
+        Some((outgoing, every)) => {
+            let heard = Arc::new(tokio::sync::Notify::new());
+            let (read, write) = stream.into_split();
+            let read = forward::Heard::new(read, heard.clone());
+            tokio::select! {
+                _ = link::run_halves(read, write, queue, &mut end) => {}
+                () = forward::watch_route(&heard, &outgoing, every) => {
+                    tracing::info!(
+                        socket = %path.display(),
+                        "no word through the forwarded socket for {} ms after a ping: the \
+                         route is gone (a network lost without a goodbye)",
+                        every.as_millis()
+                    );
+                }
+            }
+        }
+    }
     let mut state = shared.state();
     state.links.remove(&path);
     // A spare route may be the way to that gateway now.
@@ -822,8 +851,13 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
                 },
             );
         }
+        // An older host or gateway answers a keep-alive `ping` so: alive, and no news.
+        HostToAgent::Error { id: None, message } if message.contains("\"ping\"") => {
+            tracing::debug!(socket = %path.display(), "host reported: {message}");
+        }
         HostToAgent::Error { id: None, message } => {
             tracing::warn!(socket = %path.display(), "host reported: {message}");
         }
+        HostToAgent::Pong => {}
     }
 }

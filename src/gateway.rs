@@ -17,8 +17,10 @@
 //! restarts), labelled with the remote agent's name, project and machine. A remote agent
 //! only ever hears about its own questions.
 //!
-//! It starts on demand: a native host whose user set up forwarding (`him remote`) spawns it
-//! when nothing answers on the stable socket; one instance holds the folder's lock. It exits
+//! It starts on demand: `him remote` starts it as it sets forwarding up, and a native host
+//! whose user set forwarding up spawns it when nothing answers on the stable socket — at
+//! start, and again whenever it finds it gone while the browser runs ([`keep_running`]); one
+//! instance holds the folder's lock. It exits
 //! once no local host has run for the reconnect grace, so a browser restart keeps it (and
 //! the remote questions) while closing the browser for good ends it, and the remote agents'
 //! questions move on to their fallback as if the browser had closed.
@@ -73,20 +75,49 @@ pub fn disable() -> io::Result<Option<PathBuf>> {
     }
 }
 
-/// Called by a native host: starts the gateway, detached, when forwarding is set up and
-/// nothing answers on the stable socket.
-pub fn ensure_running(runtime_dir: &Path) {
-    if !enabled() {
-        return;
+/// How often a native host looks whether the gateway it should have runs.
+const KEEP_RUNNING_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How long a look at the gateway's socket may take: a live gateway accepts at once, and
+/// only one whose backlog is full makes a connect wait.
+const ANSWER_WAIT: Duration = Duration::from_secs(1);
+
+/// Whether a gateway accepts connections on the stable socket of `runtime_dir`.
+pub async fn answers(runtime_dir: &Path) -> bool {
+    let socket = runtime::gateway_socket(runtime_dir);
+    matches!(
+        tokio::time::timeout(ANSWER_WAIT, tokio::net::UnixStream::connect(socket)).await,
+        Ok(Ok(_))
+    )
+}
+
+/// Starts the gateway, detached, when forwarding is set up and nothing answers on the
+/// stable socket.
+async fn ensure_running(runtime_dir: &Path) {
+    if enabled() && !answers(runtime_dir).await {
+        start(Stdio::inherit());
     }
-    if std::os::unix::net::UnixStream::connect(runtime::gateway_socket(runtime_dir)).is_ok() {
-        return;
+}
+
+/// For as long as a native host runs, from its start: starts the gateway whenever
+/// forwarding is set up and none answers — set up after this host started (by `him remote`
+/// on another terminal, whose own start may have failed), or a gateway that died. Remote
+/// questions would otherwise go back to the chat while the browser is open.
+pub async fn keep_running(runtime_dir: PathBuf) {
+    loop {
+        ensure_running(&runtime_dir).await;
+        tokio::time::sleep(KEEP_RUNNING_INTERVAL).await;
     }
+}
+
+/// Starts `him gateway`, detached, its log going to `stderr`; returns its pid. A second one
+/// started meanwhile finds the lock taken and leaves at once.
+pub fn start(stderr: Stdio) -> Option<u32> {
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(err) => {
             tracing::warn!("cannot start the gateway: {err}");
-            return;
+            return None;
         }
     };
     // Its own process group: the browser ends its host, not the gateway, whose questions
@@ -95,16 +126,51 @@ pub fn ensure_running(runtime_dir: &Path) {
         .arg("gateway")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
+        .stderr(stderr)
         .process_group(0)
         .spawn();
     match spawned {
         Ok(mut child) => {
-            tracing::info!(pid = child.id(), "started the gateway");
-            // Reaped when it ends, so no zombie stays while this host runs.
+            let pid = child.id();
+            tracing::info!(pid, "started the gateway");
+            // Reaped when it ends, so no zombie stays while this process runs.
             std::thread::spawn(move || child.wait());
+            Some(pid)
         }
-        Err(err) => tracing::warn!("cannot start the gateway: {err}"),
+        Err(err) => {
+            tracing::warn!("cannot start the gateway: {err}");
+            None
+        }
     }
+}
+
+/// For `him remote`, once forwarding is enabled: starts the gateway unless one answers, and
+/// waits up to `within` for it to answer. Returns whether one answers now.
+pub fn start_now(runtime_dir: &Path, within: Duration) -> bool {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(_) => return false,
+    };
+    runtime.block_on(async {
+        if answers(runtime_dir).await {
+            return true;
+        }
+        // Its log would land on this terminal after `him remote` has ended.
+        if start(Stdio::null()).is_none() {
+            return false;
+        }
+        let deadline = tokio::time::Instant::now() + within;
+        while tokio::time::Instant::now() < deadline {
+            if answers(runtime_dir).await {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    })
 }
 
 /// `him gateway`: runs until no local host has run for the reconnect grace.

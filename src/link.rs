@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -45,10 +45,20 @@ pub enum Ended {
 /// Runs the link until one side ends it.
 pub async fn run(
     stream: UnixStream,
-    mut queue: mpsc::UnboundedReceiver<Bytes>,
+    queue: mpsc::UnboundedReceiver<Bytes>,
     policy: &mut impl Policy,
 ) -> Ended {
     let (read, write) = stream.into_split();
+    run_halves(read, write, queue, policy).await
+}
+
+/// As [`run`], on the two halves of a stream (one wrapped to watch what comes in, say).
+pub async fn run_halves(
+    read: impl AsyncRead + Unpin + Send,
+    write: impl AsyncWrite + Unpin + Send,
+    mut queue: mpsc::UnboundedReceiver<Bytes>,
+    policy: &mut impl Policy,
+) -> Ended {
     let mut frames = FramedRead::new(read, FrameCodec::new(MAX_INBOUND));
     let mut sink = FramedWrite::new(write, FrameCodec::new(MAX_INBOUND));
     loop {

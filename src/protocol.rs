@@ -155,6 +155,10 @@ pub enum AgentToHost {
     /// The answer to `id` did not fit its form (`field` names the field at fault, if one
     /// is): the question stays open, with the same id and deadline, for a corrected answer.
     Refused(Refusal),
+    /// Are you there? Sent by an agent on a link that can die without a word (one through a
+    /// forwarded socket, DESIGN.md §10) after a while without a frame; the host answers
+    /// `pong`. An older host answers `error` (unknown type), which shows it alive as well.
+    Ping,
 }
 
 /// Why an answer was refused, for the person to correct it.
@@ -195,6 +199,8 @@ pub enum HostToAgent {
         id: Option<String>,
         message: String,
     },
+    /// The answer to `ping`.
+    Pong,
 }
 
 /// `ask` as the extension sees it: the agent's question plus who asked.
@@ -278,10 +284,11 @@ pub trait Message: DeserializeOwned + Serialize {
 }
 
 impl Message for AgentToHost {
-    const TYPES: &'static [&'static str] = &["hello", "ask", "withdraw", "accepted", "refused"];
+    const TYPES: &'static [&'static str] =
+        &["hello", "ask", "withdraw", "accepted", "refused", "ping"];
 }
 impl Message for HostToAgent {
-    const TYPES: &'static [&'static str] = &["welcome", "shown", "answer", "error"];
+    const TYPES: &'static [&'static str] = &["welcome", "shown", "answer", "error", "pong"];
 }
 impl Message for HostToExtension {
     const TYPES: &'static [&'static str] =
@@ -434,6 +441,20 @@ mod tests {
             decode::<AgentToHost>(b"{\"type\":\"ask\",\"id\":3}"),
             Err(ProtocolError::BadFields { .. })
         ));
+    }
+
+    #[test]
+    fn ping_and_pong_are_bare_messages() {
+        assert_eq!(&encode(&AgentToHost::Ping)[..], br#"{"type":"ping"}"#);
+        assert_eq!(&encode(&HostToAgent::Pong)[..], br#"{"type":"pong"}"#);
+        assert_eq!(
+            decode::<AgentToHost>(br#"{"type":"ping","later":1}"#),
+            Ok(AgentToHost::Ping)
+        );
+        assert_eq!(
+            decode::<HostToAgent>(br#"{"type":"pong"}"#),
+            Ok(HostToAgent::Pong)
+        );
     }
 
     #[test]

@@ -156,6 +156,7 @@ impl Relay {
                 reply(self.welcome())
             }
             AgentToHost::Ask(ask) => self.ask(agent, ask),
+            AgentToHost::Ping => reply(HostToAgent::Pong),
             AgentToHost::Withdraw { id, reason } => {
                 if self.owners.get(&id) != Some(&agent) {
                     return reply(HostToAgent::Error {
@@ -713,6 +714,21 @@ mod tests {
             &r.agent_frame(1, &withdraw)[..],
             [Effect::ToExtension(HostToExtension::Withdraw { .. })]
         ));
+    }
+
+    #[test]
+    fn a_ping_is_answered_with_a_pong_before_or_after_hello() {
+        let mut r = relay();
+        let ping = encode(&AgentToHost::Ping);
+        assert_eq!(
+            r.agent_frame(1, &ping),
+            vec![Effect::ToAgent(1, HostToAgent::Pong)]
+        );
+        r.agent_frame(1, &hello("a"));
+        assert_eq!(
+            r.agent_frame(1, &ping),
+            vec![Effect::ToAgent(1, HostToAgent::Pong)]
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! ([`ssh_rc`]). `him uninstall` removes every such block, on either machine.
 
 mod config_block;
+mod file;
 pub mod ssh_rc;
 
 use std::io::Write;
@@ -21,7 +22,7 @@ use crate::BoxError;
 use crate::cli::{ForwardedDirArgs, RemoteArgs};
 use crate::runtime;
 
-pub use config_block::{Block, remove_blocks, upsert_block};
+pub use config_block::{Block, check_host, check_socket_path, remove_blocks, upsert_block};
 
 /// What `him forwarded-dir` prints on the remote machine.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -140,13 +141,24 @@ pub fn run(args: &RemoteArgs) -> Result<ExitCode, BoxError> {
     if args.container {
         crate::gateway::enable()?;
         print_container(&gateway)?;
+        start_gateway(&located.dir)?;
         return Ok(ExitCode::SUCCESS);
     }
     let host = args
         .host
         .as_deref()
         .ok_or("name the SSH host (as in `ssh HOST`), or give --container")?;
+    check_host(host)?;
+    check_socket_path(&gateway, "this machine's gateway socket")
+        .map_err(|why| format!("{why}; set HIM_RUNTIME_DIR to a plainer private folder"))?;
     let paths = ask_remote(host, &args.remote_him, args.write)?;
+    // What the other machine answered goes into this machine's ~/.ssh/config: a path that
+    // would read as more than one path there is refused, and nothing is written.
+    check_socket_path(
+        &paths.forwarded,
+        &format!("{host} answered that its folder for forwarded sockets is"),
+    )
+    .map_err(|why| format!("{why}; nothing was written"))?;
     let local_name = bind_name(&runtime::hostname().unwrap_or_default());
     let remote_socket = paths.forwarded.join(format!("{local_name}.sock"));
     for path in [&remote_socket, &gateway] {
@@ -208,7 +220,34 @@ pub fn run(args: &RemoteArgs) -> Result<ExitCode, BoxError> {
         "Then, on {host}, `him doctor` says the panel is reached through SSH from this machine.\n\
          VS Code Remote-SSH reads ~/.ssh/config, so it needs nothing more."
     )?;
+    drop(out);
+    start_gateway(&located.dir)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// How long `him remote` waits for the gateway it starts to answer.
+const GATEWAY_START: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Starts the gateway now that forwarding is enabled, rather than at the next browser
+/// start: with the browser already open, remote questions would go back to the chat until
+/// then. Says whether it runs.
+fn start_gateway(runtime_dir: &Path) -> Result<(), BoxError> {
+    let socket = runtime::gateway_socket(runtime_dir);
+    if crate::gateway::start_now(runtime_dir, GATEWAY_START) {
+        writeln!(
+            std::io::stdout().lock(),
+            "\nThe gateway runs on this machine now ({}): while a browser with him is open, \
+             it stays, and its host starts it again should it stop.",
+            socket.display()
+        )?;
+    } else {
+        eprintln!(
+            "him: warning: the gateway did not start ({} does not answer); open the browser, \
+             whose host starts it, or run `him gateway`",
+            socket.display()
+        );
+    }
+    Ok(())
 }
 
 fn print_container(gateway: &Path) -> Result<(), BoxError> {
@@ -260,15 +299,26 @@ fn ask_remote(host: &str, remote_him: &str, write: bool) -> Result<RemotePaths, 
         .lines()
         .rev()
         .find(|l| l.trim_start().starts_with('{'));
-    line.and_then(|l| serde_json::from_str(l).ok())
+    let paths: RemotePaths = line
+        .and_then(|l| serde_json::from_str(l).ok())
         .ok_or_else(|| {
             format!(
                 "{host} answered `{remote_him} forwarded-dir` with something else than its paths \
-             (an older him there?): {}",
+             (an older him there?): {:?}",
                 stdout.trim()
             )
-            .into()
-        })
+        })?;
+    // These are printed for the person to read (and to copy into ~/.ssh/rc there).
+    for path in paths.him.iter().chain(&paths.ssh_rc) {
+        if path.to_string_lossy().chars().any(char::is_control) {
+            return Err(format!(
+                "{host} answered with a path holding control characters: {:?}",
+                path.as_os_str()
+            )
+            .into());
+        }
+    }
+    Ok(paths)
 }
 
 /// `~/.ssh/<name>` of this user, by `$HOME` as ssh itself finds it.
@@ -282,23 +332,12 @@ fn ssh_config_path() -> Result<PathBuf, BoxError> {
     Ok(home_ssh("config").ok_or("HOME is not set; him needs it to find ~/.ssh/config")?)
 }
 
+/// Puts the block in `~/.ssh/config`, which is replaced whole ([`file::replace`]).
 fn write_config(path: &Path, block: &Block) -> Result<(), BoxError> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-    }
     let old = ssh_rc::read(path)?.unwrap_or_default();
     let new = upsert_block(&old, block);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(new.as_bytes())?;
+    file::replace(path, &new, 0o600)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(())
 }
 
@@ -313,6 +352,7 @@ pub fn uninstall() -> Result<Option<PathBuf>, BoxError> {
     if new == old {
         return Ok(None);
     }
-    std::fs::write(&path, new)?;
+    file::replace(&path, &new, 0o600)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(Some(path))
 }

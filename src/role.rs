@@ -72,12 +72,13 @@ pub fn run_host(launch: BrowserLaunch) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // Agents on other machines and in containers reach this browser through the gateway.
-    crate::gateway::ensure_running(&dir);
     // The browser's pipe, read and written on the reactor rather than through tokio's
     // blocking pool (a thread hand-off per frame); falls back to that pool for anything
     // that is not a pipe.
     let outcome = runtime.block_on(async {
+        // Agents on other machines and in containers reach this browser through the
+        // gateway, which runs whenever forwarding is set up and the browser is open.
+        tokio::spawn(crate::gateway::keep_running(dir.clone()));
         let (stdin, stdout) = rmcp::transport::stdio_pipes();
         crate::host::run(&dir, stdin, stdout, agent_stall()).await
     });

@@ -258,6 +258,35 @@ async fn a_remote_agents_question_is_answered_in_the_local_panel_marked_with_its
     assert!(config.starts_with("Host devbox\n  HostName "), "{config}");
 }
 
+/// Forwarding set up while the browser is open (on 019b820 the gateway stayed stopped until
+/// the browser's next start, and every remote question went back to the chat in 0.09 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_question_reaches_the_panel_when_forwarding_is_set_up_with_the_browser_open() {
+    let Some(lab) = Lab::new().await else { return };
+    let mut ext = laptop_browser(&lab).await;
+    let printed = set_up_forwarding(&lab).await;
+    assert!(
+        printed.contains("The gateway runs on this machine now"),
+        "{printed}"
+    );
+    lab.connect().await;
+    let agent = remote_agent(&lab, "remote-claude", &[]).await;
+    let asked = ask_remote(agent, "Reached with the browser open?").await;
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["machine"], lab.remote_hostname.as_str(), "{ask}");
+    ext.submit(&ask["id"], json!({"answer": "yes"})).await;
+    let (agent, result) = asked.await.expect("call task");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "extension", "{result}");
+    let report = remote_doctor(&lab).await;
+    assert!(
+        report.contains("the panel is reached through SSH, from"),
+        "{report}"
+    );
+    drop(agent);
+    ext.kill().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_question_survives_a_browser_restart_and_an_ssh_reconnect_and_falls_back_on_a_drop()
  {
@@ -374,6 +403,91 @@ async fn a_remote_question_survives_a_browser_restart_and_an_ssh_reconnect_and_f
     ext.kill().await;
 }
 
+/// The network between the machines goes away without a FIN (a laptop asleep, Wi-Fi gone):
+/// sshd on the remote keeps listening and forwarding into a TCP connection that leads
+/// nowhere. The remote agent notices by its keep-alive (`HIM_KEEPALIVE_MS`): the question
+/// shown before the loss and one asked after it both move on to the fallback once the
+/// reconnect grace is over, as when a browser closes (on 019b820 both waited out their
+/// whole timeout, the second shown nowhere). Prints how long the agent took to notice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_network_lost_without_a_goodbye_moves_remote_questions_on_after_the_grace() {
+    const KEEPALIVE_MS: u64 = 1000;
+    const GRACE_MS: u64 = 2000;
+    let Some(lab) = Lab::new().await else { return };
+    set_up_forwarding(&lab).await;
+    let mut ext = laptop_browser(&lab).await;
+    lab.connect().await;
+    let agent = remote_agent(
+        &lab,
+        "remote-codex",
+        &[
+            ("HIM_RECONNECT_GRACE_MS", &GRACE_MS.to_string()),
+            ("HIM_KEEPALIVE_MS", &KEEPALIVE_MS.to_string()),
+        ],
+    )
+    .await;
+    until_forward_moved(&lab).await;
+    let agent = std::sync::Arc::new(agent);
+    let ask = |question: &'static str| {
+        let agent = agent.clone();
+        tokio::spawn(async move {
+            let result = call(
+                &agent,
+                "ask_text",
+                json!({"question": question, "timeout_ms": 60000}),
+            )
+            .await;
+            (result, Instant::now())
+        })
+    };
+    // A question the panel shows, the link quiet long enough for the keep-alive to run.
+    let before = ask("Shown before the network went?");
+    ext.take_ask().await;
+    let status = call(&agent, "human_input_status", json!({})).await;
+    assert_eq!(status["channel"], "extension", "{status}");
+
+    lab.cut_network();
+    let cut = Instant::now();
+    let after = ask("Asked after it went?");
+    let (before, before_done) = before.await.expect("call task");
+    let (after, after_done) = after.await.expect("call task");
+    for result in [&before, &after] {
+        assert_eq!(result["status"], "needs_user_input", "{result}");
+        assert_eq!(result["via"], "chat", "{result}");
+    }
+    let noticed = before_done.duration_since(cut);
+    let grace = Duration::from_millis(GRACE_MS);
+    eprintln!(
+        "a dead route: the question shown before moved on {noticed:?} after the cut ({:?} to \
+         notice, keep-alive {KEEPALIVE_MS} ms, then the {GRACE_MS} ms grace); the one asked \
+         after, {:?} after the cut",
+        noticed.saturating_sub(grace),
+        after_done.duration_since(cut)
+    );
+    // Noticed within twice the keep-alive period (one quiet period, one unanswered ping),
+    // then the grace; the bound allows a loaded machine 3 s more, far below the timeout.
+    let bound = Duration::from_millis(2 * KEEPALIVE_MS + GRACE_MS) + Duration::from_secs(3);
+    assert!(noticed >= grace && noticed < bound, "{noticed:?}");
+    assert!(after_done.duration_since(cut) < bound, "{after}");
+    // Asked once the route is known gone: the forward still accepts, its hello gets no
+    // welcome within the keep-alive period, and the question moves on at once.
+    let asked = Instant::now();
+    let (later, later_done) = ask("Asked once it was known gone?")
+        .await
+        .expect("call task");
+    assert_eq!(later["status"], "needs_user_input", "{later}");
+    let waited = later_done.duration_since(asked);
+    eprintln!("a question asked once the route was known gone moved on after {waited:?}");
+    assert!(
+        waited < Duration::from_millis(KEEPALIVE_MS) + Duration::from_secs(3),
+        "{waited:?}"
+    );
+    // The network back, the connection ends cleanly, its sshd session process with it.
+    lab.restore_network();
+    lab.exit_connection().await;
+    ext.kill().await;
+}
+
 /// The container: a mount namespace, the laptop user's uid, the gateway's folder
 /// bind-mounted where the agent looks ($HIM_RUNTIME_DIR/forwarded), another host name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -453,16 +567,21 @@ struct RawRemote {
 
 impl RawRemote {
     async fn connect(socket: &std::path::Path, machine: &str) -> (RawRemote, Value) {
+        RawRemote::connect_saying(
+            socket,
+            json!({"type": "hello", "protocol": 1, "agent": {"name": "far-agent"},
+                   "project": "far-project", "pid": 1, "verdicts": true, "machine": machine}),
+        )
+        .await
+    }
+
+    /// Connects and says `hello`, whatever it holds; returns the link and the `welcome`.
+    async fn connect_saying(socket: &std::path::Path, hello: Value) -> (RawRemote, Value) {
         let stream = tokio::net::UnixStream::connect(socket)
             .await
             .expect("connect to the gateway");
         let mut remote = RawRemote { stream };
-        remote
-            .send(
-                json!({"type": "hello", "protocol": 1, "agent": {"name": "far-agent"},
-                         "project": "far-project", "pid": 1, "verdicts": true, "machine": machine}),
-            )
-            .await;
+        remote.send(hello).await;
         let welcome = remote.recv().await;
         (remote, welcome)
     }
@@ -907,4 +1026,415 @@ async fn a_silent_forwarded_socket_does_not_hold_up_questions_to_the_local_brows
         !held.lock().expect("lock").is_empty(),
         "the silent socket was never tried, so this test showed nothing"
     );
+}
+
+/// A remote agent cannot pass itself off as local: whatever its `hello` says of its machine —
+/// nothing, an empty name, a blank or an invisible one, a name that moves the cursor — the
+/// gateway names one in every question it passes on, so the panel marks it as remote.
+#[tokio::test]
+async fn a_remote_agent_that_names_no_readable_machine_is_still_marked_as_remote() {
+    let runtime = runtime_dir();
+    let state = tempfile::tempdir().expect("state dir");
+    std::fs::create_dir_all(state.path().join("him")).expect("state");
+    std::fs::write(state.path().join("him/gateway-enabled"), "").expect("marker");
+    let env = [
+        ("XDG_STATE_HOME", state.path().to_str().expect("utf-8")),
+        ("HIM_RECONNECT_GRACE_MS", "1500"),
+    ];
+    let mut ext = FakeExtension::start_correcting_with(runtime.path(), &env).await;
+    let gateway = him::runtime::gateway_socket(runtime.path());
+    eventually("the gateway's socket", || gateway.exists()).await;
+    let claims = [
+        None,
+        Some(""),
+        Some("   "),
+        Some("\u{200B}"),
+        Some("\u{3164}"),
+        Some("\u{1b}[2K\rlocal"),
+        Some(" devbox "),
+    ];
+    for (n, claim) in claims.into_iter().enumerate() {
+        let mut hello = json!({"type": "hello", "protocol": 1, "agent": {"name": "far-agent"},
+                               "pid": 1, "verdicts": true});
+        if let Some(claim) = claim {
+            hello["machine"] = json!(claim);
+        }
+        let (mut remote, welcome) = RawRemote::connect_saying(&gateway, hello).await;
+        assert_eq!(welcome["type"], "welcome", "{welcome}");
+        let id = format!("{n:032x}");
+        remote
+            .send(json!({"type": "ask", "id": id, "timeout_ms": 60000, "asked_at_ms": 0,
+                         "form": {"title": "Who?", "fields": [{"name": "a", "type": "text", "label": "A"}]}}))
+            .await;
+        let ask = ext.take_ask().await;
+        assert_eq!(ask["id"], id.as_str());
+        let shown = if claim == Some(" devbox ") {
+            "devbox"
+        } else {
+            "another machine"
+        };
+        assert_eq!(ask["machine"], shown, "hello said {claim:?}: {ask}");
+        drop(remote);
+        assert_eq!(ext.recv_type("withdraw").await["id"], id.as_str());
+    }
+    ext.kill().await;
+    eventually("the gateway to leave", || !gateway.exists()).await;
+}
+
+/// A person's machine for `him remote` without SSH: its own home, runtime and state
+/// folders, and an `ssh` on the PATH that answers `him forwarded-dir` with `answer`.
+struct SetUp {
+    root: tempfile::TempDir,
+}
+
+impl SetUp {
+    fn new() -> SetUp {
+        let root = tempfile::Builder::new()
+            .prefix("him-remote-")
+            .tempdir()
+            .expect("temp dir");
+        for dir in ["home/.ssh", "bin", "state", "run"] {
+            std::fs::create_dir_all(root.path().join(dir)).expect("mkdir");
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let ssh = root.path().join("bin/ssh");
+        std::fs::write(&ssh, "#!/bin/sh\nprintf '%s\\n' \"$HIM_TEST_SSH_ANSWER\"\n").expect("ssh");
+        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        std::fs::set_permissions(
+            root.path().join("run"),
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .expect("chmod");
+        SetUp { root }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.root.path().join("home")
+    }
+
+    fn config(&self) -> PathBuf {
+        self.home().join(".ssh/config")
+    }
+
+    /// `him <args>` as this person, the remote answering that its forwarded folder is
+    /// `forwarded`.
+    fn him(&self, args: &[&str], forwarded: &str) -> std::process::Output {
+        let answer = json!({"forwarded": forwarded, "hostname": "devbox", "version": "0.1.0",
+                            "him": "/usr/bin/him", "ssh_rc": "/home/r/.ssh/rc"});
+        let path = format!(
+            "{}:{}",
+            self.root.path().join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        std::process::Command::new(env!("CARGO_BIN_EXE_him"))
+            .args(args)
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", self.home())
+            .env("XDG_STATE_HOME", self.root.path().join("state"))
+            .env("HIM_RUNTIME_DIR", self.root.path().join("run"))
+            .env("HIM_RECONNECT_GRACE_MS", "1000")
+            .env("HIM_TEST_SSH_ANSWER", answer.to_string())
+            .output()
+            .expect("run him")
+    }
+
+    /// The names in `~/.ssh`, sorted.
+    fn ssh_dir(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.home().join(".ssh"))
+            .expect("list ~/.ssh")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// What the real ssh reads from `config` for host `devbox`: its `remoteforward` lines and
+/// any `proxycommand`.
+fn ssh_reads(config: &std::path::Path) -> Vec<String> {
+    let out = std::process::Command::new("/usr/bin/ssh")
+        .args(["-G", "-F"])
+        .arg(config)
+        .arg("devbox")
+        .output()
+        .expect("ssh -G");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("remoteforward ") || l.starts_with("proxycommand "))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_forwarded_path_that_would_add_a_directive_is_refused_and_the_config_is_left_as_it_was() {
+    let set_up = SetUp::new();
+    let mine = "Host devbox\n  HostName 10.0.0.1\n";
+    std::fs::write(set_up.config(), mine).expect("config");
+    let pwned = set_up.root.path().join("pwned");
+    for (forwarded, why) in [
+        (
+            format!(
+                "/home/r/fwd\n  ProxyCommand touch {}\nHost *\n#",
+                pwned.display()
+            ),
+            r"holds '\n'",
+        ),
+        ("/home/%u/fwd".to_owned(), "holds '%'"),
+        ("/home/r/fwd:/tmp/x".to_owned(), "holds ':'"),
+        ("/home/r/\"fwd".to_owned(), r#"holds '"'"#),
+        ("home/r/fwd".to_owned(), "not an absolute path"),
+        ("/home/r/../../etc".to_owned(), "not a plain path"),
+    ] {
+        let out = set_up.him(&["remote", "devbox", "--write"], &forwarded);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{forwarded:?} was taken");
+        assert!(
+            said.contains("devbox answered that its folder for forwarded sockets is")
+                && said.contains(why)
+                && said.contains("nothing was written"),
+            "{forwarded:?}: {said}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(set_up.config()).expect("config"),
+            mine,
+            "{forwarded:?}"
+        );
+        assert_eq!(set_up.ssh_dir(), ["config"], "nothing left beside it");
+    }
+    assert!(ssh_reads(&set_up.config()).is_empty());
+    assert!(!pwned.exists());
+    assert!(
+        !set_up
+            .root
+            .path()
+            .join("state/him/gateway-enabled")
+            .exists(),
+        "forwarding was not enabled"
+    );
+}
+
+#[test]
+fn a_forwarded_path_with_a_space_is_one_quoted_word_written_through_a_linked_config() {
+    let set_up = SetUp::new();
+    let dotfiles = set_up.root.path().join("dotfiles");
+    std::fs::create_dir(&dotfiles).expect("mkdir");
+    let mine = "Host other\n  User me\n";
+    std::fs::write(dotfiles.join("ssh_config"), mine).expect("config");
+    std::os::unix::fs::symlink("../../dotfiles/ssh_config", set_up.config()).expect("symlink");
+    let forwarded = "/home/r b/.local/state/him/run/devbox/forwarded";
+    let out = set_up.him(&["remote", "devbox", "--write"], forwarded);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::symlink_metadata(set_up.config())
+            .expect("meta")
+            .file_type()
+            .is_symlink(),
+        "the link stays"
+    );
+    let written = std::fs::read_to_string(dotfiles.join("ssh_config")).expect("config");
+    assert!(
+        written.starts_with("# >>> him remote devbox >>>") && written.ends_with(mine),
+        "{written}"
+    );
+    let gateway = him::runtime::gateway_socket(&set_up.root.path().join("run"));
+    let bind = format!("{forwarded}/{}", bind_file_name());
+    assert_eq!(
+        ssh_reads(&set_up.config()),
+        [format!("remoteforward {bind} {}", gateway.display())],
+        "{written}"
+    );
+    assert_eq!(set_up.ssh_dir(), ["config"], "nothing left beside it");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains(&format!("ssh -R '{bind}:{}' devbox", gateway.display())),
+        "{printed}"
+    );
+}
+
+#[test]
+fn an_rc_is_written_whole_and_a_link_planted_where_it_used_to_be_made_is_not_followed() {
+    let set_up = SetUp::new();
+    let victim = set_up.root.path().join("victim");
+    std::fs::write(&victim, "the person's file\n").expect("victim");
+    // 019b820 wrote ~/.ssh/rc.him-tmp, through whatever was there, then renamed it.
+    std::os::unix::fs::symlink(&victim, set_up.home().join(".ssh/rc.him-tmp")).expect("plant");
+    let out = set_up.him(&["forwarded-dir", "--ssh-rc"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("victim"),
+        "the person's file\n"
+    );
+    let rc = set_up.home().join(".ssh/rc");
+    let meta = std::fs::symlink_metadata(&rc).expect("rc");
+    assert!(meta.file_type().is_file(), "{meta:?}");
+    assert!(
+        std::fs::read_to_string(&rc)
+            .expect("rc")
+            .contains("tidy-forwarded"),
+    );
+    assert_eq!(set_up.ssh_dir(), ["rc", "rc.him-tmp"]);
+}
+
+#[test]
+fn uninstall_edits_an_rc_that_is_a_link_where_it_points_and_never_removes_the_link() {
+    let set_up = SetUp::new();
+    let dotfiles = set_up.root.path().join("dotfiles");
+    std::fs::create_dir(&dotfiles).expect("mkdir");
+    let rc = set_up.home().join(".ssh/rc");
+    let is_link = |path: &std::path::Path| {
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+    };
+    // A link to the person's own rc: the block goes on top there, and only it comes out.
+    let mine = "echo mine >&2\n";
+    std::fs::write(dotfiles.join("rc"), mine).expect("rc");
+    std::os::unix::fs::symlink("../../dotfiles/rc", &rc).expect("symlink");
+    assert!(
+        set_up
+            .him(&["forwarded-dir", "--ssh-rc"], "")
+            .status
+            .success()
+    );
+    let with_block = std::fs::read_to_string(dotfiles.join("rc")).expect("rc");
+    assert!(
+        with_block.contains("tidy-forwarded") && with_block.ends_with(mine),
+        "{with_block}"
+    );
+    let out = set_up.him(&["uninstall"], "");
+    assert!(out.status.success(), "{out:?}");
+    assert!(is_link(&rc), "the link stays");
+    assert_eq!(
+        std::fs::read_to_string(dotfiles.join("rc")).expect("rc"),
+        mine
+    );
+
+    // A link to a file that was not there: him made it, holding only its block.
+    std::fs::remove_file(&rc).expect("rm");
+    std::os::unix::fs::symlink("../../dotfiles/rc-new", &rc).expect("symlink");
+    assert!(
+        set_up
+            .him(&["forwarded-dir", "--ssh-rc"], "")
+            .status
+            .success()
+    );
+    assert!(is_link(&rc));
+    assert!(
+        std::fs::read_to_string(dotfiles.join("rc-new"))
+            .expect("rc")
+            .contains("tidy-forwarded")
+    );
+    let out = set_up.him(&["uninstall"], "");
+    assert!(out.status.success(), "{out:?}");
+    assert!(is_link(&rc), "the link stays: {:?}", set_up.ssh_dir());
+    assert!(
+        !dotfiles.join("rc-new").exists(),
+        "the file him made, and its block, are gone"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("removed the him block from"),
+        "{out:?}"
+    );
+}
+
+/// The gateway's pid, from its `welcome`.
+async fn gateway_pid(gateway: &std::path::Path) -> u64 {
+    let (_, welcome) = RawRemote::connect(gateway, "far-box").await;
+    welcome["host"]["pid"]
+        .as_u64()
+        .expect("a pid in the welcome")
+}
+
+/// Forwarding set up while the browser is already open: `him remote` starts the gateway
+/// before it returns, so the very next remote question reaches the panel (on 019b820 it went
+/// back to the chat until the browser's next start).
+#[tokio::test]
+async fn him_remote_starts_the_gateway_at_once_while_the_browser_is_open() {
+    let set_up = SetUp::new();
+    let runtime = set_up.root.path().join("run");
+    let state = set_up.root.path().join("state");
+    let env = [
+        ("XDG_STATE_HOME", state.to_str().expect("utf-8")),
+        ("HIM_RECONNECT_GRACE_MS", "1000"),
+    ];
+    let mut ext = FakeExtension::start_correcting_with(&runtime, &env).await;
+    let out = set_up.him(
+        &["remote", "devbox", "--write"],
+        "/home/r/.local/state/him/run/devbox/forwarded",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gateway = him::runtime::gateway_socket(&runtime);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains(&format!(
+            "The gateway runs on this machine now ({})",
+            gateway.display()
+        )),
+        "{printed}"
+    );
+    // No waiting: it answered before him remote returned.
+    let (mut remote, welcome) = RawRemote::connect(&gateway, "far-box").await;
+    assert_eq!(welcome["type"], "welcome", "{welcome}");
+    remote
+        .send(json!({"type": "ask", "id": REMOTE_QUESTION, "timeout_ms": 60000, "asked_at_ms": 0,
+                     "form": {"title": "Reached?", "fields": [{"name": "a", "type": "text", "label": "A"}]}}))
+        .await;
+    let ask = ext.take_ask().await;
+    assert_eq!(ask["id"], REMOTE_QUESTION, "{ask}");
+    assert_eq!(ask["machine"], "far-box", "{ask}");
+    drop(remote);
+    ext.kill().await;
+    eventually("the gateway to leave", || !gateway.exists()).await;
+}
+
+/// A browser's host that runs while forwarding gets set up (another way than `him remote`,
+/// or the start there failed), or while the gateway dies, starts it.
+#[tokio::test]
+async fn a_running_browsers_host_starts_the_gateway_whenever_it_is_enabled_and_not_running() {
+    let runtime = runtime_dir();
+    let state = tempfile::tempdir().expect("state dir");
+    let env = [
+        ("XDG_STATE_HOME", state.path().to_str().expect("utf-8")),
+        ("HIM_RECONNECT_GRACE_MS", "1000"),
+    ];
+    let ext = FakeExtension::start_correcting_with(runtime.path(), &env).await;
+    let gateway = him::runtime::gateway_socket(runtime.path());
+    std::fs::create_dir_all(state.path().join("him")).expect("state");
+    std::fs::write(state.path().join("him/gateway-enabled"), "").expect("marker");
+    eventually("the host to start the gateway", || {
+        std::os::unix::net::UnixStream::connect(&gateway).is_ok()
+    })
+    .await;
+    let first = gateway_pid(&gateway).await;
+    // It dies without a word, leaving its socket; the host starts another.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(first as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the gateway");
+    let mut second = first;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while second == first {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no new gateway after {first} died"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if std::os::unix::net::UnixStream::connect(&gateway).is_ok() {
+            second = gateway_pid(&gateway).await;
+        }
+    }
+    ext.kill().await;
+    eventually("the gateway to leave", || !gateway.exists()).await;
 }

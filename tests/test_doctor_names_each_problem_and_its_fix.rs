@@ -432,3 +432,249 @@ async fn an_http_port_held_by_another_user_is_a_warning_naming_the_uid() {
     let run = env.him(&["doctor", "--http", &addr]);
     assert_has(&run, &[&format!("nothing listens on {addr} now")]);
 }
+
+/// What the far end of a forwarded socket does, for the doctor on the machine it leads to.
+#[derive(Clone)]
+enum FarEnd {
+    /// The SSH connection is up, no gateway on the other machine: closed at once.
+    NoGateway,
+    /// The other machine asleep: accepted, nothing ever comes back.
+    Asleep,
+    /// A gateway answers `hello` with this `welcome`.
+    Gateway(serde_json::Value),
+}
+
+/// A socket SSH forwarded into this machine's forwarded folder, its far end `far`.
+fn forwarded_socket(env: &Env, name: &str, far: FarEnd) {
+    let dir = env.runtime.join("forwarded");
+    std::fs::create_dir_all(&dir).unwrap();
+    for private in [&env.runtime, &dir] {
+        std::fs::set_permissions(private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let listener = UnixListener::bind(dir.join(name)).unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            let mut conn = conn.unwrap();
+            match &far {
+                FarEnd::NoGateway => drop(conn),
+                FarEnd::Asleep => held.push(conn),
+                FarEnd::Gateway(welcome) => {
+                    let mut len = [0u8; 4];
+                    conn.read_exact(&mut len).unwrap();
+                    let mut body = vec![0; u32::from_ne_bytes(len) as usize];
+                    conn.read_exact(&mut body).unwrap();
+                    let reply = welcome.to_string();
+                    conn.write_all(&(reply.len() as u32).to_ne_bytes()).unwrap();
+                    conn.write_all(reply.as_bytes()).unwrap();
+                }
+            }
+        }
+    });
+}
+
+fn gateway_welcome(extension_id: &str) -> serde_json::Value {
+    json!({"type": "welcome", "protocol": 1,
+           "host": {"version": env!("CARGO_PKG_VERSION"), "pid": 77, "machine": "laptop"},
+           "extension": {"id": extension_id, "version": "1.0"}, "panel_open": true})
+}
+
+/// `him doctor` on a machine with no browser whose forwarded folder `him remote` made, its
+/// ~/.ssh/rc line in place; its own state folder.
+fn doctor_on_the_remote(env: &Env) -> Run {
+    assert!(env.him(&["forwarded-dir", "--ssh-rc"]).ok());
+    env.command(&["doctor"])
+        .env("XDG_STATE_HOME", env.home.join(".state"))
+        .output()
+        .unwrap()
+        .into()
+}
+
+/// The lines of the doctor's report from `from` up to (not including) `to`.
+fn between<'a>(run: &'a Run, from: &str, to: &str) -> &'a str {
+    let start = run.stdout.find(from).expect(from);
+    let end = run.stdout[start..]
+        .find(to)
+        .map_or(run.stdout.len(), |e| start + e);
+    &run.stdout[start..end]
+}
+
+/// All well on a machine that reaches another's panel: nothing warns, no browser is asked for.
+#[test]
+fn a_machine_that_reaches_anothers_panel_through_ssh_is_told_so_without_a_warning() {
+    let env = Env::new();
+    forwarded_socket(
+        &env,
+        "laptop@0123456789ab.sock",
+        FarEnd::Gateway(gateway_welcome(him::EXTENSION_ID)),
+    );
+    let run = doctor_on_the_remote(&env);
+    assert!(run.ok(), "{}", run.stdout);
+    assert_has(
+        &run,
+        &[
+            "· no browser runs on this machine, and none is needed",
+            "✓ the panel is reached through SSH, from laptop (side panel open",
+            "✓ The side panel can work: through SSH, from laptop",
+        ],
+    );
+    let checked = between(&run, "Browser connection", "HTTP tokens");
+    assert!(
+        !checked.contains('⚠') && !checked.contains('✗'),
+        "{checked}"
+    );
+    assert!(
+        !run.stdout.contains("no browser is connected"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// The SSH connection is up, the gateway on the machine with the browser is not: said as
+/// that, with the fix there — not `him install` here, not "open the browser" (it may be
+/// open), no error number.
+#[test]
+fn a_gateway_down_on_the_machine_with_the_browser_is_named_with_the_fix_there() {
+    let env = Env::new();
+    forwarded_socket(&env, "laptop@0123456789ab.sock", FarEnd::NoGateway);
+    let run = doctor_on_the_remote(&env);
+    assert!(!run.ok());
+    assert_has(
+        &run,
+        &[
+            "the SSH connection is up, but no gateway answers on the machine with the browser",
+            "✗ The side panel cannot be reached from here now: no gateway answers on the machine with the browser",
+            "fix: on the machine with the browser, run `him doctor`: it says why the gateway is not running there",
+        ],
+    );
+    for wrong in [
+        "him install",
+        "open the browser",
+        "os error",
+        "no browser is connected",
+        "Broken pipe",
+    ] {
+        let after_binary = between(&run, "Browser manifests", "\0");
+        assert!(
+            !after_binary.contains(wrong),
+            "{wrong:?} in:\n{}",
+            run.stdout
+        );
+    }
+}
+
+#[test]
+fn a_gateway_that_reaches_no_browser_asks_for_the_browser_there() {
+    let env = Env::new();
+    forwarded_socket(
+        &env,
+        "laptop@0123456789ab.sock",
+        FarEnd::Gateway(gateway_welcome("him-gateway")),
+    );
+    let run = doctor_on_the_remote(&env);
+    assert!(!run.ok());
+    assert_has(
+        &run,
+        &[
+            "the gateway on laptop answers, but no browser with him is open there",
+            "hint: open the browser on laptop",
+            "✗ The side panel cannot be reached from here now: no browser with him is open on laptop",
+        ],
+    );
+    assert!(
+        !between(&run, "Browser manifests", "\0").contains("him install"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_route_that_says_nothing_is_a_machine_asleep_or_a_network_gone() {
+    let env = Env::new();
+    forwarded_socket(&env, "laptop@0123456789ab.sock", FarEnd::Asleep);
+    let run = doctor_on_the_remote(&env);
+    assert!(!run.ok());
+    assert_has(
+        &run,
+        &[
+            "the SSH connection is up on this side, but nothing comes back through it within 2 s",
+            "wake the machine with the browser",
+        ],
+    );
+    assert!(
+        !between(&run, "Browser manifests", "\0").contains("him install"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn with_no_ssh_connection_the_doctor_says_to_connect_and_removes_what_the_last_one_left() {
+    let env = Env::new();
+    forwarded_socket(&env, "laptop@0123456789ab.sock", FarEnd::NoGateway);
+    let stale = env.runtime.join("forwarded/laptop.sock");
+    drop(UnixListener::bind(&stale).unwrap()); // its connection ended
+    std::fs::remove_file(env.runtime.join("forwarded/laptop@0123456789ab.sock")).unwrap();
+    let run = doctor_on_the_remote(&env);
+    assert!(!run.ok());
+    assert_has(
+        &run,
+        &[
+            &format!(
+                "✓ {}: left by an SSH connection that ended; removed",
+                stale.display()
+            ),
+            "⚠ no SSH connection forwards a panel here now",
+            "from the machine with the browser, connect: `ssh <this host>`",
+        ],
+    );
+    assert!(!stale.exists());
+    assert!(
+        !between(&run, "Browser manifests", "\0").contains("him install"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// On the machine with the browser: a stopped gateway with the browser open is not fixed by
+/// opening the browser.
+#[test]
+fn a_stopped_gateway_is_told_apart_with_the_browser_open_and_closed() {
+    let env = Env::new();
+    let state = env.home.join(".state");
+    std::fs::create_dir_all(state.join("him")).unwrap();
+    std::fs::write(state.join("him/gateway-enabled"), "").unwrap();
+    let doctor = || -> Run {
+        env.command(&["doctor"])
+            .env("XDG_STATE_HOME", &state)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let closed = doctor();
+    assert_has(
+        &closed,
+        &[
+            "it runs while a browser with him is open",
+            "hint: open the browser: its host starts the gateway",
+        ],
+    );
+    let host = fake_host(
+        &env,
+        4343,
+        json!({"type": "welcome", "protocol": 1,
+               "host": {"version": env!("CARGO_PKG_VERSION"), "pid": 4343},
+               "extension": {"id": him::EXTENSION_ID, "version": "1.0"}, "panel_open": false}),
+    );
+    let open = doctor();
+    host.join().unwrap();
+    assert_has(
+        &open,
+        &[
+            "the gateway is not running, though a browser is connected",
+            "hint: run `him gateway`",
+        ],
+    );
+    let section = between(&open, "Gateway for agents", "HTTP tokens");
+    assert!(!section.contains("open the browser"), "{section}");
+}

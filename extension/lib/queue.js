@@ -71,7 +71,33 @@ export function normaliseQueue(value) {
  */
 export function agentLabel(agent) {
   const name = (agent && (agent.title || agent.name)) || t('agentUnnamed');
-  return agent && typeof agent.machine === 'string' && agent.machine ? `${name} @ ${agent.machine}` : name;
+  return agent && isRemote(agent.machine) ? `${name} @ ${machineName(agent.machine)}` : name;
+}
+
+/**
+ * Whether an ask's `machine` says it comes from another machine: any value at all does, even a
+ * blank or invisible one (DESIGN.md §3). A gateway always names one; only a local agent's ask
+ * has none.
+ */
+function isRemote(machine) {
+  return machine !== undefined && machine !== null;
+}
+
+/** The longest machine name shown (Linux's HOST_NAME_MAX), as the gateway's rule (bridge.rs). */
+const MACHINE_NAME_MAX = 64;
+
+/**
+ * A remote machine's name as shown: trimmed, when a person can read it as one (1 to 64
+ * characters, each a visible ASCII character, a space, or a letter or digit that draws
+ * something); else "another machine", so a blank or invisible claim still reads as remote.
+ */
+export function machineName(machine) {
+  const name = typeof machine === 'string' ? machine.trim() : '';
+  const readable =
+    name !== '' &&
+    [...name].length <= MACHINE_NAME_MAX &&
+    /^(?:[\x20-\x7e]|(?!\p{Default_Ignorable_Code_Point})[\p{Alphabetic}\p{N}])+$/u.test(name);
+  return readable ? name : t('agentOtherMachine');
 }
 
 /** Check the parts of an `ask` message the panel relies on; returns an error text or null. */
@@ -108,7 +134,7 @@ export function addQuestion(state, ask, now) {
     deadline_ms: deadlineOf(ask, receivedAt),
     agent: {
       ...(ask.agent && typeof ask.agent === 'object' ? ask.agent : { name: 'agent' }),
-      ...(typeof ask.machine === 'string' && ask.machine ? { machine: ask.machine } : {}),
+      ...(isRemote(ask.machine) ? { machine: typeof ask.machine === 'string' ? ask.machine : '' } : {}),
     },
     project: typeof ask.project === 'string' ? ask.project : null,
     received_at_ms: receivedAt,

@@ -15,22 +15,103 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 use tokio::net::UnixStream;
+use tokio::sync::{Notify, mpsc};
 
 use super::HostStatus;
 use crate::frame::MAX_INBOUND;
-use crate::protocol::{self, HostToAgent};
+use crate::protocol::{self, AgentToHost, HostToAgent};
 use crate::runtime;
 
 /// How often `him serve` tidies the forwarded folder, questions or not.
 pub const TIDY_INTERVAL: Duration = Duration::from_secs(2);
 
-/// How long a forwarded link may take to answer `hello`. A new channel through `ssh -N`
-/// takes ~44 ms to its first byte (FACTS.md); a far end that refuses closes at once.
-const HANDSHAKE: Duration = Duration::from_secs(5);
+/// How long a forwarded link may say nothing before the agent sends `ping`, and how long it
+/// then has to answer (and a new one to answer `hello`), unless `HIM_KEEPALIVE_MS` says
+/// otherwise. A network lost without a goodbye (a laptop asleep, Wi-Fi gone) sends no FIN:
+/// sshd there keeps accepting and forwarding into a TCP connection that goes nowhere, and
+/// the laptop's ssh gives up only after a minute. So an agent notices a dead route itself,
+/// 5 to 10 s after the last word from it, and its questions move on after the reconnect
+/// grace as when a browser closes. A live gateway answers in well under a millisecond
+/// through the forward; a new channel through `ssh -N` takes ~44 ms to its first byte
+/// (FACTS.md).
+pub const KEEPALIVE: Duration = Duration::from_secs(5);
+
+/// Keep-alive periods shorter than this would be traffic for nothing.
+const KEEPALIVE_MIN: Duration = Duration::from_millis(50);
+
+/// `HIM_KEEPALIVE_MS`, read by the same rule as every `HIM_*_MS`; a bad value is reported
+/// and the default used, since no agent should refuse to start over it.
+pub fn keepalive() -> Duration {
+    let default = KEEPALIVE.as_millis() as u64;
+    let lookup = |name: &str| std::env::var(name).ok();
+    let ms = crate::config::millis(lookup, "HIM_KEEPALIVE_MS", default).unwrap_or_else(|err| {
+        tracing::warn!("{err}; using {default} ms");
+        default
+    });
+    Duration::from_millis(ms).clamp(KEEPALIVE_MIN, crate::config::MAX_WAIT)
+}
+
+/// Until the route of a forwarded link is gone: after `every` without a byte from the far
+/// end ([`Heard`]), a `ping` goes out on `outgoing`, and `every` more without a byte is the
+/// end. An older host or gateway answers `ping` with an `error`, which counts all the same.
+/// Pends for ever once the link's queue is gone (the pool is closing it).
+pub(super) async fn watch_route(
+    heard: &Notify,
+    outgoing: &mpsc::WeakUnboundedSender<Bytes>,
+    every: Duration,
+) {
+    let ping = protocol::encode(&AgentToHost::Ping);
+    loop {
+        if tokio::time::timeout(every, heard.notified()).await.is_ok() {
+            continue;
+        }
+        let sent = outgoing
+            .upgrade()
+            .is_some_and(|queue| queue.send(ping.clone()).is_ok());
+        if !sent {
+            return std::future::pending().await;
+        }
+        if tokio::time::timeout(every, heard.notified()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The read half of a forwarded link, telling `heard` of every byte that comes in: part of
+/// a large frame still on its way over a slow route is word from the far end too.
+pub(super) struct Heard<R> {
+    inner: R,
+    heard: Arc<Notify>,
+}
+
+impl<R> Heard<R> {
+    pub(super) fn new(inner: R, heard: Arc<Notify>) -> Heard<R> {
+        Heard { inner, heard }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Heard<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.heard.notify_one();
+        }
+        polled
+    }
+}
 
 /// Why [`reach`] found no gateway behind a forwarded socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,11 +124,12 @@ pub(super) enum Unreached {
     Quiet,
 }
 
-/// Connects to a forwarded socket and says `hello`; on a `welcome`, the link (under the
-/// socket's name of its own) and what the gateway said.
+/// Connects to a forwarded socket and says `hello`; on a `welcome` within `handshake`, the
+/// link (under the socket's name of its own) and what the gateway said.
 pub(super) async fn reach(
     path: &Path,
     hello: &[u8],
+    handshake_within: Duration,
 ) -> Result<(PathBuf, UnixStream, HostStatus), Unreached> {
     let mut stream = match connect_settled(path).await {
         Ok(stream) => stream,
@@ -64,7 +146,7 @@ pub(super) async fn reach(
         tracing::warn!(socket = %path.display(), "a forwarded socket of another user; not used");
         return Err(Unreached::Gone);
     }
-    let status = match tokio::time::timeout(HANDSHAKE, handshake(&mut stream, hello)).await {
+    let status = match tokio::time::timeout(handshake_within, handshake(&mut stream, hello)).await {
         Ok(Ok(status)) => status,
         Ok(Err(why)) => {
             tracing::debug!(socket = %path.display(), "forwarded socket is up but its far end is not: {why}");
@@ -221,6 +303,50 @@ async fn handshake(stream: &mut UnixStream, hello: &[u8]) -> Result<HostStatus, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_route_that_answers_no_ping_is_gone_after_twice_the_period() {
+        let (queue, mut sent) = mpsc::unbounded_channel();
+        let heard = Notify::new();
+        let every = Duration::from_secs(5);
+        let start = tokio::time::Instant::now();
+        // Word now and then keeps it: no ping while it comes.
+        let weak = queue.downgrade();
+        let watching = watch_route(&heard, &weak, every);
+        tokio::pin!(watching);
+        for _ in 0..3 {
+            tokio::select! {
+                () = &mut watching => panic!("gone while it spoke"),
+                () = tokio::time::sleep(Duration::from_secs(4)) => heard.notify_one(),
+            }
+        }
+        assert!(sent.try_recv().is_err(), "no ping while the far end spoke");
+        // Then silence: a ping after 5 s, the end 5 s later.
+        let quiet_from = tokio::time::Instant::now();
+        watching.await;
+        assert_eq!(quiet_from.elapsed(), 2 * every);
+        assert_eq!(&sent.try_recv().expect("a ping")[..], br#"{"type":"ping"}"#);
+        assert!(start.elapsed() >= Duration::from_secs(22));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_route_that_answers_its_ping_stays() {
+        let (queue, mut sent) = mpsc::unbounded_channel::<Bytes>();
+        let heard = Arc::new(Notify::new());
+        let every = Duration::from_secs(5);
+        let answering = heard.clone();
+        // The far end answers each ping 1 ms later.
+        tokio::spawn(async move {
+            while sent.recv().await.is_some() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                answering.notify_one();
+            }
+        });
+        let weak = queue.downgrade();
+        let watched =
+            tokio::time::timeout(Duration::from_secs(60), watch_route(&heard, &weak, every)).await;
+        assert!(watched.is_err(), "a route that answers is never given up");
+    }
 
     #[test]
     fn only_the_name_ssh_binds_is_moved() {

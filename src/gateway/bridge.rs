@@ -25,8 +25,40 @@ use crate::protocol::{
 /// notice that none is left).
 const LOOK_INTERVAL: Duration = Duration::from_millis(250);
 
-/// Named in the panel when a remote agent did not say which machine it runs on.
+/// Named in the panel when a remote agent did not say which machine it runs on, or gave a
+/// name a person could not read as one.
 const UNNAMED_MACHINE: &str = "another machine";
+
+/// The longest machine name passed on (Linux's `HOST_NAME_MAX`).
+const MACHINE_NAME_MAX: usize = 64;
+
+/// What the panel shows as the machine of a remote agent that claims `claim`: the claim,
+/// trimmed, when it is a name a person can read — 1 to 64 characters, each a visible ASCII
+/// character, a space or a letter or digit, nothing invisible — else "another machine".
+/// Never blank: every question through the gateway is marked as remote, and a remote agent
+/// cannot pass itself off as local by naming no machine, a blank one or an invisible one.
+pub(crate) fn machine_label(claim: Option<&str>) -> String {
+    let name = claim.map(str::trim).unwrap_or_default();
+    let readable = !name.is_empty()
+        && name.chars().count() <= MACHINE_NAME_MAX
+        && name.chars().all(|c| {
+            c == ' ' || c.is_ascii_graphic() || (c.is_alphanumeric() && !is_default_ignorable(c))
+        });
+    if readable {
+        name.to_owned()
+    } else {
+        UNNAMED_MACHINE.to_owned()
+    }
+}
+
+/// Unicode's Default_Ignorable_Code_Point among letters (U+3164 HANGUL FILLER is a letter
+/// that draws nothing); the format and control characters it also holds are not letters.
+fn is_default_ignorable(c: char) -> bool {
+    matches!(
+        c,
+        '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}' | '\u{3164}' | '\u{FFA0}'
+    )
+}
 
 /// What the embedded host said about one question, for the task that owns it.
 enum Command {
@@ -193,7 +225,7 @@ impl Bridge {
             project,
             machine,
         } = labelled;
-        let machine = machine.unwrap_or_else(|| UNNAMED_MACHINE.into());
+        let machine = machine_label(machine.as_deref());
         let key = json!([agent, project, machine]).to_string();
         let id = ask.id.clone();
         if self.open.contains_key(&id) {
@@ -307,5 +339,33 @@ async fn drive(
                 Signal::Hosts(_) => {}
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remote_agent_is_named_by_a_readable_claim_and_else_as_another_machine() {
+        for (claim, shown) in [
+            (Some("devbox"), "devbox"),
+            (Some("  build-7.corp "), "build-7.corp"),
+            (Some("Rechner Müller"), "Rechner Müller"),
+            (Some("开发机"), "开发机"),
+            (None, UNNAMED_MACHINE),
+            (Some(""), UNNAMED_MACHINE),
+            (Some("   "), UNNAMED_MACHINE),
+            (Some("\u{200B}"), UNNAMED_MACHINE),
+            (Some("\u{3164}"), UNNAMED_MACHINE),
+            (Some("dev\u{202E}xob"), UNNAMED_MACHINE),
+            (Some("dev\nbox"), UNNAMED_MACHINE),
+            (Some("\u{1b}[2Jdevbox"), UNNAMED_MACHINE),
+            (Some("\u{00A0}"), UNNAMED_MACHINE),
+        ] {
+            assert_eq!(machine_label(claim), shown, "{claim:?}");
+        }
+        assert_eq!(machine_label(Some(&"a".repeat(64))), "a".repeat(64));
+        assert_eq!(machine_label(Some(&"a".repeat(65))), UNNAMED_MACHINE);
     }
 }

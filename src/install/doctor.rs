@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod forwarding;
+
 use super::browsers::{self, Layout, Os};
 use super::{Context, INSTALL_FOR_GOOD, him_command, looks_temporary, manifest};
 use crate::cli::Browser;
@@ -126,9 +128,11 @@ pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
             ),
         ));
     }
-    let (connection, mut live) = check_connection(&located.search());
-    let (forwarded, forwarded_live) = check_forwarded(located.forwarded.as_deref());
-    live |= forwarded_live;
+    let forwarded = forwarding::check_forwarded(located.forwarded.as_deref());
+    // A machine that SSH forwards another machine's panel to needs no browser of its own.
+    let (connection, local_live) = check_connection(&located.search(), forwarded.is_none());
+    let reached_from = forwarded.as_ref().and_then(|f| f.reached_from.clone());
+    let live = local_live || reached_from.is_some();
     let sandboxed = if ctx.layout.os == Os::Linux {
         check_sandboxed(Path::new("/"), &ctx.layout.home)
     } else {
@@ -156,16 +160,20 @@ pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
             findings: connection,
         },
     ];
-    if !forwarded.is_empty() {
+    let through_ssh_only = valid.is_empty() && !local_live;
+    let mut forwarding_problem = None;
+    if let Some(forwarded) = forwarded {
         sections.push(Section {
             title: "Browsers on other machines (SSH)",
-            findings: forwarded,
+            findings: forwarded.findings,
         });
+        forwarding_problem = forwarded.problem.filter(|_| through_ssh_only);
     }
     if crate::gateway::enabled() {
+        let socket = crate::runtime::gateway_socket(&located.dir);
         sections.push(Section {
             title: "Gateway for agents on other machines (him remote)",
-            findings: vec![check_gateway(&crate::runtime::gateway_socket(&located.dir))],
+            findings: vec![forwarding::check_gateway(&socket, local_live)],
         });
     }
     if !sandboxed.is_empty() {
@@ -184,6 +192,8 @@ pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
         let mut f = Finding::new(Status::Pass, "The side panel can work");
         if !names.is_empty() {
             f.text.push_str(&format!(" in: {}", names.join(", ")));
+        } else if let Some(machine) = reached_from.as_deref().filter(|_| through_ssh_only) {
+            f.text.push_str(&format!(": through SSH, from {machine}"));
         }
         f
     } else if !runtime_ok {
@@ -192,6 +202,13 @@ pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
             "The side panel cannot work: the runtime directory would be refused",
         )
         .fix("see Runtime directory above")
+    } else if let Some((what, fix)) = forwarding_problem {
+        // Forwarding leads here: installing a browser here is not the fix.
+        Finding::new(
+            Status::Fail,
+            format!("The side panel cannot be reached from here now: {what}"),
+        )
+        .fix(fix)
     } else {
         Finding::new(
             Status::Fail,
@@ -559,8 +576,45 @@ pub struct Welcome {
 /// How long the doctor waits for a host to answer. A host answers `hello` at once.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Why no `welcome` came back to the doctor's `hello`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoWelcome {
+    /// The other end closed the connection (before or after the hello).
+    Closed,
+    /// Nothing came back within [`PROBE_TIMEOUT`].
+    Silent,
+    /// What it said, or what failed, in words.
+    Other(String),
+}
+
+impl std::fmt::Display for NoWelcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoWelcome::Closed => f.write_str("closed the connection without answering hello"),
+            NoWelcome::Silent => write!(
+                f,
+                "gave no answer to hello within {} s",
+                PROBE_TIMEOUT.as_secs()
+            ),
+            NoWelcome::Other(why) => f.write_str(why),
+        }
+    }
+}
+
+/// A failed system call in words, without its "(os error N)".
+pub fn plain(err: &io::Error) -> String {
+    let words = match err.raw_os_error() {
+        Some(code) => nix::errno::Errno::from_raw(code).desc().to_owned(),
+        None => err.kind().to_string(),
+    };
+    let mut chars = words.chars();
+    chars.next().map_or(words.clone(), |first| {
+        first.to_lowercase().chain(chars).collect()
+    })
+}
+
 /// Says `hello` and reads frames until the `welcome`, with the shared codec and messages.
-pub fn hello_welcome(stream: &mut (impl Read + Write)) -> Result<Welcome, String> {
+pub fn hello_welcome(stream: &mut (impl Read + Write)) -> Result<Welcome, NoWelcome> {
     use crate::frame::{FrameError, MAX_INBOUND, read_frame_sync, write_frame_sync};
     use crate::protocol::{self, AgentInfo, AgentToHost, HostToAgent, PROTOCOL};
 
@@ -577,16 +631,21 @@ pub fn hello_welcome(stream: &mut (impl Read + Write)) -> Result<Welcome, String
         verdicts: false,
         machine: None,
     });
-    write_frame_sync(stream, &hello).map_err(|e| format!("cannot send hello: {e}"))?;
+    write_frame_sync(stream, &hello).map_err(|err| match err.kind() {
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => NoWelcome::Closed,
+        _ => NoWelcome::Other(format!("cannot send hello: {}", plain(&err))),
+    })?;
     // A few frames at most: a host answers hello with welcome before anything else.
     for _ in 0..4 {
         let frame = match read_frame_sync(stream, MAX_INBOUND) {
             Ok(Some(frame)) => frame,
-            Ok(None) | Err(FrameError::Truncated { .. }) => {
-                return Err("closed the connection without answering hello".to_owned());
+            Ok(None) | Err(FrameError::Truncated { .. }) => return Err(NoWelcome::Closed),
+            Err(FrameError::Io(err)) => return Err(read_failed(&err)),
+            Err(err) => {
+                return Err(NoWelcome::Other(format!(
+                    "answered with a bad frame: {err}"
+                )));
             }
-            Err(FrameError::Io(err)) => return Err(describe_read_error(&err)),
-            Err(err) => return Err(format!("answered with a bad frame: {err}")),
         };
         match protocol::decode::<HostToAgent>(&frame) {
             Ok(HostToAgent::Welcome {
@@ -605,22 +664,28 @@ pub fn hello_welcome(stream: &mut (impl Read + Write)) -> Result<Welcome, String
                 });
             }
             Ok(HostToAgent::Error { message, .. }) => {
-                return Err(format!("answered hello with an error: {message}"));
+                return Err(NoWelcome::Other(format!(
+                    "answered hello with an error: {message}"
+                )));
             }
             Ok(_) => continue,
-            Err(err) => return Err(format!("answered with a bad message: {err}")),
+            Err(err) => {
+                return Err(NoWelcome::Other(format!(
+                    "answered with a bad message: {err}"
+                )));
+            }
         }
     }
-    Err("did not answer hello with welcome".to_owned())
+    Err(NoWelcome::Other(
+        "did not answer hello with welcome".to_owned(),
+    ))
 }
 
-fn describe_read_error(err: &io::Error) -> String {
+fn read_failed(err: &io::Error) -> NoWelcome {
     match err.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
-            format!("no answer to hello within {} s", PROBE_TIMEOUT.as_secs())
-        }
-        io::ErrorKind::UnexpectedEof => "closed the connection without answering hello".to_owned(),
-        _ => format!("read failed: {err}"),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => NoWelcome::Silent,
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => NoWelcome::Closed,
+        _ => NoWelcome::Other(format!("cannot read its answer: {}", plain(err))),
     }
 }
 
@@ -638,13 +703,13 @@ pub fn probe(sock: &Path) -> Probe {
     use std::os::unix::net::UnixStream;
     let mut stream = match UnixStream::connect(sock) {
         Ok(s) => s,
-        Err(err) => return Probe::Stale(err.to_string()),
+        Err(err) => return Probe::Stale(plain(&err)),
     };
     let _ = stream.set_read_timeout(Some(PROBE_TIMEOUT));
     let _ = stream.set_write_timeout(Some(PROBE_TIMEOUT));
     match hello_welcome(&mut stream) {
         Ok(w) => Probe::Live(w),
-        Err(why) => Probe::Silent(why),
+        Err(why) => Probe::Silent(why.to_string()),
     }
 }
 
@@ -653,9 +718,9 @@ pub fn probe(_sock: &Path) -> Probe {
     Probe::Silent("not supported on this OS yet".to_owned())
 }
 
-/// One finding per host socket in any directory agents search (or one warning when there is
-/// none); `true` when a host answered.
-pub fn check_connection(search: &[PathBuf]) -> (Vec<Finding>, bool) {
+/// One finding per host socket in any directory agents search (or, when there is none, a
+/// warning if a browser is `needed` here, a note if not); `true` when a host answered.
+pub fn check_connection(search: &[PathBuf], needed: bool) -> (Vec<Finding>, bool) {
     let socks: Vec<PathBuf> = search
         .iter()
         .flat_map(|dir| crate::runtime::list_host_sockets(dir))
@@ -678,148 +743,17 @@ pub fn check_connection(search: &[PathBuf]) -> (Vec<Finding>, bool) {
             )),
         }
     }
-    if !live {
+    if !live && needed {
         findings.push(
             Finding::new(Status::Warn, "no browser is connected now")
                 .fix("open the browser where the him extension is loaded: the extension connects when the browser starts"),
         );
-    }
-    (findings, live)
-}
-
-/// Whether the gateway answers on its stable socket (only asked once `him remote` set
-/// forwarding up).
-pub fn check_gateway(socket: &Path) -> Finding {
-    match probe(socket) {
-        Probe::Live(w) => Finding::new(
-            Status::Pass,
-            format!(
-                "the gateway runs (pid {}) on {}: agents on other machines and in containers reach this browser",
-                w.host_pid.map_or("?".to_owned(), |p| p.to_string()),
-                socket.display()
-            ),
-        ),
-        Probe::Silent(why) => Finding::new(
-            Status::Warn,
-            format!("{}: a process listens there but {why}", socket.display()),
-        ),
-        Probe::Stale(_) => Finding::new(
-            Status::Warn,
-            format!(
-                "the gateway is not running ({} does not answer)",
-                socket.display()
-            ),
-        )
-        .fix("open the browser: its host starts the gateway (or run `him gateway`)"),
-    }
-}
-
-/// Whether `~/.ssh/rc` frees the name SSH binds at each session's start (DESIGN.md §10):
-/// without it, a connection during which no agent ran here blocks the next one's forward.
-fn check_ssh_rc() -> Finding {
-    use crate::remote::ssh_rc;
-    let Some(path) = ssh_rc::path() else {
-        return Finding::new(Status::Warn, "HOME is not set, so there is no ~/.ssh/rc");
-    };
-    let again = "on the machine with the browser, run `him remote <this host> --write` again";
-    match std::fs::read_to_string(&path)
-        .ok()
-        .as_deref()
-        .and_then(ssh_rc::named_him)
-    {
-        Some(him) if std::fs::metadata(&him).is_ok_and(|m| m.is_file() && is_executable(&m)) => {
-            Finding::new(
-                Status::Pass,
-                format!(
-                    "{} frees the forwarded socket's name at each SSH session's start",
-                    path.display()
-                ),
-            )
-        }
-        Some(him) => Finding::new(
-            Status::Warn,
-            format!(
-                "{} runs {}, which is not there any more: a stale forwarded socket can block \
-                 the next SSH connection's forward",
-                path.display(),
-                him.display()
-            ),
-        )
-        .fix(again),
-        None => Finding::new(
-            Status::Warn,
-            format!(
-                "{} does not run him: a connection during which no agent ran here leaves its \
-                 forwarded socket, which blocks the next connection's forward",
-                path.display()
-            ),
-        )
-        .fix(again),
-    }
-}
-
-/// One finding per socket SSH forwarded into `dir` (none when there is no such folder);
-/// `true` when a gateway answered. A socket that refuses is removed here, as agents do:
-/// its SSH connection is gone, and the file would block the next one's forward.
-pub fn check_forwarded(dir: Option<&Path>) -> (Vec<Finding>, bool) {
-    use std::os::unix::net::UnixStream;
-    let Some(dir) = dir.filter(|d| d.is_dir()) else {
-        return (Vec::new(), false);
-    };
-    let mut findings = vec![check_ssh_rc()];
-    let mut live = false;
-    for sock in crate::runtime::list_forwarded_sockets(dir) {
-        let mut stream = match UnixStream::connect(&sock) {
-            Ok(stream) => stream,
-            Err(err) if err.kind() == io::ErrorKind::ConnectionRefused => {
-                let removed = std::fs::remove_file(&sock).is_ok();
-                findings.push(Finding::new(
-                    Status::Pass,
-                    format!(
-                        "{}: left by an SSH connection that ended{}",
-                        sock.display(),
-                        if removed { "; removed" } else { "" }
-                    ),
-                ));
-                continue;
-            }
-            Err(err) => {
-                findings.push(Finding::new(
-                    Status::Warn,
-                    format!("{}: {err}", sock.display()),
-                ));
-                continue;
-            }
-        };
-        let _ = stream.set_read_timeout(Some(PROBE_TIMEOUT));
-        let _ = stream.set_write_timeout(Some(PROBE_TIMEOUT));
-        match hello_welcome(&mut stream) {
-            Ok(w) => {
-                live = true;
-                let machine = w.machine.as_deref().unwrap_or("another machine");
-                let panel = match w.panel_open {
-                    Some(true) => "side panel open",
-                    _ => "side panel closed",
-                };
-                findings.push(Finding::new(
-                    Status::Pass,
-                    format!(
-                        "the panel is reached through SSH, from {machine} ({panel}; forwarded socket {})",
-                        sock.display()
-                    ),
-                ));
-            }
-            Err(why) => findings.push(
-                Finding::new(
-                    Status::Warn,
-                    format!(
-                        "{}: the SSH connection is up, but its other end {why}",
-                        sock.display()
-                    ),
-                )
-                .fix("on the machine with the browser, open the browser (its host starts `him gateway`) or run `him gateway`"),
-            ),
-        }
+    } else if !live {
+        findings.push(Finding::new(
+            Status::Skip,
+            "no browser runs on this machine, and none is needed: agents here reach the panel \
+             of another machine through SSH (below)",
+        ));
     }
     (findings, live)
 }
@@ -944,14 +878,18 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_call_is_told_in_words_without_its_number() {
+        let err = io::Error::from_raw_os_error(32);
+        assert_eq!(plain(&err), "broken pipe");
+        assert!(!err.to_string().starts_with("broken"), "{err}");
+        assert_eq!(plain(&io::Error::other("x")), "other error");
+    }
+
+    #[test]
     fn a_host_that_closes_without_welcome_is_described() {
         let mut s = io::Cursor::new(Vec::new());
         // Writing to a cursor works; reading then hits EOF at once.
-        let err = hello_welcome(&mut s).unwrap_err();
-        assert!(
-            err.contains("without answering") || err.contains("read"),
-            "{err}"
-        );
+        assert_eq!(hello_welcome(&mut s).unwrap_err(), NoWelcome::Closed);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The marked `ssh_config` block of `him remote` (pure: text in, text out).
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 
 const BEGIN: &str = "# >>> him remote ";
 const END: &str = "# <<< him remote ";
@@ -15,7 +15,83 @@ pub struct Block {
     pub local_socket: PathBuf,
 }
 
+/// Whether `path` can go into the block as it is: a plain absolute path (no `.` or `..`, no
+/// empty part) of letters, digits, spaces and `/ . _ - + @ ,`. ssh_config would expand `%`
+/// tokens and `${…}` variables in a socket path, `RemoteForward` splits its words at `:`,
+/// and a newline, a quote, a backslash or a `#` would end the line, the word or the
+/// directive early: the remote's answer could then add a directive of its choosing (a
+/// `ProxyCommand`, which this machine would run at the next `ssh`). `whose` says which path
+/// it is, for the error.
+pub fn check_socket_path(path: &Path, whose: &str) -> Result<(), String> {
+    let shown = format!("{:?}", path.as_os_str());
+    let Some(text) = path.to_str() else {
+        return Err(format!("{whose} {shown} is not UTF-8"));
+    };
+    if !path.is_absolute() {
+        return Err(format!("{whose} {shown} is not an absolute path"));
+    }
+    if text.contains("//")
+        || text.ends_with('/')
+        || path
+            .components()
+            .any(|c| matches!(c, Component::CurDir | Component::ParentDir))
+    {
+        return Err(format!(
+            "{whose} {shown} is not a plain path (it has an empty, `.` or `..` part)"
+        ));
+    }
+    if let Some(bad) = text
+        .chars()
+        .find(|&c| !(c.is_alphanumeric() || " /._-+@,".contains(c)))
+    {
+        return Err(format!(
+            "{whose} {shown} holds {bad:?}, which ssh_config would not take as part of a path \
+             (only letters, digits, spaces and / . _ - + @ , are used)"
+        ));
+    }
+    Ok(())
+}
+
+/// The host as `him remote HOST` names it, checked as the `Host` line and the marker lines
+/// take it: one word of visible characters, no quote, `#`, `%` or `$`, not an option.
+pub fn check_host(host: &str) -> Result<(), String> {
+    let fits = !host.is_empty()
+        && !host.starts_with('-')
+        && host
+            .chars()
+            .all(|c| c.is_ascii_graphic() && !"\"'\\#%$".contains(c));
+    if fits {
+        Ok(())
+    } else {
+        Err(format!(
+            "the host {host:?} cannot be written into ~/.ssh/config: give it as one word, as \
+             after `ssh` (letters, digits, . - _ @ and the like; no quotes, #, % or $)"
+        ))
+    }
+}
+
+/// A checked path as one ssh_config word: quoted when it holds a space.
+fn config_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    if text.contains(' ') {
+        format!("\"{text}\"")
+    } else {
+        text
+    }
+}
+
+/// A checked path as one shell word: quoted when it holds a space.
+fn shell_word(text: &str) -> String {
+    if text.contains(' ') {
+        format!("'{text}'")
+    } else {
+        text.to_owned()
+    }
+}
+
 impl Block {
+    /// The block; its paths must have passed [`check_socket_path`] and its host
+    /// [`check_host`].
     pub fn render(&self) -> String {
         let host = &self.host;
         format!(
@@ -30,24 +106,25 @@ impl Block {
              ControlMaster auto\n  \
              ControlPath ~/.ssh/him-%C\n  \
              ControlPersist 10m\n  \
-             # A dead connection is noticed within 45 s, so its questions move on.\n  \
+             # A connection gone dead is given up here after 60 s without a word (4 × 15 s),\n  \
+             # and its questions leave the panel; agents there notice in 5 to 10 s themselves.\n  \
              ServerAliveInterval 15\n  \
              ServerAliveCountMax 3\n\
              # What follows applies to every host again, as before this block.\n\
              Host *\n\
              {END}{host} <<<\n",
-            self.remote_socket.display(),
-            self.local_socket.display(),
+            config_word(&self.remote_socket),
+            config_word(&self.local_socket),
         )
     }
 
     pub fn ssh_command(&self) -> String {
-        format!(
-            "ssh -R {}:{} {}",
+        let forward = format!(
+            "{}:{}",
             self.remote_socket.display(),
-            self.local_socket.display(),
-            self.host
-        )
+            self.local_socket.display()
+        );
+        format!("ssh -R {} {}", shell_word(&forward), self.host)
     }
 }
 
@@ -117,6 +194,67 @@ mod tests {
         let two = upsert_block(&once, &block("vm"));
         assert_eq!(two.matches("# >>> him remote").count(), 2);
         assert_eq!(remove_blocks(&two), mine);
+    }
+
+    #[test]
+    fn only_a_plain_absolute_path_of_safe_characters_goes_into_the_block() {
+        for fine in [
+            "/home/r/.local/state/him/run/devbox/forwarded",
+            "/home/Jürgen Weiß/.local/state/him/run/dev-box_1/forwarded",
+            "/srv/u+x@y,z/f",
+        ] {
+            assert_eq!(
+                check_socket_path(Path::new(fine), "the path"),
+                Ok(()),
+                "{fine}"
+            );
+        }
+        for (bad, why) in [
+            ("/home/r/f\n  ProxyCommand touch /tmp/x\nHost *\n#", r"'\n'"),
+            ("/home/%u/f", "'%'"),
+            ("/home/${USER}/f", "'$'"),
+            ("/home/r/f:/tmp/x", "':'"),
+            ("/home/r/\"f", r#"'"'"#),
+            ("/home/r/f\\", r"'\\'"),
+            ("/home/r/#f", "'#'"),
+            ("/home/r/\u{202E}f", r"'\u{202e}'"),
+            ("home/r/f", "not an absolute path"),
+            ("/home/r/../f", "not a plain path"),
+            ("/home//f", "not a plain path"),
+            ("/home/r/f/", "not a plain path"),
+        ] {
+            let err = check_socket_path(Path::new(bad), "the path").expect_err(bad);
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
+        assert_eq!(check_host("devbox"), Ok(()));
+        assert_eq!(check_host("ada@dev-box.example"), Ok(()));
+        for bad in [
+            "",
+            "-oProxyCommand=x",
+            "dev box",
+            "dev\nbox",
+            "a#b",
+            "%h",
+            "\"x\"",
+        ] {
+            assert!(check_host(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_path_with_a_space_is_one_quoted_word() {
+        let block = Block {
+            host: "devbox".into(),
+            remote_socket: "/home/a b/forwarded/laptop.sock".into(),
+            local_socket: "/run/user/1000/him/gateway/gateway.sock".into(),
+        };
+        assert!(block.render().contains(
+            "  RemoteForward \"/home/a b/forwarded/laptop.sock\" /run/user/1000/him/gateway/gateway.sock\n"
+        ));
+        assert_eq!(
+            block.ssh_command(),
+            "ssh -R '/home/a b/forwarded/laptop.sock:/run/user/1000/him/gateway/gateway.sock' devbox"
+        );
     }
 
     #[test]

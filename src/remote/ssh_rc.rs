@@ -120,7 +120,10 @@ pub fn install() -> Result<PathBuf, String> {
 }
 
 /// Takes the block out of `~/.ssh/rc`, and the file when only the block was in it; returns
-/// the file when it changed.
+/// the file when it changed. An rc that is a link (a dotfile manager's) is edited where it
+/// points and stays: when only the block was there, the file it points to goes (him made
+/// it), and the link is left as it was before — pointing at nothing, which sshd takes as
+/// no rc at all.
 pub fn uninstall() -> Result<Option<PathBuf>, String> {
     let Some(path) = path() else {
         return Ok(None);
@@ -133,8 +136,10 @@ pub fn uninstall() -> Result<Option<PathBuf>, String> {
     }
     let new = remove(&old);
     if new.trim().is_empty() {
-        std::fs::remove_file(&path)
-            .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+        let file = super::file::through_links(&path)
+            .map_err(|e| format!("cannot follow {}: {e}", path.display()))?;
+        std::fs::remove_file(&file)
+            .map_err(|e| format!("cannot remove {}: {e}", file.display()))?;
     } else {
         write(&path, &new)?;
     }
@@ -150,38 +155,12 @@ pub(super) fn read(path: &Path) -> Result<Option<String>, String> {
     }
 }
 
-/// Written whole or not at all (a torn rc would run half), keeping the file's mode. An rc
-/// that is a link (a dotfile manager's) is written where it points, and stays a link.
+/// Written whole or not at all (a torn rc would run half), keeping the file's mode; an rc
+/// that is a link is written where it points, and stays a link ([`super::file::replace`]).
 fn write(path: &Path, text: &str) -> Result<(), String> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-    let resolved = std::fs::canonicalize(path).ok();
-    let path = resolved.as_deref().unwrap_or(path);
-    let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
-    if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(fail)?;
-    }
-    let mode = std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o7777);
-    let tmp = path.with_extension("him-tmp");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(fail)?;
-    file.write_all(text.as_bytes()).map_err(fail)?;
-    file.set_permissions(std::fs::Permissions::from_mode(mode))
-        .map_err(fail)?;
-    drop(file);
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
-    })
+    super::file::replace(path, text, 0o600)
+        .map(drop)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -420,6 +420,23 @@ test('two questions at once: the new one waits its turn, then gets the keyboard'
   assert.equal(r.confirmed, false);
 });
 
+test('a question naming any machine, even a blank or invisible one, reads as from another machine (issue 22.5)', { timeout: STEP_MS }, async () => {
+  for (const [n, machine, shown] of [[1, '\u200b', 'another machine'], [2, ' ', 'another machine'], [3, ' devbox ', 'devbox']]) {
+    const agent = rawAgent(path.join(runtimeDir, 'hosts', `${hostPids(runtimeDir)[0]}.sock`));
+    await agent.connected;
+    agent.send({ type: 'hello', protocol: 1, agent: { name: 'far-agent' }, pid: process.pid, machine });
+    await agent.next((m) => m.type === 'welcome');
+    const q = textQuestion(`Where from, ${n}?`);
+    agent.send({ type: 'ask', id: q.id, form: q.form, timeout_ms: 60_000, asked_at_ms: Date.now() });
+    await card(q.title).waitFor();
+    const who = await card(q.title).locator('.who').textContent();
+    assert.ok(who.endsWith(`far-agent @ ${shown}`), `${JSON.stringify(machine)}: ${who}`);
+    // Its agent goes: the untouched card leaves.
+    agent.close();
+    await card(q.title).waitFor({ state: 'detached' });
+  }
+});
+
 test('with the panel closed, a question raises a notification; opening the panel clears it', { timeout: STEP_MS }, async () => {
   await page.close();
   const q = ask('ask_confirm', { question: 'Restart the staging database?' });

@@ -26,6 +26,8 @@ pub struct Lab {
     /// The laptop's runtime directory (`/run/user/<uid>/him`).
     pub laptop_runtime: PathBuf,
     netns: String,
+    /// The laptop's end of the pair that carries the network between the two machines.
+    veth_here: String,
     sshd: tokio::process::Child,
     sshd_pid: u32,
     /// Keys and the sshd configuration, root's only.
@@ -207,6 +209,7 @@ impl Lab {
             remote_hostname,
             laptop_runtime,
             netns,
+            veth_here: veth_here.clone(),
             sshd_pid,
             sshd: {
                 // Until sshd listens: the port answers with its banner.
@@ -294,6 +297,8 @@ impl Lab {
     pub async fn him_on_laptop(&self, args: &[&str]) -> std::process::Output {
         let mut env = self.laptop.browser_env();
         env.retain(|(k, _)| *k != "HIM_LOG");
+        // A gateway that `him remote` starts leaves soon after the browser, as the test ends.
+        env.push(("HIM_RECONNECT_GRACE_MS", "3000".into()));
         self.laptop
             .command(&env)
             .args(args)
@@ -401,6 +406,25 @@ impl Lab {
         }
     }
 
+    /// The network between the machines goes away without a word, as when a laptop sleeps or
+    /// leaves the Wi-Fi: the link goes down, so nothing gets through either way, and neither
+    /// end's TCP hears a FIN or a reset.
+    pub fn cut_network(&self) {
+        run(
+            "/usr/sbin/ip",
+            &["link", "set", "dev", &self.veth_here, "down"],
+        );
+    }
+
+    /// The network comes back (the connections cut off are still there, unless one end gave
+    /// up meanwhile).
+    pub fn restore_network(&self) {
+        run(
+            "/usr/sbin/ip",
+            &["link", "set", "dev", &self.veth_here, "up"],
+        );
+    }
+
     /// The remote user's forwarded folder, as `him remote` made it there.
     pub fn forwarded_dir(&self) -> PathBuf {
         self.remote
@@ -444,6 +468,11 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        // A test that cut the network and failed: back up, so the connection and sshd's
+        // session process for it end cleanly.
+        let _ = std::process::Command::new("/usr/sbin/ip")
+            .args(["link", "set", "dev", &self.veth_here, "up"])
+            .status();
         // The control path named outright: a test may have run `him uninstall`, which takes
         // the block that set it out of the configuration.
         let control = format!("ControlPath={}/.ssh/him-%C", self.laptop.home.display());

@@ -68,7 +68,20 @@ test('a question from another machine is labelled with it, a local one is not', 
   assert.equal(agentLabel(remote.agent), 'Claude Code @ devbox');
   const local = addQuestion(emptyQueue(), ask('l1'), T0).state.questions[0];
   assert.equal(agentLabel(local.agent), 'Claude Code');
-  assert.equal(agentLabel(addQuestion(emptyQueue(), ask('e1', { machine: '' }), T0).state.questions[0].agent), 'Claude Code');
+});
+
+test('a question that names any machine, even a blank or invisible one, is marked as remote', () => {
+  const label = (machine) => agentLabel(addQuestion(emptyQueue(), ask('m1', { machine }), T0).state.questions[0].agent);
+  // A gateway always names the machine; a blank or unreadable name must not pass for local.
+  for (const machine of ['', ' ', '\u200b', '\u3164', '\u00a0', 'dev\u202ebox', 'a\nb', 'x'.repeat(65)]) {
+    assert.equal(label(machine), 'Claude Code @ another machine', JSON.stringify(machine));
+  }
+  assert.equal(label('  devbox '), 'Claude Code @ devbox');
+  assert.equal(label('Rechner Müller'), 'Claude Code @ Rechner Müller');
+  assert.equal(label('开发机'), 'Claude Code @ 开发机');
+  // The label is kept with the question, so it survives storage and a worker restart.
+  const stored = JSON.parse(JSON.stringify(addQuestion(emptyQueue(), ask('m2', { machine: '' }), T0).state));
+  assert.equal(agentLabel(stored.questions[0].agent), 'Claude Code @ another machine');
 });
 
 test('malformed or late asks are refused with a reason', () => {
