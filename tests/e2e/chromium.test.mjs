@@ -770,6 +770,7 @@ test('the host dies between Submit and the verdict: the card says the answer did
   const c = card(title);
   await c.getByLabel('User').fill('deploy');
   await c.getByLabel('Password').fill(secret);
+  await armed();
   await c.getByRole('button', { name: 'Submit' }).click();
   const sent = await first.next((m) => m.type === 'answer' && m.id === id);
   assert.deepEqual(sent.values, { user: 'deploy', pw: secret });
@@ -810,6 +811,7 @@ test('the host dies between Submit and the verdict: the card says the answer did
   assert.equal(await c.getByLabel('Password').inputValue(), '', 'the password is not');
 
   await c.getByLabel('Password').fill(secret);
+  await armed();
   await c.getByRole('button', { name: 'Submit' }).click();
   const resent = await again.next((m) => m.type === 'answer' && m.id === id);
   assert.deepEqual(resent.values, { user: 'deploy', pw: secret });
