@@ -12,6 +12,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use him::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
+use him::relay::MAX_WAITING_QUESTIONS;
 use serde_json::{Value, json};
 use support::*;
 
@@ -168,9 +169,11 @@ async fn an_agent_that_pauses_while_a_long_burst_waits_is_not_cut_off() {
     let runtime = runtime_dir();
     let mut ext = host_with_stall(runtime.path(), PAUSING_STALL).await;
     let mut slow = raw_agent(&ext, "slow");
-    // More answers than the host once let wait for one agent (1,024), each large enough
-    // that nearly all of them wait in the host rather than in the socket.
-    let count = 1_500;
+    // As many questions as one agent may have waiting (relay.rs), each answered at such a
+    // length (4 MiB in all) that nearly all of the answers wait in the host rather than in
+    // the socket. (Before that bound, this was 1,500 answers of 8 KB: more than the host
+    // once let wait for one agent, 1,024.)
+    let count = MAX_WAITING_QUESTIONS;
     ask_many(&mut ext, &mut slow, 0, count).await;
     let (burst_sent, sent) = std::sync::mpsc::channel::<()>();
     let reader = std::thread::spawn(move || {
@@ -186,7 +189,7 @@ async fn an_agent_that_pauses_while_a_long_burst_waits_is_not_cut_off() {
         }
         ids
     });
-    let answer = "y".repeat(8_000);
+    let answer = "y".repeat(64 * 1024);
     for n in 0..count {
         ext.submit(&json!(question_id(n)), json!({"answer": answer}))
             .await;
