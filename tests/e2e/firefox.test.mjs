@@ -102,8 +102,20 @@ test('in Firefox, the add-on starts the real host, says ready as him@him.dev and
   }
   assert.ok(socket, 'Firefox never started the host');
 
-  const a = rawAgent(path.join(runtimeDir, 'hosts', socket));
-  await a.connected;
+  // A socket file exists from bind() on, a moment before listen(): a refusal then means
+  // "not yet" (the agent side's rule too, runtime.rs), so try again rather than fail.
+  let a;
+  for (let tries = 0; ; tries++) {
+    a = rawAgent(path.join(runtimeDir, 'hosts', socket));
+    try {
+      await a.connected;
+      break;
+    } catch (err) {
+      if (err.code !== 'ECONNREFUSED' || tries >= 50) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+      socket = readdirSync(path.join(runtimeDir, 'hosts')).find((n) => n.endsWith('.sock')) ?? socket;
+    }
+  }
   a.send({ type: 'hello', protocol: 1, agent: { name: 'firefox-e2e' }, project: 'e2e', pid: process.pid });
   const welcome = await a.next((m) => m.type === 'welcome' && m.extension);
   assert.deepEqual(welcome.extension, { id: 'him@him.dev', version: '0.1.0' });
