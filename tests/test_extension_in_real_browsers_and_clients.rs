@@ -264,9 +264,10 @@ fn clients_ready() -> bool {
                     "@modelcontextprotocol/inspector",
                     "@anthropic-ai/claude-code",
                     "@openai/codex",
+                    "@google/gemini-cli",
                 ],
             ) && node22().is_file(),
-            "Node 22, the MCP Inspector, Claude Code and Codex are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
+            "Node 22, the MCP Inspector, Claude Code, Codex and Gemini CLI are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
         )
 }
 
@@ -300,6 +301,16 @@ fn real_mcp_clients_list_call_and_elicit_over_stdio_and_http_in_both_eras() {
 fn real_claude_code_asks_him_before_running_a_command() {
     if clients_ready() {
         node22_test("claude-code.test.mjs");
+    }
+}
+
+// Real Gemini CLI, headless, over `him serve --http` (issue 23): tests/e2e/gemini.test.mjs,
+// against a loopback stand-in of Gemini's model API. Gemini CLI speaks protocol 2025-06-18
+// and could not read the SSE priming event him sent every session.
+#[test]
+fn real_gemini_cli_over_http_asks_the_panel_in_protocol_2025_06_18() {
+    if clients_ready() {
+        node22_test("gemini.test.mjs");
     }
 }
 
