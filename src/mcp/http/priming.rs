@@ -3,8 +3,8 @@
 //! rmcp opens every SSE stream with a priming event (SEP-1699: an event id and a `retry`
 //! time over empty `data`), with which a client of 2025-11-25 or later resumes a broken
 //! stream (`Last-Event-ID`). Clients of the earlier eras `JSON.parse` every event's data:
-//! the TypeScript SDK 1.11 and 1.17 (and, as reported, 1.22 and Python `mcp` 1.10) report
-//! an error for each stream, and Gemini CLI 0.61 then offers the model none of the server's
+//! the TypeScript SDK 1.11 and 1.17 (and, as reported, 1.22) and Python `mcp` 1.10 report an
+//! error for each stream, and Gemini CLI 0.61 then offers the model none of the server's
 //! tools. rmcp's switch for it (`sse_retry`) holds for every session alike, so the gate
 //! takes the priming events out of the streams of sessions older than 2025-11-25, which the
 //! official TypeScript and Python SDK servers never send them either.
