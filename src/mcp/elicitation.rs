@@ -58,12 +58,31 @@ pub fn note_property(form: &Form) -> Option<String> {
 ///
 /// A password field is refused: the MCP specification forbids asking for secrets this way.
 pub fn request(form: &Form) -> Result<ElicitRequestParams, NotElicitable> {
+    let (schema, message) = schema_and_message(form)?;
+    typed(schema, message)
+}
+
+/// The same request's params as JSON for the wire, where a whole number stays an integer
+/// (`"minimum": 1`). rmcp's schema type keeps every bound and number default as an `f64`,
+/// which goes out as `1.0`, and clients show it so (fast-agent: "min 1.0"; Python reads a
+/// float). The form must still make a valid schema of that type: the check is the same.
+/// A 2026-07-28 `input_required` result has no way round it: its input request can only be
+/// rmcp's type, so there a whole bound still goes out as `1.0`.
+pub fn create_params(form: &Form) -> Result<Value, NotElicitable> {
+    let (schema, message) = schema_and_message(form)?;
+    typed(schema.clone(), message.clone())?;
+    Ok(json!({"mode": "form", "message": message, "requestedSchema": schema}))
+}
+
+fn schema_and_message(form: &Form) -> Result<(Value, String), NotElicitable> {
     if let Some(field) = form.fields.iter().find(|f| f.kind == FieldType::Password) {
         return Err(NotElicitable(format!(
             "field `{}` is a password, and secrets must not go through MCP elicitation",
             field.name
         )));
     }
+    // Properties in the form's order: serde_json keeps a map's insertion order here
+    // (`preserve_order`), and a form's order is part of the question.
     let mut properties = Map::new();
     let mut required = Vec::new();
     for field in &form.fields {
@@ -83,21 +102,37 @@ pub fn request(form: &Form) -> Result<ElicitRequestParams, NotElicitable> {
     if !required.is_empty() {
         schema["required"] = Value::Array(required);
     }
+    Ok((schema, message(form)))
+}
+
+fn typed(schema: Value, message: String) -> Result<ElicitRequestParams, NotElicitable> {
+    let order: Vec<String> = schema["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
     let mut requested_schema: ElicitationSchema = serde_json::from_value(schema).map_err(|e| {
         NotElicitable(format!(
             "the form does not map to an elicitation schema: {e}"
         ))
     })?;
-    // Properties go on the wire in this order; a JSON map (and the schema builder) would
-    // sort them by name, and a form's order is part of the question.
-    let mut order: Vec<String> = form.fields.iter().map(|f| f.name.clone()).collect();
-    order.extend(note_property(form));
+    // The schema type keeps properties sorted by name; this puts the form's order back.
     requested_schema.property_order = Some(order);
     Ok(ElicitRequestParams::FormElicitationParams {
         meta: None,
-        message: message(form),
+        message,
         requested_schema,
     })
+}
+
+/// A number as JSON: an integer when it is a whole number that an `f64` holds exactly.
+fn number(n: f64) -> Value {
+    // 2^53: past it not every whole number has an `f64`.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    if n.fract() == 0.0 && n.abs() <= EXACT {
+        Value::from(n as i64)
+    } else {
+        json!(n)
+    }
 }
 
 fn property(field: &Field) -> Value {
@@ -143,10 +178,10 @@ fn property(field: &Field) -> Value {
         }
         FieldType::Number => {
             if let Some(min) = field.min {
-                p.insert("minimum".into(), json!(min));
+                p.insert("minimum".into(), number(min));
             }
             if let Some(max) = field.max {
-                p.insert("maximum".into(), json!(max));
+                p.insert("maximum".into(), number(max));
             }
         }
         FieldType::Select | FieldType::Radio => {
@@ -164,7 +199,11 @@ fn property(field: &Field) -> Value {
         _ => {}
     }
     if let Some(default) = field.default.as_ref().filter(|d| !d.is_null()) {
-        p.insert("default".into(), default.clone());
+        let default = match default.as_f64() {
+            Some(n) if field.kind == FieldType::Number => number(n),
+            _ => default.clone(),
+        };
+        p.insert("default".into(), default);
     }
     Value::Object(p)
 }
@@ -423,6 +462,58 @@ mod tests {
         let message = wire["message"].as_str().unwrap();
         assert!(message.starts_with("Deploy\n\nTo *where*?"), "{message}");
         assert!(message.contains("- staging: safe"), "{message}");
+    }
+
+    /// `value` with every number as an `f64`, as rmcp's schema type holds them.
+    fn as_floats(value: &Value) -> Value {
+        match value {
+            Value::Number(n) => json!(n.as_f64().unwrap()),
+            Value::Array(items) => Value::Array(items.iter().map(as_floats).collect()),
+            Value::Object(map) => {
+                Value::Object(map.iter().map(|(k, v)| (k.clone(), as_floats(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+
+    #[test]
+    fn the_wire_params_are_the_typed_request_with_whole_numbers_as_integers() {
+        let form = form();
+        let wire = create_params(&form).unwrap();
+        let typed = serde_json::to_value(request(&form).unwrap()).unwrap();
+        assert_eq!(as_floats(&wire), as_floats(&typed));
+        let replicas = &wire["requestedSchema"]["properties"]["replicas"];
+        assert_eq!(replicas["minimum"].to_string(), "1");
+        assert_eq!(replicas["maximum"].to_string(), "9");
+        // The same order of properties as the typed request puts on the wire.
+        let typed_text = serde_json::to_string(&request(&form).unwrap()).unwrap();
+        let keys = |text: &str| -> Vec<usize> {
+            form.fields
+                .iter()
+                .map(|f| text.find(&format!("\"{}\":{{", f.name)).unwrap())
+                .collect()
+        };
+        let wire_text = wire.to_string();
+        assert!(
+            keys(&wire_text).windows(2).all(|w| w[0] < w[1]),
+            "{wire_text}"
+        );
+        assert!(
+            keys(&typed_text).windows(2).all(|w| w[0] < w[1]),
+            "{typed_text}"
+        );
+    }
+
+    #[test]
+    fn only_whole_numbers_an_f64_holds_exactly_become_integers() {
+        assert_eq!(number(1.0).to_string(), "1");
+        assert_eq!(number(-120.0).to_string(), "-120");
+        assert_eq!(number(0.5).to_string(), "0.5");
+        assert_eq!(
+            number(9_007_199_254_740_992.0).to_string(),
+            "9007199254740992"
+        );
+        assert!(number(1e300).is_f64());
     }
 
     #[test]

@@ -22,8 +22,13 @@
 //! session: rmcp makes a server for it alone, which the gate shuts down when the response
 //! ends or is dropped, so its links to the hosts end with it. All servers share one
 //! `SharedParts` (the `requestState` key), so a retry may reach any of them.
+//!
+//! A session's SSE streams open with rmcp's priming event only when its protocol is
+//! 2025-11-25 or later; older clients read that event as a broken message (`priming.rs`).
+//! A sessionless response has none: without an event store there is nothing to resume.
 
 mod origin;
+mod priming;
 mod sessions;
 mod token;
 
@@ -61,6 +66,7 @@ use crate::peer::{self, Peer};
 use crate::web::{self, HostRule};
 
 use origin::{AllowedOrigins, OriginVerdict};
+use priming::{Primed, Rule};
 use sessions::{Ending, Reservation, Sessions};
 use token::{Token, TokenSource};
 
@@ -693,9 +699,20 @@ impl Gate {
             Some(id) if streaming => {
                 self.sessions.stream_opened(&id);
                 let sessions = self.sessions.clone();
+                let rule = if opens_session {
+                    let (sessions, id) = (sessions.clone(), id.clone());
+                    Rule::Settle(Box::new(move |primed| {
+                        tracing::debug!(session = %id, primed, "HTTP session's protocol era settled");
+                        sessions.set_primed(&id, primed);
+                    }))
+                } else if sessions.primed(&id) {
+                    Rule::Keep
+                } else {
+                    Rule::Strip
+                };
                 response.map(|inner| {
                     BoxBody::new(Tracked {
-                        inner,
+                        inner: BoxBody::new(Primed::new(inner, rule)),
                         sessions,
                         session: id,
                         call: method == Method::POST,

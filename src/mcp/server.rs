@@ -10,8 +10,9 @@ use futures::StreamExt;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ClientResult, ContentBlock, ElicitRequest, ElicitResult,
-    ErrorData, Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    CallToolResponse, CallToolResult, ClientResult, ConstString, ContentBlock, CustomRequest,
+    CustomResult, ElicitRequest, ElicitResult, ElicitationCreateRequestMethod, ErrorData,
+    Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
     ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
     ServerRequest,
 };
@@ -794,11 +795,16 @@ async fn elicit(
     id: String,
     stop: CancellationToken,
 ) -> ElicitEnd {
-    let params = match elicitation::request(&form) {
+    // Our own params rather than rmcp's `ElicitRequest`, whose schema type writes every
+    // bound as a float (`elicitation::create_params`); the client reads the same request.
+    let params = match elicitation::create_params(&form) {
         Ok(params) => params,
         Err(err) => return ElicitEnd::Failed(err.to_string()),
     };
-    let request: ServerRequest = ElicitRequest::new(params).into();
+    let request = ServerRequest::CustomRequest(CustomRequest::new(
+        ElicitationCreateRequestMethod::VALUE,
+        Some(params),
+    ));
     let mut handle = match peer
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await
@@ -819,6 +825,14 @@ async fn elicit(
     match reply {
         Ok(Ok(ClientResult::ElicitResult(result))) => {
             ElicitEnd::Reply(elicitation::answer_of(&form, &id, &result))
+        }
+        Ok(Ok(ClientResult::CustomResult(CustomResult(reply)))) => {
+            match serde_json::from_value::<ElicitResult>(reply) {
+                Ok(result) => ElicitEnd::Reply(elicitation::answer_of(&form, &id, &result)),
+                Err(err) => {
+                    ElicitEnd::Failed(format!("the reply is not an elicitation result: {err}"))
+                }
+            }
         }
         Ok(Ok(other)) => ElicitEnd::Failed(format!("unexpected reply {other:?}")),
         Ok(Err(ServiceError::McpError(err))) => ElicitEnd::Failed(err.message.into_owned()),

@@ -10,6 +10,10 @@
 // elicitation handler (elicitation/create, or the 2026-07-28 input_required round trip),
 // its result validating strictly; and a client without elicitation handed the question
 // back (`needs_user_input`).
+// - Older TS SDKs over HTTP, as clients still ship them: 1.11 (protocol 2025-03-26) and 1.17
+//   (2025-06-18), npm aliases `sdk-1-11` and `sdk-1-17`. They `JSON.parse` every SSE event,
+//   so a priming event (empty data) reached them as "Unexpected end of JSON input" on each
+//   stream (issue 23): their sessions must get messages only.
 //
 // The stdio server gets the SDK's default environment (PATH, HOME, USER, LOGNAME, SHELL,
 // TERM) plus only HIM_RUNTIME_DIR, a private directory, so no test reaches a real browser.
@@ -35,6 +39,11 @@ import {
   StdioClientTransport as Stdio2,
   getDefaultEnvironment as defaultEnvironment2,
 } from '@modelcontextprotocol/client/stdio';
+import { Client as Client111 } from 'sdk-1-11/client/index.js';
+import { StreamableHTTPClientTransport as Http111 } from 'sdk-1-11/client/streamableHttp.js';
+import { Client as Client117 } from 'sdk-1-17/client/index.js';
+import { StreamableHTTPClientTransport as Http117 } from 'sdk-1-17/client/streamableHttp.js';
+import { ElicitRequestSchema as ElicitRequestSchema117 } from 'sdk-1-17/types.js';
 import Ajv from 'ajv';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -300,6 +309,49 @@ for (const c of CASES) {
       } finally {
         await client.close();
       }
+    });
+  });
+}
+
+// Clients of the eras before 2025-11-25 over HTTP. Each SSE stream of a request carries the
+// priming event, if any, before the request's response, so once a call has returned every
+// error its stream would cause has been reported: the list of errors is complete for them.
+const OLD_SDKS = [
+  { version: '1.11.5', era: '2025-03-26', Client: Client111, Http: Http111 },
+  { version: '1.17.5', era: '2025-06-18', Client: Client117, Http: Http117, Elicit: ElicitRequestSchema117 },
+];
+
+for (const old of OLD_SDKS) {
+  describe(`TS SDK ${old.version} over http (${old.era})`, () => {
+    test('lists the tools, calls them and reports no error: no event it cannot parse', async () => {
+      const errors = [];
+      const capabilities = old.Elicit ? ELICITATION : {};
+      const client = new old.Client({ name: `clients-test-sdk-${old.version}`, version: '1.0.0' }, { capabilities });
+      client.onerror = (err) => errors.push(String(err?.stack ?? err));
+      if (old.Elicit) client.setRequestHandler(old.Elicit, async () => ({ action: 'accept', content: { confirmed: true } }));
+      const transport = new old.Http(new URL(http.url), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } } });
+      await client.connect(transport);
+      try {
+        const { tools } = await client.listTools();
+        assert.deepEqual(tools.map((t) => t.name).sort(), [
+          'ask_choice', 'ask_confirm', 'ask_form', 'ask_multi_select', 'ask_text', 'human_input_status',
+        ]);
+        const status = (await client.callTool({ name: 'human_input_status', arguments: {} }, undefined, { timeout: STEP_MS })).structuredContent;
+        assert.equal(status.protocol_version, old.era, JSON.stringify(status));
+        if (old.Elicit) {
+          // A server request (elicitation/create) on the call's own stream, and its answer.
+          const result = (await client.callTool({ name: 'ask_confirm', arguments: { question: 'Ship it?', timeout_ms: STEP_MS } }, undefined, { timeout: STEP_MS })).structuredContent;
+          assert.equal(result.status, 'answered', JSON.stringify(result));
+          assert.equal(result.via, 'elicitation');
+          assert.equal(result.confirmed, true);
+        } else {
+          const result = (await client.callTool({ name: 'ask_text', arguments: { question: 'Which branch?', timeout_ms: STEP_MS } }, undefined, { timeout: STEP_MS })).structuredContent;
+          assert.equal(result.status, 'needs_user_input', JSON.stringify(result));
+        }
+      } finally {
+        await client.close();
+      }
+      assert.deepEqual(errors, [], `the client reported ${errors.length} error(s)`);
     });
   });
 }

@@ -1,7 +1,8 @@
 // Stand-ins the real-agent tests share: scripted loopback models that speak Anthropic's
-// Messages API (what Claude Code calls at ANTHROPIC_BASE_URL) and OpenAI's Responses API
-// (what Codex calls at a model provider's `base_url`), and him's native host started as
-// Chrome starts it with an extension stand-in on its stdio that answers every ask.
+// Messages API (what Claude Code calls at ANTHROPIC_BASE_URL), OpenAI's Responses API
+// (what Codex calls at a model provider's `base_url`) and Google's Gemini API (what Gemini
+// CLI calls at GOOGLE_GEMINI_BASE_URL), and him's native host started as Chrome starts it
+// with an extension stand-in on its stdio that answers every ask.
 
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -41,6 +42,24 @@ export function findCodex() {
       const require = createRequire(new URL(from, import.meta.url));
       const pkg = require.resolve(`@openai/codex-${process.platform}-${process.arch}/package.json`);
       const bin = path.join(path.dirname(pkg), 'vendor', `${triple}-unknown-${process.platform}-musl`, 'bin', 'codex');
+      if (existsSync(bin)) return bin;
+    } catch {}
+  }
+  return null;
+}
+
+/**
+ * Gemini CLI's entry script (run it with Node: this file's tests run on the Node 22 of
+ * tests/e2e/node22): HIM_GEMINI, or the one npm installed in tests/e2e/node22 or tests/e2e;
+ * null when there is none.
+ */
+export function findGemini() {
+  if (process.env.HIM_GEMINI) return process.env.HIM_GEMINI;
+  for (const from of ['./node22/package.json', './package.json']) {
+    try {
+      const require = createRequire(new URL(from, import.meta.url));
+      const pkg = require.resolve('@google/gemini-cli/package.json');
+      const bin = path.join(path.dirname(pkg), require(pkg).bin.gemini);
       if (existsSync(bin)) return bin;
     } catch {}
   }
@@ -169,6 +188,87 @@ export async function startResponsesModel() {
   model.url = `http://127.0.0.1:${server.address().port}/v1`;
   model.close = () => server.close();
   return model;
+}
+
+/**
+ * The scripted model for Gemini CLI, on 127.0.0.1 (`GOOGLE_GEMINI_BASE_URL`), answering
+ * `models/<model>:streamGenerateContent` (SSE) and `:generateContent`: while the request
+ * declares the function `model.call.name` (Gemini CLI names an MCP tool
+ * `mcp_<server>_<tool>`) and its contents hold no functionResponse yet, it answers with one
+ * functionCall of `model.call` (args as an object); after that, "done". Gemini CLI's own
+ * helper calls that ask for JSON (its model router) get an object that fills the schema they
+ * send, so none of them retries. Every streamed request is kept, parsed, in
+ * `model.requests`; `model.declared` holds the function names of the last one.
+ */
+export async function startGeminiModel() {
+  const model = { call: { name: 'mcp_him_ask_text', args: {} }, requests: [], declared: [], url: '' };
+  const server = createServer((req, res) => {
+    let data = '';
+    req.on('data', (c) => (data += c));
+    req.on('end', () => {
+      const json = (status, value) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(value));
+      };
+      if (req.method !== 'POST') return json(404, { error: { code: 404, message: 'not here' } });
+      if (req.url.includes(':countTokens')) return json(200, { totalTokens: 10 });
+      const body = JSON.parse(data || '{}');
+      const usage = { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 };
+      const answer = (part) => ({
+        candidates: [{ content: { role: 'model', parts: [part] }, finishReason: 'STOP', index: 0 }],
+        usageMetadata: usage,
+        modelVersion: 'gemini-stand-in',
+      });
+      const schema = body.generationConfig?.responseJsonSchema ?? body.generationConfig?.responseSchema;
+      if (!req.url.includes(':streamGenerateContent')) {
+        const text = schema ? JSON.stringify(fillSchema(schema)) : 'done';
+        return json(200, answer({ text }));
+      }
+      model.requests.push(body);
+      const declared = (body.tools ?? []).flatMap((t) => (t.functionDeclarations ?? []).map((f) => f.name));
+      model.declared = declared;
+      const answered = (body.contents ?? []).some((c) => (c.parts ?? []).some((p) => p.functionResponse));
+      const part =
+        declared.includes(model.call.name) && !answered
+          ? { functionCall: { name: model.call.name, args: model.call.args } }
+          : { text: 'done' };
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`data: ${JSON.stringify(answer(part))}\n\n`);
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  model.url = `http://127.0.0.1:${server.address().port}`;
+  model.close = () => server.close();
+  return model;
+}
+
+/** A value of JSON Schema `schema` (OpenAPI-style upper-case types too), each property filled. */
+function fillSchema(schema) {
+  const type = String(Array.isArray(schema.type) ? schema.type[0] : schema.type ?? 'object').toLowerCase();
+  if (schema.enum?.length) return schema.enum[0];
+  switch (type) {
+    case 'object':
+      return Object.fromEntries(Object.entries(schema.properties ?? {}).map(([k, v]) => [k, fillSchema(v)]));
+    case 'array':
+      return [];
+    case 'integer':
+    case 'number':
+      return Math.max(1, schema.minimum ?? 1);
+    case 'boolean':
+      return false;
+    default:
+      return 'stand-in';
+  }
+}
+
+/** The first functionResponse Gemini CLI sent the model, in any of `requests`. */
+export function functionResponse(requests) {
+  for (const body of requests) {
+    for (const c of body.contents ?? []) {
+      for (const p of c.parts ?? []) if (p.functionResponse) return p.functionResponse;
+    }
+  }
+  return null;
 }
 
 /** The first function_call_output Codex sent the model, in any of `requests`. */

@@ -35,6 +35,9 @@ struct Entry<S> {
     requests: usize,
     last_seen: Instant,
     abandoned_at: Option<Instant>,
+    /// Whether its streams open with a priming event (`priming.rs`): settled by its
+    /// `initialize` result, not before.
+    primed: bool,
 }
 
 struct State<S> {
@@ -77,6 +80,7 @@ impl<S: Clone> Reservation<S> {
                 requests: 0,
                 last_seen: now,
                 abandoned_at: None,
+                primed: false,
             },
         );
     }
@@ -161,6 +165,18 @@ impl<S: Clone> Sessions<S> {
             sessions: self.clone(),
             id: id.to_owned(),
         })
+    }
+
+    /// Session `id`'s `initialize` result said whether its streams get priming events.
+    pub fn set_primed(&self, id: &str, primed: bool) {
+        if let Some(entry) = self.lock().entries.get_mut(id) {
+            entry.primed = primed;
+        }
+    }
+
+    /// Whether session `id`'s streams get priming events; not for an unknown session.
+    pub fn primed(&self, id: &str) -> bool {
+        self.lock().entries.get(id).is_some_and(|e| e.primed)
     }
 
     pub fn stream_opened(&self, id: &str) {
