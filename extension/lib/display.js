@@ -179,18 +179,26 @@ function mixedLetters(chars) {
     while (end < chars.length && WORD.test(chars[end])) end++;
     const main = mainScript(chars.slice(i, end));
     if (main) {
-      for (let j = i; j < end; j++) mixed[j] = ALPHABETIC.test(chars[j]) && scriptOf(chars[j]) !== main;
+      for (let j = i; j < end; j++) {
+        const of = scriptOf(chars[j]);
+        mixed[j] = ALPHABETIC.test(chars[j]) && of !== main && of !== 'other';
+      }
     }
     i = end;
   }
   return mixed;
 }
 
-/** The main script of a word that mixes scripts as TR39 does not allow; else null. */
+/**
+ * The main script of a word that mixes scripts as TR39 does not allow; else null. Only the
+ * scripts whose letters pass for one another count: a letter of any other script (Han in
+ * "β版", a modifier letter such as the Ukrainian apostrophe in "мʼята") is never marked and
+ * never makes a word mixed.
+ */
 function mainScript(word) {
   const counts = new Map();
   for (const c of word) if (ALPHABETIC.test(c)) counts.set(scriptOf(c), (counts.get(scriptOf(c)) ?? 0) + 1);
-  const present = SCRIPTS.filter((s) => counts.has(s));
+  const present = SCRIPTS.filter((s) => s !== 'other' && counts.has(s));
   if (present.length < 2 || !present.some((s) => CONFUSABLE.has(s))) return null;
   // The first of the most frequent, in SCRIPTS' order.
   return present.reduce((best, s) => (counts.get(s) > counts.get(best) ? s : best));

@@ -325,7 +325,8 @@ fn mixed_letters(chars: &[char]) -> Vec<bool> {
             .unwrap_or(chars.len());
         if let Some(main) = main_script(&chars[i..end]) {
             for j in i..end {
-                mixed[j] = chars[j].is_alphabetic() && script(chars[j]) != main;
+                let of = script(chars[j]);
+                mixed[j] = chars[j].is_alphabetic() && of != main && of != Script::Other;
             }
         }
         i = end;
@@ -335,6 +336,9 @@ fn mixed_letters(chars: &[char]) -> Vec<bool> {
 
 /// The script of most of the word's letters when the word mixes scripts in a way TR39 does not
 /// allow (ties go to the script first in [`Script`]'s order); `None` for a word to leave as it is.
+/// Only the scripts whose letters pass for one another count: a letter of any other script (Han
+/// in "β版", a modifier letter such as the Ukrainian apostrophe in "мʼята") is never marked
+/// and never makes a word mixed.
 fn main_script(word: &[char]) -> Option<Script> {
     let mut counts = [0usize; 6];
     for &c in word.iter().filter(|c| c.is_alphabetic()) {
@@ -342,7 +346,7 @@ fn main_script(word: &[char]) -> Option<Script> {
     }
     let present: Vec<Script> = ALL_SCRIPTS
         .into_iter()
-        .filter(|&s| counts[s as usize] > 0)
+        .filter(|&s| s != Script::Other && counts[s as usize] > 0)
         .collect();
     if present.len() < 2 || !present.iter().any(|s| s.confusable()) {
         return None;
