@@ -38,7 +38,7 @@ import {
   verdictsLost,
   waitingCount,
 } from './lib/queue.js';
-import { queueChanges, queueFromStorage, storageWrites } from './lib/queuestore.js';
+import { queueChanges, queueFromStorage, storageWrites, withFailedWrites } from './lib/queuestore.js';
 import { backoffMs, describeHostProblem } from './lib/hosterror.js';
 import { postIfOpen } from './lib/port.js';
 import { t } from './lib/i18n.js';
@@ -124,16 +124,21 @@ function update(change) {
   return run;
 }
 
-/** Writes what `changes` touched to storage.session, and nothing else. */
+/** Writes failed by the last pass, to make with the next one (withFailedWrites). */
+let failedWrites = null;
+
+/** Writes what `changes` touched to storage.session, and what an earlier pass could not. */
 async function store(changes) {
-  const { set, remove } = storageWrites(changes);
+  const writes = withFailedWrites(storageWrites(changes), failedWrites, queue);
   try {
-    if (Object.keys(set).length > 0) await api.storage.session.set(set);
-    if (remove.length > 0) await api.storage.session.remove(remove);
+    // Removals first: what goes frees room for what comes.
+    if (writes.remove.length > 0) await api.storage.session.remove(writes.remove);
+    if (Object.keys(writes.set).length > 0) await api.storage.session.set(writes.set);
+    failedWrites = null;
   } catch (err) {
     // Over the session-storage quota (a few very large questions): the queue in memory is
-    // still right, so the panel must still be redrawn; only a worker restart would lose
-    // what was not stored.
+    // still right, so the panel must still be redrawn; the next pass tries these again.
+    failedWrites = writes;
     console.warn('him: could not keep the queue in session storage:', err);
   }
 }

@@ -74,6 +74,36 @@ export function storageWrites(changes) {
 }
 
 /**
+ * `writes` (from storageWrites) together with `failed`, writes an earlier pass could not
+ * make (over the session-storage quota: a `set` fails whole), brought up to date with
+ * `queue`: each key that failed is written as the queue now has it, or removed when the
+ * queue no longer has it. Without this, a key whose removal failed stayed for the whole
+ * session, holding quota and coming back after a worker restart, since later passes only
+ * write what they touch. `failed` null: just `writes`.
+ */
+export function withFailedWrites(writes, failed, queue) {
+  if (!failed) return writes;
+  const set = {};
+  const remove = new Set(writes.remove);
+  for (const key of [...Object.keys(failed.set), ...failed.remove]) {
+    const value = storedItem(queue, key);
+    if (value === undefined) remove.add(key);
+    else set[key] = value;
+  }
+  Object.assign(set, writes.set);
+  for (const key of Object.keys(set)) remove.delete(key);
+  return { set, remove: [...remove] };
+}
+
+/** What storage.session should hold under `key` for `queue`; undefined: nothing. */
+function storedItem(queue, key) {
+  if (key === NOTICES) return queue.notices;
+  if (key.startsWith(QUESTION)) return queue.questions.find((q) => QUESTION + q.id === key);
+  if (key.startsWith(SENT)) return queue.sent.find((s) => SENT + s.question.id === key);
+  return undefined;
+}
+
+/**
  * The queue as it was stored, from every item of storage.session (`get(null)`): the
  * questions in the order they came, the answers sent newest first.
  */

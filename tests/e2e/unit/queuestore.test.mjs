@@ -12,7 +12,13 @@ import {
   markUnconfirmed,
   setDraft,
 } from '../../../extension/lib/queue.js';
-import { applyChanges, queueChanges, queueFromStorage, storageWrites } from '../../../extension/lib/queuestore.js';
+import {
+  applyChanges,
+  queueChanges,
+  queueFromStorage,
+  storageWrites,
+  withFailedWrites,
+} from '../../../extension/lib/queuestore.js';
 
 const T0 = 1_700_000_000_000;
 const ask = (id) => ({
@@ -102,4 +108,27 @@ test("the panel's copy follows the changes: added, replaced and removed in place
   assert.deepEqual(copy.notices, after.notices);
   assert.equal(applyChanges(copy, { questions: [], removed: [] }).notices, copy.notices, 'no notices sent: kept');
   assert.deepEqual(applyChanges(copy, { questions: [null, { no: 'id' }], removed: 'junk' }).questions, copy.questions);
+});
+
+test('writes that failed (over the quota) are made by the next pass, as the queue then is', () => {
+  const two = queueOf(2);
+  // q0 is withdrawn, but its removal fails with the set of a large q9 in the same pass.
+  const withdrawn = endQuestion(two, 'q0', 'cancelled', T0 + 5).state;
+  const arrived = addQuestion(withdrawn, ask('q9'), T0 + 6).state;
+  const failed = storageWrites(queueChanges(two, arrived));
+  assert.ok(failed.remove.includes('q:q0'));
+  assert.ok('q:q9' in failed.set);
+  // The next pass touches only q1; q9 has gone meanwhile.
+  const gone9 = endQuestion(arrived, 'q9', 'cancelled', T0 + 7).state;
+  const drafted = setDraft(gone9, 'q1', { values: { a: 'typed' }, note: '' });
+  const own = storageWrites(queueChanges(gone9, drafted));
+  assert.deepEqual(Object.keys(own.set), ['q:q1'], 'the pass itself touches only q1');
+  const next = withFailedWrites(own, failed, drafted);
+  assert.ok(next.remove.includes('q:q0'), 'the removal that failed is made');
+  assert.ok(next.remove.includes('q:q9'), 'a question no pass stored and gone since is removed, not written');
+  assert.ok(!('q:q9' in next.set));
+  assert.equal(next.set['q:q1'].draft.values.a, 'typed');
+  for (const key of Object.keys(next.set)) assert.ok(!next.remove.includes(key), `${key} both set and removed`);
+  // Nothing failed: just the pass's own writes.
+  assert.equal(withFailedWrites(own, null, drafted), own);
 });
