@@ -750,8 +750,11 @@ document.addEventListener('keydown', (event) => {
     step(event.key === 'ArrowDown' ? 1 : -1);
     return;
   }
-  // Number keys (and Y/N) pick in the open card even when focus is outside every card.
+  // Number keys (and Y/N) pick in the open card even when focus is outside every card —
+  // but not from a control of its own there (Enter on the Recent list's header opens the
+  // list; it must not answer the open card).
   if ($('queue').contains(event.target)) return;
+  if (event.target?.closest?.('button, a, summary, input, select, textarea')) return;
   const active = cards.get(activeId);
   if (active && !active.expired && !active.broken && !active.question.closed) active.view.handleKey(event);
 });

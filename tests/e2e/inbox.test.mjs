@@ -344,6 +344,21 @@ test('after answering: the notice echoes what was sent, never a password; Recent
   assert.ok(copied.some((e) => e.question === 'Which database?'), 'the earlier answers of this session too');
 });
 
+test('Enter on the header of the Recent list opens the list and answers no open card', { timeout: STEP_MS }, async () => {
+  const q = ask('codex', 'ask_confirm', { question: 'Drop the staging database?' });
+  const c = openCard();
+  await c.getByRole('heading', { name: 'Drop the staging database?' }).waitFor();
+  await armed();
+  const recent = page.locator('#recent');
+  if (await recent.evaluate((d) => d.open)) await recent.locator('summary').click();
+  await recent.locator('summary').focus();
+  await page.keyboard.press('Enter');
+  await until('the Recent list to open', () => recent.evaluate((d) => d.open));
+  // The card is still waiting: a click on No is what answers it, with confirmed false.
+  await c.getByRole('button', { name: 'No' }).click();
+  assert.equal((await q.result()).confirmed, false);
+});
+
 /**
  * In the page: every visible control whose border shows where it is, whose border has less
  * than 3:1 against the colour outside it or its own fill; every target under 24 × 24 px; every
