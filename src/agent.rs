@@ -736,11 +736,13 @@ async fn run_link(
         }
         Some((outgoing, every)) => {
             let heard = Arc::new(tokio::sync::Notify::new());
+            let in_flight = Arc::new(forward::InFlight::default());
             let (read, write) = stream.into_split();
             let read = forward::Heard::new(read, heard.clone());
+            let write = forward::Said::new(write, in_flight.clone());
             tokio::select! {
                 _ = link::run_halves(read, write, queue, &mut end) => {}
-                () = forward::watch_route(&heard, &outgoing, every) => {
+                () = forward::watch_route(&heard, &outgoing, every, &in_flight) => {
                     tracing::info!(
                         socket = %path.display(),
                         "no word through the forwarded socket for {} ms after a ping: the \

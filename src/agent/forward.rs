@@ -21,7 +21,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::UnixStream;
 use tokio::sync::{Notify, mpsc};
 
@@ -61,12 +61,15 @@ pub fn keepalive() -> Duration {
 
 /// Until the route of a forwarded link is gone: after `every` without a byte from the far
 /// end ([`Heard`]), a `ping` goes out on `outgoing`, and `every` more without a byte is the
-/// end. An older host or gateway answers `ping` with an `error`, which counts all the same.
-/// Pends for ever once the link's queue is gone (the pool is closing it).
+/// end — plus the time the bytes still on their way ([`InFlight`]) may take, since the far
+/// end reads the `ping` only after them. An older host or gateway answers `ping` with an
+/// `error`, which counts all the same. Pends for ever once the link's queue is gone (the
+/// pool is closing it).
 pub(super) async fn watch_route(
     heard: &Notify,
     outgoing: &mpsc::WeakUnboundedSender<Bytes>,
     every: Duration,
+    in_flight: &InFlight,
 ) {
     let ping = protocol::encode(&AgentToHost::Ping);
     loop {
@@ -79,9 +82,88 @@ pub(super) async fn watch_route(
         if !sent {
             return std::future::pending().await;
         }
-        if tokio::time::timeout(every, heard.notified()).await.is_err() {
+        let answer_within = every + in_flight.remaining();
+        if tokio::time::timeout(answer_within, heard.notified())
+            .await
+            .is_err()
+        {
             return;
         }
+    }
+}
+
+/// The slowest route a forwarded link is given time for: a large question (up to 1 MiB)
+/// written just before a `ping` reaches the far end, and the `ping` after it, only as fast as
+/// the route carries them — 32 s for 1 MiB over a weak tether or hotel Wi-Fi — and a live
+/// route must not be given up meanwhile.
+const SLOWEST_ROUTE_BYTES_PER_SEC: f64 = 32.0 * 1024.0;
+
+/// How many bytes written to a forwarded link may still be on their way over the slowest
+/// route ([`SLOWEST_ROUTE_BYTES_PER_SEC`]): each write adds its bytes, and they drain at that
+/// rate. Written by [`Said`], read by [`watch_route`].
+#[derive(Debug, Default)]
+pub(super) struct InFlight(std::sync::Mutex<(f64, Option<tokio::time::Instant>)>);
+
+impl InFlight {
+    fn add(&self, bytes: usize) {
+        let now = tokio::time::Instant::now();
+        let mut state = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        state.0 = Self::left(*state, now) + bytes as f64;
+        state.1 = Some(now);
+    }
+
+    /// How long what may still be on its way takes over the slowest route.
+    pub(super) fn remaining(&self) -> Duration {
+        let state = *self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let left = Self::left(state, tokio::time::Instant::now());
+        Duration::from_secs_f64(left / SLOWEST_ROUTE_BYTES_PER_SEC)
+    }
+
+    fn left((bytes, since): (f64, Option<tokio::time::Instant>), now: tokio::time::Instant) -> f64 {
+        let drained = since.map_or(0.0, |at| {
+            now.duration_since(at).as_secs_f64() * SLOWEST_ROUTE_BYTES_PER_SEC
+        });
+        (bytes - drained).max(0.0)
+    }
+}
+
+/// The write half of a forwarded link, telling `in_flight` of every byte written.
+pub(super) struct Said<W> {
+    inner: W,
+    in_flight: Arc<InFlight>,
+}
+
+impl<W> Said<W> {
+    pub(super) fn new(inner: W, in_flight: Arc<InFlight>) -> Said<W> {
+        Said { inner, in_flight }
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for Said<W> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(written)) = polled {
+            self.in_flight.add(written);
+        }
+        polled
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -312,7 +394,8 @@ mod tests {
         let start = tokio::time::Instant::now();
         // Word now and then keeps it: no ping while it comes.
         let weak = queue.downgrade();
-        let watching = watch_route(&heard, &weak, every);
+        let nothing = InFlight::default();
+        let watching = watch_route(&heard, &weak, every, &nothing);
         tokio::pin!(watching);
         for _ in 0..3 {
             tokio::select! {
@@ -343,9 +426,35 @@ mod tests {
             }
         });
         let weak = queue.downgrade();
-        let watched =
-            tokio::time::timeout(Duration::from_secs(60), watch_route(&heard, &weak, every)).await;
+        let watched = tokio::time::timeout(
+            Duration::from_secs(60),
+            watch_route(&heard, &weak, every, &InFlight::default()),
+        )
+        .await;
         assert!(watched.is_err(), "a route that answers is never given up");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_large_question_on_its_way_gives_the_ping_time_to_come_back_behind_it() {
+        let (queue, mut sent) = mpsc::unbounded_channel();
+        let heard = Notify::new();
+        let every = Duration::from_secs(5);
+        let in_flight = InFlight::default();
+        // A 1 MiB question written just now: the far end reads the ping only after it.
+        in_flight.add(1024 * 1024);
+        let quiet_from = tokio::time::Instant::now();
+        let weak = queue.downgrade();
+        watch_route(&heard, &weak, every, &in_flight).await;
+        assert_eq!(&sent.try_recv().expect("a ping")[..], br#"{"type":"ping"}"#);
+        // The ping after 5 s; by then 5 s of the 32 s the megabyte takes at the slowest rate
+        // have passed, so the answer may take 27 s more, and the period.
+        let waited = quiet_from.elapsed();
+        assert!(
+            waited >= Duration::from_secs(36) && waited <= Duration::from_secs(38),
+            "{waited:?}"
+        );
+        // Nothing written since: the bytes drained, and the next wait is the period alone.
+        assert_eq!(in_flight.remaining(), Duration::ZERO);
     }
 
     #[test]
