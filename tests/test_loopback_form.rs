@@ -979,8 +979,11 @@ async fn an_opener_still_running_counts_as_opened() {
     let slow = browser_that(
         runtime.path(),
         &format!(
-            "while [ ! -e '{}' ]; do sleep 0.05; done\nexit 3",
-            release.display()
+            // Also ends once the test's folder is gone: a release written just before the
+            // test ended and removed it would otherwise never be seen, and the loop outlive it.
+            "while [ ! -e '{0}' ] && [ -d '{1}' ]; do sleep 0.05; done\nexit 3",
+            release.display(),
+            runtime.path().display()
         ),
     );
     let (agent, client) =
