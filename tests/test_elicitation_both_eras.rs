@@ -184,7 +184,7 @@ async fn call_tool(client: &Client, tool: &str, args: Value) -> Value {
 const ERAS: [Era; 2] = [Era::Request, Era::InputRequired];
 
 fn deploy_form() -> Value {
-    json!({"title": "Deploy", "description": "Where to, and how?", "allowNote": true,
+    json!({"title": "Deploy", "description": "Where to, and **how**?\u{1b}]0;pwned\u{7}", "allowNote": true,
     "fields": [
         {"name": "env", "type": "radio", "label": "Environment", "required": true,
          "options": [{"label": "staging", "description": "safe to break"},
@@ -226,6 +226,16 @@ async fn an_accepted_form_is_answered_through_elicitation_in_both_eras() {
         let form = handler.form();
         let message = form["message"].as_str().unwrap();
         assert!(message.contains("staging: safe to break"), "{message}");
+        // Clients draw the message as text, most in a terminal: the Markdown goes as its plain
+        // text and an escape sequence as marks, never raw.
+        assert!(
+            message.starts_with("Deploy\n\nWhere to, and how?⟨U+001B⟩]0;pwned⟨U+0007⟩"),
+            "{message}"
+        );
+        assert!(
+            !message.contains('\u{1b}') && !message.contains("**"),
+            "{message}"
+        );
         let env = &form["requestedSchema"]["properties"]["env"];
         assert_eq!(
             env["oneOf"][1],

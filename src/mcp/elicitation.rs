@@ -23,6 +23,7 @@ use rmcp::model::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::display;
 use crate::form::{Field, FieldType, Form};
 use crate::protocol::{Action, Answer};
 
@@ -144,8 +145,12 @@ fn property(field: &Field) -> Value {
         _ => "string",
     };
     p.insert("type".into(), kind.into());
-    p.insert("title".into(), field.label.clone().into());
-    let mut description = field.description.clone().unwrap_or_default();
+    p.insert("title".into(), display::terminal_line(&field.label).into());
+    let mut description = field
+        .description
+        .as_deref()
+        .map(display::terminal_text)
+        .unwrap_or_default();
     if let Some(placeholder) = &field.placeholder {
         if !description.is_empty() {
             description.push(' ');
@@ -208,12 +213,15 @@ fn property(field: &Field) -> Value {
     Value::Object(p)
 }
 
-/// The question as the person reads it in the client's dialog.
+/// The question as the person reads it in the client's dialog. Clients draw it as text
+/// (Claude Code and fast-agent showed `*field*` literally; Codex ran lines together), most
+/// of them in a terminal: so the §4 Markdown goes as its plain text, each control and
+/// invisible character marked (`display`), as `him ask` draws it.
 pub fn message(form: &Form) -> String {
-    let mut out = form.title.clone();
+    let mut out = display::terminal_text(&form.title);
     if let Some(description) = &form.description {
         out.push_str("\n\n");
-        out.push_str(description);
+        out.push_str(&display::terminal_text(description));
     }
     let single = form.fields.len() == 1;
     for field in &form.fields {
@@ -227,14 +235,14 @@ pub fn message(form: &Form) -> String {
         }
         out.push_str("\n\n");
         if !single {
-            out.push_str(&format!("{}:", field.label));
+            out.push_str(&format!("{}:", display::terminal_line(&field.label)));
         } else {
             out.push_str("Options:");
         }
         for option in field.options.iter() {
-            out.push_str(&format!("\n- {}", option.label));
+            out.push_str(&format!("\n- {}", display::terminal_literal(&option.label)));
             if let Some(description) = &option.description {
-                out.push_str(&format!(": {description}"));
+                out.push_str(&format!(": {}", display::terminal_line(description)));
             }
         }
     }
@@ -460,7 +468,7 @@ mod tests {
         assert_eq!(schema["required"], json!(["env"]));
         assert_eq!(wire["mode"], "form");
         let message = wire["message"].as_str().unwrap();
-        assert!(message.starts_with("Deploy\n\nTo *where*?"), "{message}");
+        assert!(message.starts_with("Deploy\n\nTo where?"), "{message}");
         assert!(message.contains("- staging: safe"), "{message}");
     }
 
