@@ -141,12 +141,20 @@ test('Gemini CLI over HTTP is offered him\'s tools, asks, and the person\'s answ
   const host = startHost(HIM_BIN, runtimeDir, () => ({ action: 'submit', values: { answer: 'release-2.1' } }));
   await untilHostListens(runtimeDir);
   model.call = { name: 'mcp_him_ask_text', args: { question: 'Which branch should I deploy?' } };
-  const { result, stderr } = await runGemini('Ask me which branch to deploy.');
+  let { result, stderr } = await runGemini('Ask me which branch to deploy.');
+  // Gemini CLI connects to its MCP servers while it starts, and once in a loaded .ci/run
+  // (other browsers and clients running beside it) it went on without him ("MCP issues
+  // detected") though him answered every request. One more run in a fresh home tells that
+  // apart from the defect this test is for, which leaves every run without him's tools.
+  if (!model.declared.includes('mcp_him_ask_text') && /MCP issues detected/.test(stderr)) {
+    console.log(`# Gemini CLI started without him once; running it again. Its stderr:\n${stderr}\nhim serve's:\n${serve.stderr()}`);
+    ({ result, stderr } = await runGemini('Ask me which branch to deploy.'));
+  }
   host.stop();
   assert.doesNotMatch(stderr, /Unexpected end of JSON input|SyntaxError/, 'Gemini CLI could not read an SSE event');
   assert.ok(
     model.declared.includes('mcp_him_ask_text'),
-    `Gemini CLI offered the model none of him's tools; it declared ${JSON.stringify(model.declared)}\n${stderr}`,
+    `Gemini CLI offered the model none of him's tools; it declared ${JSON.stringify(model.declared)}\n${stderr}\nhim serve's stderr:\n${serve.stderr()}`,
   );
   assert.equal(host.asks.length, 1, `asks that reached the panel: ${JSON.stringify(host.asks)}`);
   assert.equal(host.asks[0].form.title, 'Which branch should I deploy?');
