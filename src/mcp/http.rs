@@ -1023,22 +1023,17 @@ struct Tracked {
 /// Whether an SSE event (rmcp writes one per frame) carries a JSON-RPC response or error,
 /// as opposed to a notification, a server request, a priming event or a keep-alive.
 fn carries_response(event: &[u8]) -> bool {
-    let Ok(event) = std::str::from_utf8(event) else {
+    let Some(data) = priming::event_data(event) else {
         return false;
     };
-    event.lines().any(|line| {
-        let Some(data) = line.strip_prefix("data:") else {
-            return false;
-        };
-        match serde_json::from_str::<serde_json::Value>(data.trim_start()) {
-            Ok(serde_json::Value::Object(message)) => {
-                message.contains_key("id")
-                    && !message.contains_key("method")
-                    && (message.contains_key("result") || message.contains_key("error"))
-            }
-            _ => false,
+    match serde_json::from_str::<serde_json::Value>(&data) {
+        Ok(serde_json::Value::Object(message)) => {
+            message.contains_key("id")
+                && !message.contains_key("method")
+                && (message.contains_key("result") || message.contains_key("error"))
         }
-    })
+        _ => false,
+    }
 }
 
 impl http_body::Body for Tracked {

@@ -68,8 +68,9 @@ impl Primed {
 }
 
 /// The data of one SSE event (rmcp writes one event per frame): `None` for an event without
-/// a `data` line (a keep-alive comment), `Some("")` for a priming event.
-fn event_data(event: &[u8]) -> Option<String> {
+/// a `data` line (a keep-alive comment), `Some("")` for a priming event. The one reader of an
+/// event's data, for the priming rule here and `carries_response` in http.rs.
+pub(super) fn event_data(event: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(event).ok()?;
     let mut data: Option<String> = None;
     for line in text.lines() {
