@@ -68,3 +68,13 @@ export function hostPids(runtimeDir) {
       }
     });
 }
+
+/**
+ * Waits until every card the panel `page` shows has been on screen long enough to take keys
+ * and clicks (lib/arming.js; arming.test.mjs shows what they do before).
+ */
+export function everyCardArmed(page) {
+  return page.waitForFunction(() =>
+    [...document.querySelectorAll('#queue .him-form')].every((f) => f.hidden || f.hasAttribute('data-armed')),
+  );
+}

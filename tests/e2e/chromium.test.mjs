@@ -18,7 +18,7 @@ import { chromium } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { rawAgent } from './rawagent.mjs';
-import { hostPids } from './browser.mjs';
+import { everyCardArmed, hostPids } from './browser.mjs';
 
 const EXTENSION_ID = 'mephldgjjmdajmfkonfbblipccnbagig';
 const HOST_NAME = 'dev.him.host';
@@ -126,15 +126,8 @@ async function openCard(title) {
   });
 }
 
-/**
- * Waits until every card the panel shows has been on screen long enough to take keys and
- * clicks (lib/arming.js; arming.test.mjs shows what they do before).
- */
-function armed() {
-  return page.waitForFunction(() =>
-    [...document.querySelectorAll('#queue .him-form')].every((f) => f.hidden || f.hasAttribute('data-armed')),
-  );
-}
+/** Waits until every card the panel shows takes keys and clicks. */
+const armed = () => everyCardArmed(page);
 
 /**
  * A raw agent on the live host's socket that said hello as `name` (see rawagent.mjs), with

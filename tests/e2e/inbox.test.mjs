@@ -18,7 +18,7 @@ import { chromium } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { agentMark } from '../../extension/lib/inbox.js';
-import { EXT_DIR, PANEL_URL, launchWithExtension } from './browser.mjs';
+import { EXT_DIR, PANEL_URL, everyCardArmed, launchWithExtension } from './browser.mjs';
 
 const HIM_BIN = process.env.HIM_BIN;
 const CHROMIUM = process.env.HIM_CHROMIUM ?? '/usr/lib/chromium/chromium';
@@ -59,12 +59,8 @@ const inboxCard = (title) => page.locator('article.card', { hasText: title });
 const openCard = () => page.locator('article.card:not([data-collapsed])').first();
 const openTitle = () => openCard().locator('h2').first().textContent();
 const rowTitles = () => page.locator('article.card[data-collapsed] .row-title').allTextContents();
-/**
- * Waits until every card the panel shows has been on screen long enough to take keys and
- * clicks (lib/arming.js; arming.test.mjs shows what they do before).
- */
-const armed = () =>
-  page.waitForFunction(() => [...document.querySelectorAll('#queue .him-form')].every((f) => f.hidden || f.hasAttribute('data-armed')));
+/** Waits until every card the panel shows takes keys and clicks. */
+const armed = () => everyCardArmed(page);
 
 async function connect(name, project, runtimeDir) {
   const cwd = path.join(tmp, project);
