@@ -241,6 +241,10 @@ pub enum Client {
     Codex,
     Gemini,
     Windsurf,
+    /// OpenCode: an `mcp` block in opencode.json (it ignores `mcpServers`).
+    Opencode,
+    /// Qwen Code: `mcpServers` in ~/.qwen/settings.json.
+    Qwen,
     Http,
     /// MCP SuperAssistant (web chats), which cannot send headers: a URL with a path token.
     Superassistant,
