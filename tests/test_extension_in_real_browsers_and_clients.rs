@@ -278,9 +278,11 @@ fn clients_ready() -> bool {
                     "@anthropic-ai/claude-code",
                     "@openai/codex",
                     "@google/gemini-cli",
+                    "opencode-ai",
+                    "@qwen-code/qwen-code",
                 ],
             ) && node22().is_file(),
-            "Node 22, the MCP Inspector, Claude Code, Codex and Gemini CLI are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
+            "Node 22, the MCP Inspector, Claude Code, Codex, Gemini CLI, OpenCode and Qwen Code are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
         )
 }
 
@@ -324,6 +326,25 @@ fn real_claude_code_asks_him_before_running_a_command() {
 fn real_gemini_cli_over_http_asks_the_panel_in_protocol_2025_06_18() {
     if clients_ready() {
         node22_test("gemini.test.mjs");
+    }
+}
+
+// Real OpenCode and Qwen Code, headless, each with him registered as `him config opencode` /
+// `him config qwen` prints it in its real config file (issue 23): tests/e2e/opencode.test.mjs
+// and qwen.test.mjs, against a loopback stand-in of the Chat Completions API. OpenCode ignores
+// the generic `mcpServers` JSON; Qwen's `-p` gets him's tools past its permission check only
+// with the snippet's `"trust": true`.
+#[test]
+fn real_opencode_asks_the_panel_configured_as_him_config_prints_it() {
+    if clients_ready() {
+        node22_test("opencode.test.mjs");
+    }
+}
+
+#[test]
+fn real_qwen_code_asks_the_panel_configured_as_him_config_prints_it() {
+    if clients_ready() {
+        node22_test("qwen.test.mjs");
     }
 }
 
