@@ -321,7 +321,9 @@ fn real_claude_code_asks_him_before_running_a_command() {
 
 // Real Gemini CLI, headless, over `him serve --http` (issue 23): tests/e2e/gemini.test.mjs,
 // against a loopback stand-in of Gemini's model API. Gemini CLI speaks protocol 2025-06-18
-// and could not read the SSE priming event him sent every session.
+// and could not read the SSE priming event him sent every session. The same file runs it
+// over stdio with `him config gemini`'s entry, whose `"trust": true` makes `-p` offer him's
+// tools.
 #[test]
 fn real_gemini_cli_over_http_asks_the_panel_in_protocol_2025_06_18() {
     if clients_ready() {
