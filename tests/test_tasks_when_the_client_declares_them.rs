@@ -36,6 +36,7 @@ const ERAS: [Era; 2] = [Era::Session, Era::PerRequest];
 /// A client whose capabilities are given: the tasks extension, form elicitation, or neither.
 #[derive(Clone)]
 struct Client {
+    name: &'static str,
     capabilities: Value,
 }
 
@@ -43,7 +44,7 @@ impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
         let capabilities: ClientCapabilities =
             serde_json::from_value(self.capabilities.clone()).expect("capabilities");
-        ClientConfig::new(capabilities, Implementation::new("tasks-client", "1.0.0"))
+        ClientConfig::new(capabilities, Implementation::new(self.name, "1.0.0"))
     }
 }
 
@@ -58,6 +59,16 @@ fn tasks_and_elicitation() -> Value {
 }
 
 async fn start(runtime: &Path, era: Era, capabilities: Value, env: &[(&str, &str)]) -> Agent {
+    start_as("tasks-client", runtime, era, capabilities, env).await
+}
+
+async fn start_as(
+    name: &'static str,
+    runtime: &Path,
+    era: Era,
+    capabilities: Value,
+    env: &[(&str, &str)],
+) -> Agent {
     let dir = runtime.to_owned();
     let env: Vec<(String, String)> = env
         .iter()
@@ -73,7 +84,7 @@ async fn start(runtime: &Path, era: Era, capabilities: Value, env: &[(&str, &str
         }
     }))
     .expect("spawn him serve");
-    let handler = Client { capabilities };
+    let handler = Client { name, capabilities };
     match era {
         Era::Session => handler.serve(transport).await.expect("initialize"),
         Era::PerRequest => handler
@@ -392,32 +403,71 @@ async fn the_status_message_names_the_loopback_page_when_the_question_goes_there
     agent.cancel().await.ok();
 }
 
+/// Asks through `agent`, which must get the blocking call: still open when the person
+/// answers, and ended by the answer.
+async fn blocks(agent: Agent, ext: &mut FakeExtension, what: &str) -> Agent {
+    let call = tokio::spawn(async move {
+        let response = agent
+            .call_tool_once(params("ask_text", json!({"question": "Name?"})))
+            .await
+            .expect("tools/call");
+        (agent, response)
+    });
+    let ask = ext.take_ask().await;
+    assert!(
+        !call.is_finished(),
+        "{what}: the call returned before the answer"
+    );
+    ext.submit(&ask["id"], json!({"answer": "Ada"})).await;
+    let (agent, response) = call.await.expect("call");
+    let CallToolResponse::Complete(result) = response else {
+        panic!("{what}: expected a result, got {response:?}");
+    };
+    let result = result.structured_content.expect("structured content");
+    assert_eq!(result["answer"], "Ada", "{what}");
+    agent
+}
+
+#[tokio::test]
+async fn claude_code_gets_the_blocking_call_unless_him_tasks_is_on() {
+    // Claude Code's terminal UI declares the extension per request (2026-07-28).
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let agent = start_as("claude-code", runtime.path(), Era::PerRequest, tasks(), &[]).await;
+    let agent = blocks(agent, &mut ext, "claude-code under HIM_TASKS=auto").await;
+    agent.cancel().await.ok();
+
+    let on = [("HIM_TASKS", "on")];
+    let agent = start_as("claude-code", runtime.path(), Era::PerRequest, tasks(), &on).await;
+    let task = start_task(&agent, "ask_text", json!({"question": "Name?"})).await;
+    assert_eq!(task.status, TaskStatus::Working);
+    agent.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn under_him_tasks_off_no_client_gets_a_task_nor_sees_the_extension() {
+    for era in ERAS {
+        let runtime = runtime_dir();
+        let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+        let agent = start(runtime.path(), era, tasks(), &[("HIM_TASKS", "off")]).await;
+        assert!(
+            agent
+                .peer_info()
+                .is_some_and(|info| !info.capabilities.supports_tasks()),
+            "{era:?}"
+        );
+        let agent = blocks(agent, &mut ext, &format!("{era:?} under HIM_TASKS=off")).await;
+        agent.cancel().await.ok();
+    }
+}
+
 #[tokio::test]
 async fn a_client_without_the_extension_still_gets_a_blocking_call() {
     for era in ERAS {
         let runtime = runtime_dir();
         let mut ext = FakeExtension::start_correcting(runtime.path()).await;
         let agent = start(runtime.path(), era, json!({}), &[]).await;
-        let call = tokio::spawn(async move {
-            let response = agent
-                .call_tool_once(params("ask_text", json!({"question": "Name?"})))
-                .await
-                .expect("tools/call");
-            (agent, response)
-        });
-        // The call is still open when the person answers: the answer ends it.
-        let ask = ext.take_ask().await;
-        assert!(
-            !call.is_finished(),
-            "{era:?}: the call returned before the answer"
-        );
-        ext.submit(&ask["id"], json!({"answer": "Ada"})).await;
-        let (agent, response) = call.await.expect("call");
-        let CallToolResponse::Complete(result) = response else {
-            panic!("{era:?}: expected a result, got {response:?}");
-        };
-        let result = result.structured_content.expect("structured content");
-        assert_eq!(result["answer"], "Ada", "{era:?}");
+        let agent = blocks(agent, &mut ext, &format!("{era:?}")).await;
         // Nor can it follow tasks.
         let refused = agent
             .peer()

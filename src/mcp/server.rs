@@ -30,7 +30,7 @@ use super::tasks::{self, Tasks};
 use crate::agent::{HostStatus, Identity, Pool};
 use crate::ask_result::{self, AskResult, CallContext, Via};
 use crate::channels::{self, Asked, Channels, ElicitEnd, Elicitation, PrepareError};
-use crate::config::{Config, FallbackMode};
+use crate::config::{Config, FallbackMode, TasksMode};
 use crate::form::{AnswerError, Form};
 use crate::protocol::{AgentInfo, ExtensionInfo};
 use crate::tools::{
@@ -307,7 +307,7 @@ impl HimServer {
                 PrepareError::TooLarge { error, .. } => invalid_params(error),
                 other => ErrorData::internal_error(other.to_string(), None),
             })?;
-        if tasks::declared(&ctx) {
+        if tasks::offered(self.shared.config.tasks, &ctx) {
             return self.ask_as_task(prepared, &ctx).await;
         }
         tracing::info!(tool = tool.tool_name(), id = %prepared.ask.id, "asking");
@@ -798,10 +798,13 @@ impl HimServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for HimServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tasks()
-            .build();
+        let capabilities = match self.shared.config.tasks {
+            TasksMode::Off => ServerCapabilities::builder().enable_tools().build(),
+            TasksMode::Auto | TasksMode::On => ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        };
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 env!("CARGO_PKG_NAME"),

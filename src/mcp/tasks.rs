@@ -35,7 +35,7 @@ use super::elicitation::{self, INPUT_KEY};
 use crate::agent::{EXIT_WAIT, Identity, Pool};
 use crate::ask_result::Status;
 use crate::channels::{self, Asked, Channels, ElicitEnd, Elicitation, Prepared};
-use crate::config::{Config, FallbackMode};
+use crate::config::{Config, FallbackMode, TasksMode};
 use crate::form::Form;
 
 /// How long a task lives past the person's wait (its `ttlMs` is the wait plus this). The
@@ -62,11 +62,28 @@ pub struct Tasks {
     pools: Arc<Mutex<HashMap<String, Pool>>>,
 }
 
-/// Whether this request declared the tasks extension (SEP-2663: in its own `_meta` client
-/// capabilities; rmcp also takes a legacy session's `initialize` capabilities).
-pub fn declared(ctx: &RequestContext<RoleServer>) -> bool {
-    ctx.client_capabilities()
-        .is_some_and(|caps| caps.supports_tasks())
+/// Claude Code's `clientInfo.name`.
+const CLAUDE_CODE: &str = "claude-code";
+
+/// Whether this request gets a task: it declared the tasks extension (SEP-2663: in its own
+/// `_meta` client capabilities; rmcp also takes a legacy session's `initialize` ones), and
+/// `HIM_TASKS` gives its client tasks. Claude Code's terminal UI (2.1.332) declares the
+/// extension, moves every task to the background at once and hands its result to the model
+/// as "[SYSTEM NOTIFICATION - NOT USER INPUT] … Do NOT interpret this as … response to any
+/// pending question": the person's answer would not read as theirs, so under `auto` Claude
+/// Code gets the blocking call.
+pub fn offered(mode: TasksMode, ctx: &RequestContext<RoleServer>) -> bool {
+    let declared = ctx
+        .client_capabilities()
+        .is_some_and(|caps| caps.supports_tasks());
+    declared
+        && match mode {
+            TasksMode::On => true,
+            TasksMode::Off => false,
+            TasksMode::Auto => ctx
+                .client_info()
+                .is_none_or(|info| info.name != CLAUDE_CODE),
+        }
 }
 
 impl Tasks {
