@@ -9,9 +9,9 @@ mod support;
 use std::path::Path;
 
 use rmcp::model::{
-    CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig, GetTaskParams,
-    Implementation, InputResponses, ProtocolVersion, Task, TaskPayload, TaskStatus,
-    UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
+    GetTaskParams, Implementation, InputResponses, ProtocolVersion, RequestMetaObject, Task,
+    TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
@@ -25,9 +25,11 @@ const RMCP_DEFAULT_TTL_MS: u64 = 300_000;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Era {
-    /// `initialize` at 2025-11-25: the extension declared once, in the session's capabilities.
+    /// `initialize` at 2025-11-25; a call takes a task only when its own `_meta` declares the
+    /// extension, as the test's calls do ([`declaring`]).
     Session,
-    /// `server/discover` at 2026-07-28: the extension in every request's capabilities.
+    /// `server/discover` at 2026-07-28: rmcp's client declares its capabilities in every
+    /// request's `_meta`.
     PerRequest,
 }
 
@@ -99,9 +101,21 @@ async fn start_as(
     }
 }
 
+/// A call of `tool` whose `_meta` carries the client's capabilities, as SEP-2663 asks of a
+/// request that may take a task (rmcp's client adds them itself in the 2026-07-28 era).
+fn declaring(agent: &Agent, tool: &str, args: Value) -> CallToolRequestParams {
+    let capabilities: ClientCapabilities =
+        serde_json::from_value(agent.service().capabilities.clone()).expect("capabilities");
+    let mut meta = RequestMetaObject::new();
+    meta.set_client_capabilities(capabilities);
+    let mut params = params(tool, args);
+    params.meta = Some(meta);
+    params
+}
+
 /// Calls `tool` once; the reply must come without anyone answering.
 async fn call_once(agent: &Agent, tool: &str, args: Value) -> CallToolResponse {
-    tokio::time::timeout(PATIENCE, agent.call_tool_once(params(tool, args)))
+    tokio::time::timeout(PATIENCE, agent.call_tool_once(declaring(agent, tool, args)))
         .await
         .expect("the call returned without waiting for the person")
         .expect("tools/call")
@@ -403,14 +417,17 @@ async fn the_status_message_names_the_loopback_page_when_the_question_goes_there
     agent.cancel().await.ok();
 }
 
-/// Asks through `agent`, which must get the blocking call: still open when the person
-/// answers, and ended by the answer.
-async fn blocks(agent: Agent, ext: &mut FakeExtension, what: &str) -> Agent {
+/// Asks through `agent` (the call declaring what the client declared when `declare`), which
+/// must get the blocking call: still open when the person answers, and ended by the answer.
+async fn blocks(agent: Agent, declare: bool, ext: &mut FakeExtension, what: &str) -> Agent {
     let call = tokio::spawn(async move {
-        let response = agent
-            .call_tool_once(params("ask_text", json!({"question": "Name?"})))
-            .await
-            .expect("tools/call");
+        let args = json!({"question": "Name?"});
+        let params = if declare {
+            declaring(&agent, "ask_text", args)
+        } else {
+            params("ask_text", args)
+        };
+        let response = agent.call_tool_once(params).await.expect("tools/call");
         (agent, response)
     });
     let ask = ext.take_ask().await;
@@ -434,13 +451,23 @@ async fn claude_code_gets_the_blocking_call_unless_him_tasks_is_on() {
     let runtime = runtime_dir();
     let mut ext = FakeExtension::start_correcting(runtime.path()).await;
     let agent = start_as("claude-code", runtime.path(), Era::PerRequest, tasks(), &[]).await;
-    let agent = blocks(agent, &mut ext, "claude-code under HIM_TASKS=auto").await;
+    let agent = blocks(agent, true, &mut ext, "claude-code under HIM_TASKS=auto").await;
     agent.cancel().await.ok();
 
     let on = [("HIM_TASKS", "on")];
     let agent = start_as("claude-code", runtime.path(), Era::PerRequest, tasks(), &on).await;
     let task = start_task(&agent, "ask_text", json!({"question": "Name?"})).await;
     assert_eq!(task.status, TaskStatus::Working);
+    agent.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn a_session_that_declared_tasks_only_at_initialize_gets_the_blocking_call() {
+    // As the MCP Inspector 2.12 does in the 2025-11-25 era, then reading a plain result.
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let agent = start(runtime.path(), Era::Session, tasks(), &[]).await;
+    let agent = blocks(agent, false, &mut ext, "declared at initialize only").await;
     agent.cancel().await.ok();
 }
 
@@ -456,7 +483,7 @@ async fn under_him_tasks_off_no_client_gets_a_task_nor_sees_the_extension() {
                 .is_some_and(|info| !info.capabilities.supports_tasks()),
             "{era:?}"
         );
-        let agent = blocks(agent, &mut ext, &format!("{era:?} under HIM_TASKS=off")).await;
+        let agent = blocks(agent, true, &mut ext, &format!("{era:?}: HIM_TASKS=off")).await;
         agent.cancel().await.ok();
     }
 }
@@ -467,7 +494,7 @@ async fn a_client_without_the_extension_still_gets_a_blocking_call() {
         let runtime = runtime_dir();
         let mut ext = FakeExtension::start_correcting(runtime.path()).await;
         let agent = start(runtime.path(), era, json!({}), &[]).await;
-        let agent = blocks(agent, &mut ext, &format!("{era:?}")).await;
+        let agent = blocks(agent, true, &mut ext, &format!("{era:?}")).await;
         // Nor can it follow tasks.
         let refused = agent
             .peer()
