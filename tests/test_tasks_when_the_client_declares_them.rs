@@ -14,9 +14,11 @@ use rmcp::model::{
     TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
+use support::http::HttpServer;
 use support::*;
 use tokio::process::Command;
 
@@ -504,4 +506,49 @@ async fn a_client_without_the_extension_still_gets_a_blocking_call() {
         assert!(format!("{refused:?}").contains("-32021"), "{refused:?}");
         agent.cancel().await.ok();
     }
+}
+
+#[tokio::test]
+async fn over_http_a_task_outlives_the_sessionless_request_that_created_it() {
+    // Each 2026-07-28 request over `him serve --http` has a server of its own, shut down when
+    // its response ends: the task's question must stay in the panel after that.
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let server = HttpServer::start(runtime.path(), &[], &[]).await;
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(server.url.as_str())
+            .auth_header(server.token.clone()),
+    );
+    let handler = Client {
+        name: "web-tasks",
+        capabilities: tasks(),
+    };
+    let agent = handler
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover over HTTP");
+    let task = start_task(&agent, "ask_text", json!({"question": "Name?"})).await;
+    let ask = ext.take_ask().await;
+    ext.submit(&ask["id"], json!({"answer": "Ada"})).await;
+    // The first word on this question after the answer: accepted, not a withdrawal (nor the
+    // error of an answer that no longer reached anyone).
+    let said = loop {
+        let frame = ext.recv().await;
+        if frame["id"] == ask["id"] {
+            break frame;
+        }
+    };
+    assert_eq!(said["type"], "accepted", "{said}");
+    let done = poll_until(&agent, &task, "the task to complete", |t| {
+        t.status().is_terminal()
+    })
+    .await;
+    let result = completed_result(&done);
+    assert_eq!(result["answer"], "Ada", "{result}");
+    agent.cancel().await.ok();
 }
