@@ -353,6 +353,8 @@ fn real_qwen_code_asks_the_panel_configured_as_him_config_prints_it() {
 // Real Claude Code's interactive terminal UI, driven in tmux, with `him hook claude-code` as
 // its PermissionRequest hook as `him config claude-code --hooks` prints it (issue 16):
 // tests/e2e/claude-code-tui.test.mjs. tmux is the pseudo-terminal (`.ci/run` installs it).
+// The same file has him as its MCP server: the terminal declares MCP tasks (issue 24.4), and
+// ask_text's answer must still reach the model as the tool's own result.
 #[test]
 fn real_claude_code_in_its_terminal_asks_the_panel_through_its_hook() {
     if clients_ready()

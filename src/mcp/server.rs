@@ -10,11 +10,12 @@ use futures::StreamExt;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ClientResult, ConstString, ContentBlock, CustomRequest,
-    CustomResult, ElicitRequest, ElicitResult, ElicitationCreateRequestMethod, ErrorData,
-    Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
-    ServerRequest,
+    CallToolResponse, CallToolResult, CancelTaskParams, ClientResult, ConstString, ContentBlock,
+    CreateTaskResult, CustomRequest, CustomResult, ElicitRequest, ElicitResult,
+    ElicitationCreateRequestMethod, ErrorData, GetTaskParams, GetTaskResult, Implementation,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig, ServerRequest,
+    UpdateTaskParams,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
@@ -25,10 +26,11 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::elicitation::{self, INPUT_KEY, RetryState, StateCodec};
+use super::tasks::{self, Tasks};
 use crate::agent::{HostStatus, Identity, Pool};
 use crate::ask_result::{self, AskResult, CallContext, Via};
 use crate::channels::{self, Asked, Channels, ElicitEnd, Elicitation, PrepareError};
-use crate::config::{Config, FallbackMode};
+use crate::config::{Config, FallbackMode, TasksMode};
 use crate::form::{AnswerError, Form};
 use crate::protocol::{AgentInfo, ExtensionInfo};
 use crate::tools::{
@@ -55,6 +57,8 @@ pub struct SharedParts {
     /// Seals the 2026-07-28 `requestState`; `None` if no key could be made (then such
     /// sessions skip elicitation).
     states: Option<StateCodec>,
+    /// The questions asked as MCP tasks, which a `tasks/get` from any session may follow.
+    tasks: Tasks,
 }
 
 impl SharedParts {
@@ -68,7 +72,17 @@ impl SharedParts {
                 None
             }
         };
-        Arc::new(SharedParts { config, states })
+        Arc::new(SharedParts {
+            config,
+            states,
+            tasks: Tasks::default(),
+        })
+    }
+
+    /// Withdraws the question of every task still running and waits a little for the
+    /// withdrawals to be written, for a process about to exit.
+    pub async fn close_tasks(&self) {
+        self.tasks.close().await;
     }
 }
 
@@ -222,25 +236,19 @@ impl HimServer {
         }
     }
 
+    /// Withdraws the question of every task still running (the process is going away).
+    pub fn shutdown_tasks(&self) {
+        self.shared.tasks.shutdown();
+    }
+
+    /// As [`HimServer::shutdown_tasks`], for a process about to exit.
+    pub async fn close_tasks(&self) {
+        self.shared.close_tasks().await;
+    }
+
     fn pool(&self, ctx: &RequestContext<RoleServer>) -> &Pool {
-        self.pool.get_or_init(|| {
-            let agent = match ctx.client_info() {
-                Some(info) => AgentInfo {
-                    name: info.name,
-                    title: info.title,
-                    version: Some(info.version).filter(|v| !v.is_empty()),
-                },
-                None => AgentInfo {
-                    name: "MCP client".into(),
-                    title: None,
-                    version: None,
-                },
-            };
-            Pool::for_runtime(
-                &self.shared.config.runtime,
-                Identity::with_cwd_project(agent),
-            )
-        })
+        self.pool
+            .get_or_init(|| Pool::for_runtime(&self.shared.config.runtime, identity(ctx)))
     }
 
     /// A receiver of the session's heartbeat clock that waits for its next tick.
@@ -299,6 +307,9 @@ impl HimServer {
                 PrepareError::TooLarge { error, .. } => invalid_params(error),
                 other => ErrorData::internal_error(other.to_string(), None),
             })?;
+        if tasks::offered(self.shared.config.tasks, &ctx) {
+            return self.ask_as_task(prepared, &ctx).await;
+        }
         tracing::info!(tool = tool.tool_name(), id = %prepared.ask.id, "asking");
         let (notices, notice_rx) = futures::channel::mpsc::unbounded();
         let elicitation = match self.elicitation_mode(&ctx) {
@@ -342,6 +353,28 @@ impl HimServer {
         self.asked(tool, asked)
     }
 
+    /// A client that declared the tasks extension gets a task at once; the question goes
+    /// through the same chain, and `tasks/get` ends with the result this call would return.
+    async fn ask_as_task(
+        &self,
+        prepared: channels::Prepared,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (tool, id) = (prepared.tool, prepared.ask.id.clone());
+        let task = self
+            .shared
+            .tasks
+            .start(
+                &self.shared.config,
+                identity(ctx),
+                prepared,
+                Self::client_elicitation(ctx),
+            )
+            .await;
+        tracing::info!(tool = tool.tool_name(), %id, task = %task.task_id, ttl_ms = ?task.ttl_ms, "asking as a task");
+        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+    }
+
     /// The tool result for how the question ended.
     fn asked(&self, tool: ToolKind, asked: Asked) -> Result<CallToolResponse, ErrorData> {
         let result = match asked {
@@ -358,7 +391,7 @@ impl HimServer {
             }
         };
         tracing::info!(tool = tool.tool_name(), id = %result.question_id, status = ?result.status, via = ?result.via, "asked");
-        structured(&result)
+        structured(&result).map(Into::into)
     }
 
     /// The 2026-07-28 elicitation: the form as an input request, the question's state
@@ -437,7 +470,7 @@ impl HimServer {
             }
         };
         tracing::info!(tool = tool.tool_name(), id = %result.question_id, status = ?result.status, "asked through the client");
-        structured(&result)
+        structured(&result).map(Into::into)
     }
 
     /// Ask the person for a short free-text answer (a name, a value, a sentence).
@@ -765,25 +798,79 @@ impl HimServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for HimServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = match self.shared.config.tasks {
+            TasksMode::Off => ServerCapabilities::builder().enable_tools().build(),
+            TasksMode::Auto | TasksMode::On => ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 env!("CARGO_PKG_NAME"),
                 env!("CARGO_PKG_VERSION"),
             ))
             .with_instructions(INSTRUCTIONS)
     }
+
+    // rmcp answers these only for a client that declared the tasks extension.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.shared
+            .tasks
+            .get(&request.task_id)
+            .map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared
+            .tasks
+            .update(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared.tasks.cancel(&request.task_id)
+    }
+}
+
+/// Who asks, as the hosts are told: the MCP client's `clientInfo` and the project.
+fn identity(ctx: &RequestContext<RoleServer>) -> Identity {
+    let agent = match ctx.client_info() {
+        Some(info) => AgentInfo {
+            name: info.name,
+            title: info.title,
+            version: Some(info.version).filter(|v| !v.is_empty()),
+        },
+        None => AgentInfo {
+            name: "MCP client".into(),
+            title: None,
+            version: None,
+        },
+    };
+    Identity::with_cwd_project(agent)
 }
 
 /// The result as structured content and its text copy (MCP asks for both). The text is
 /// written from the result itself, the same bytes as from the JSON tree but without
 /// walking it a second time.
-fn structured(result: &AskResult) -> Result<CallToolResponse, ErrorData> {
+pub(super) fn structured(result: &AskResult) -> Result<CallToolResult, ErrorData> {
     let internal = |e: serde_json::Error| ErrorData::internal_error(e.to_string(), None);
     let value = serde_json::to_value(result).map_err(internal)?;
     let text = serde_json::to_string(result).map_err(internal)?;
     let mut call_result = CallToolResult::success(vec![ContentBlock::text(text)]);
     call_result.structured_content = Some(value);
-    Ok(call_result.into())
+    Ok(call_result)
 }
 
 /// One `elicitation/create` (protocol ≤ 2025-11-25), withdrawn with a cancellation when

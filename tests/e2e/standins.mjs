@@ -123,7 +123,8 @@ export async function until(what, check, ms = 20_000) {
 /**
  * The scripted model, on 127.0.0.1: while the conversation has no tool_result yet and the
  * request offers the tool `model.call.name`, it answers with one `tool_use` of `model.call`;
- * after that, "done". Every request to /v1/messages is kept, parsed, in `model.requests`.
+ * after that, "done" (or what `model.next` scripts). Every request to /v1/messages is kept,
+ * parsed, in `model.requests`.
  */
 export async function startAnthropicModel() {
   const model = { call: { name: 'Bash', input: {} }, requests: [], url: '' };
@@ -154,10 +155,12 @@ function reply(model, res, body) {
   const sawResult = content.some((c) => c.type === 'tool_result');
   const hasTool = (body.tools ?? []).some((t) => t.name === model.call.name);
   const usage = { input_tokens: 10, output_tokens: 5 };
-  const block =
-    hasTool && !sawResult
-      ? { type: 'tool_use', id: `toolu_him_${n}`, name: model.call.name, input: model.call.input }
-      : { type: 'text', text: 'done' };
+  // `model.next(body)`, when set, scripts each turn instead: a call {name, input}, or null
+  // for "done".
+  const call = model.next ? model.next(body) : hasTool && !sawResult ? model.call : null;
+  const block = call
+    ? { type: 'tool_use', id: `toolu_him_${n}`, name: call.name, input: call.input }
+    : { type: 'text', text: 'done' };
   const message = { id: `msg_${n}`, type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, usage };
   const stop = block.type === 'tool_use' ? 'tool_use' : 'end_turn';
   if (!body.stream) {
