@@ -44,6 +44,9 @@ async def timed(call):
     try:
         result, error = await call, None
     except Exception as e:  # the report says what the client raised
+        # A client that runs its session in a task group raises the error inside a group.
+        while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
+            e = e.exceptions[0]
         result, error = None, {"type": type(e).__name__, "message": str(e)}
     return result, error, time.monotonic() - started
 

@@ -55,8 +55,9 @@ pub(super) fn langchain(exe: &str, wait_note: String) -> Snippet {
             format!(
                 "Timeout: the adapters set no limit on a call (the MCP ClientSession's \
                      read_timeout_seconds is None); read_timeout_seconds={secs} bounds a stuck \
-                     call, above him's wait. At that limit the call raises McpError (\"Timed out \
-                     while waiting for response\")."
+                     call, above him's wait. At that limit the tool raises an ExceptionGroup \
+                     (anyio.BrokenResourceError, as the call's own session closes) and him \
+                     withdraws the question."
             ),
             wait_note,
         ],
@@ -89,10 +90,10 @@ pub(super) fn openai_agents(exe: &str, wait_note: String) -> Snippet {
             "Use it as `async with him:` and `Agent(..., mcp_servers=[him])`.".into(),
             format!(
                 "Timeout: MCPServerStdio gives each MCP request client_session_timeout_seconds \
-                     (default 5 s), progress or not. At the limit the call raises \"Request \
-                     'tools/call' timed out\" (the model sees a tool error and may ask again), \
-                     the SDK cancels the call, him withdraws the question, and an answer given \
-                     after that is refused. client_session_timeout_seconds={secs} is above him's \
+                     (default 5 s), progress or not. At the limit the call raises MCPError \
+                     \"Request 'tools/call' timed out\" (in an agent run the model sees a tool \
+                     error and may ask again), the SDK cancels the call, him withdraws the \
+                     question, and an answer given after that is refused. client_session_timeout_seconds={secs} is above him's \
                      wait."
             ),
             wait_note,
@@ -128,8 +129,9 @@ pub(super) fn pydantic_ai(exe: &str, wait_note: String) -> Snippet {
                 .into(),
             format!(
                 "Timeout: read_timeout (default 300 s, the same as him's wait, so the two \
-                     would race) limits each MCP request. At the limit the call raises McpError, \
-                     which the agent passes to the model as a retry. read_timeout={secs} is above \
+                     would race) limits each MCP request. At the limit the call raises ModelRetry \
+                     (\"Request 'tools/call' timed out\"), so the model is asked to retry, and \
+                     him withdraws the question. read_timeout={secs} is above \
                      him's wait."
             ),
             wait_note,
@@ -166,7 +168,8 @@ pub(super) fn fast_agent(exe: &str, wait_note: String) -> Snippet {
             format!(
                 "Timeout: fast-agent 0.10 sets no limit on a call (read_timeout_seconds unset); \
                  read_timeout_seconds: {secs} bounds a stuck call, above him's wait. At that \
-                 limit the call fails and the model sees the error."
+                 limit the call fails (\"Failed to call_tool … Request 'tools/call' timed out\", \
+                 which the model sees), fast-agent cancels it and him withdraws the question."
             ),
             wait_note,
             "fast-agent supports elicitation: with no browser connected, him asks in its \
