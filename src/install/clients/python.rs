@@ -19,45 +19,90 @@ const PYTHON_PLACE: &str = "your Python code: save it as him_mcp.py beside your 
 
 const SECS: u64 = CLIENT_TIMEOUT_MS / 1000;
 
+const LANGCHAIN: &str = r#"from datetime import timedelta
+
+from langchain_mcp_adapters.client import MultiServerMCPClient
+
+client = MultiServerMCPClient(
+    {
+        "him": {
+            "transport": "stdio",
+            "command": {command},
+            "args": ["serve"],
+            "env": {"HIM_TIMEOUT_MS": {wait}},
+            # No limit on a call by default; this one is above him's wait.
+            "session_kwargs": {"read_timeout_seconds": timedelta(seconds={secs})},
+        }
+    }
+)
+"#;
+
+const OPENAI_AGENTS: &str = r#"from agents.mcp import MCPServerStdio
+
+him = MCPServerStdio(
+    name="him",
+    params={
+        "command": {command},
+        "args": ["serve"],
+        "env": {"HIM_TIMEOUT_MS": {wait}},
+    },
+    # The SDK cuts every MCP call at 5 s by default; a person needs longer.
+    client_session_timeout_seconds={secs},
+)
+"#;
+
+const PYDANTIC_AI: &str = r#"from fastmcp.client.transports import StdioTransport
+from pydantic_ai.mcp import MCPToolset
+
+him = MCPToolset(
+    StdioTransport(
+        command={command},
+        args=["serve"],
+        env={"HIM_TIMEOUT_MS": {wait}},
+    ),
+    # Each MCP request may take 300 s by default, as long as him waits.
+    read_timeout={secs},
+)
+"#;
+
+const FAST_AGENT: &str = r#"mcp:
+  servers:
+    him:
+      command: {command}
+      args: ["serve"]
+      env:
+        HIM_TIMEOUT_MS: {wait}
+      # fast-agent sets no limit on a call by default; this one is above him's wait.
+      read_timeout_seconds: {secs}
+"#;
+
+/// `template` with its three blanks filled: the quoted binary path last, so that nothing in
+/// the path is taken for a blank.
+fn fill(template: &str, client: Client, quote: fn(&str) -> String, exe: &str) -> String {
+    template
+        .replace("{secs}", &SECS.to_string())
+        .replace("{wait}", &quote(&him_timeout_ms(client).to_string()))
+        .replace("{command}", &quote(exe))
+}
+
 pub(super) fn langchain(exe: &str, wait_note: String) -> Snippet {
-    let (secs, wait) = (SECS, him_timeout_ms(Client::Langchain).to_string());
     Snippet {
         title: "LangChain (langchain-mcp-adapters)",
         place: PYTHON_PLACE.into(),
         format: Format::Python,
-        body: format!(
-            "from datetime import timedelta\n\
-                 \n\
-                 from langchain_mcp_adapters.client import MultiServerMCPClient\n\
-                 \n\
-                 client = MultiServerMCPClient(\n    \
-                     {{\n        \
-                         \"him\": {{\n            \
-                             \"transport\": \"stdio\",\n            \
-                             \"command\": {command},\n            \
-                             \"args\": [\"serve\"],\n            \
-                             \"env\": {{\"HIM_TIMEOUT_MS\": {wait}}},\n            \
-                             # No limit on a call by default; this one is above him's wait.\n            \
-                             \"session_kwargs\": {{\"read_timeout_seconds\": timedelta(seconds={secs})}},\n        \
-                         }}\n    \
-                     }}\n\
-                 )\n",
-            command = python_string(exe),
-            wait = python_string(&wait),
-        ),
+        body: fill(LANGCHAIN, Client::Langchain, python_string, exe),
         notes: vec![
-            "`tools = await client.get_tools()` gives him's tools as LangChain tools \
-                 (e.g. for `create_agent(model, tools)`); each call starts `him serve` for \
-                 its own session."
+            "`tools = await client.get_tools()` gives him's tools as LangChain tools (e.g. for \
+             `create_agent(model, tools)`); each call starts `him serve` for its own session."
                 .into(),
             "\"transport\": \"stdio\" is required: without it the adapters refuse the entry."
                 .into(),
             format!(
                 "Timeout: the adapters set no limit on a call (the MCP ClientSession's \
-                     read_timeout_seconds is None); read_timeout_seconds={secs} bounds a stuck \
-                     call, above him's wait. At that limit the tool raises an ExceptionGroup \
-                     (anyio.BrokenResourceError, as the call's own session closes) and him \
-                     withdraws the question."
+                 read_timeout_seconds is None); read_timeout_seconds={SECS} bounds a stuck call, \
+                 above him's wait. At that limit the tool raises an ExceptionGroup \
+                 (anyio.BrokenResourceError, as the call's own session closes) and him \
+                 withdraws the question."
             ),
             wait_note,
         ],
@@ -65,36 +110,20 @@ pub(super) fn langchain(exe: &str, wait_note: String) -> Snippet {
 }
 
 pub(super) fn openai_agents(exe: &str, wait_note: String) -> Snippet {
-    let (secs, wait) = (SECS, him_timeout_ms(Client::OpenaiAgents).to_string());
     Snippet {
         title: "OpenAI Agents SDK",
         place: PYTHON_PLACE.into(),
         format: Format::Python,
-        body: format!(
-            "from agents.mcp import MCPServerStdio\n\
-                 \n\
-                 him = MCPServerStdio(\n    \
-                     name=\"him\",\n    \
-                     params={{\n        \
-                         \"command\": {command},\n        \
-                         \"args\": [\"serve\"],\n        \
-                         \"env\": {{\"HIM_TIMEOUT_MS\": {wait}}},\n    \
-                     }},\n    \
-                     # The SDK cuts every MCP call at 5 s by default; a person needs longer.\n    \
-                     client_session_timeout_seconds={secs},\n\
-                 )\n",
-            command = python_string(exe),
-            wait = python_string(&wait),
-        ),
+        body: fill(OPENAI_AGENTS, Client::OpenaiAgents, python_string, exe),
         notes: vec![
             "Use it as `async with him:` and `Agent(..., mcp_servers=[him])`.".into(),
             format!(
                 "Timeout: MCPServerStdio gives each MCP request client_session_timeout_seconds \
-                     (default 5 s), progress or not. At the limit the call raises MCPError \
-                     \"Request 'tools/call' timed out\" (in an agent run the model sees a tool \
-                     error and may ask again), the SDK cancels the call, him withdraws the \
-                     question, and an answer given after that is refused. client_session_timeout_seconds={secs} is above him's \
-                     wait."
+                 (default 5 s), progress or not. At the limit the call raises MCPError \"Request \
+                 'tools/call' timed out\" (in an agent run the model sees a tool error and may \
+                 ask again), the SDK cancels the call, him withdraws the question, and an answer \
+                 given after that is refused. client_session_timeout_seconds={SECS} is above \
+                 him's wait."
             ),
             wait_note,
         ],
@@ -102,37 +131,20 @@ pub(super) fn openai_agents(exe: &str, wait_note: String) -> Snippet {
 }
 
 pub(super) fn pydantic_ai(exe: &str, wait_note: String) -> Snippet {
-    let (secs, wait) = (SECS, him_timeout_ms(Client::PydanticAi).to_string());
     Snippet {
         title: "Pydantic AI",
         place: PYTHON_PLACE.into(),
         format: Format::Python,
-        body: format!(
-            "from fastmcp.client.transports import StdioTransport\n\
-                 from pydantic_ai.mcp import MCPToolset\n\
-                 \n\
-                 him = MCPToolset(\n    \
-                     StdioTransport(\n        \
-                         command={command},\n        \
-                         args=[\"serve\"],\n        \
-                         env={{\"HIM_TIMEOUT_MS\": {wait}}},\n    \
-                     ),\n    \
-                     # Each MCP request may take 300 s by default, as long as him waits.\n    \
-                     read_timeout={secs},\n\
-                 )\n",
-            command = python_string(exe),
-            wait = python_string(&wait),
-        ),
+        body: fill(PYDANTIC_AI, Client::PydanticAi, python_string, exe),
         notes: vec![
             "Use it as `Agent(model, toolsets=[him])` (pydantic-ai-slim[mcp] 2.x; \
-                 MCPServerStdio of 1.x is gone)."
+             MCPServerStdio of 1.x is gone)."
                 .into(),
             format!(
-                "Timeout: read_timeout (default 300 s, the same as him's wait, so the two \
-                     would race) limits each MCP request. At the limit the call raises ModelRetry \
-                     (\"Request 'tools/call' timed out\"), so the model is asked to retry, and \
-                     him withdraws the question. read_timeout={secs} is above \
-                     him's wait."
+                "Timeout: read_timeout (default 300 s, the same as him's wait, so the two would \
+                 race) limits each MCP request. At the limit the call raises ModelRetry \
+                 (\"Request 'tools/call' timed out\"), so the model is asked to retry, and him \
+                 withdraws the question. read_timeout={SECS} is above him's wait."
             ),
             wait_note,
         ],
@@ -140,34 +152,20 @@ pub(super) fn pydantic_ai(exe: &str, wait_note: String) -> Snippet {
 }
 
 pub(super) fn fast_agent(exe: &str, wait_note: String) -> Snippet {
-    let (secs, wait) = (SECS, him_timeout_ms(Client::FastAgent).to_string());
-    let body = format!(
-        "mcp:\n  \
-           servers:\n    \
-             him:\n      \
-               command: {command}\n      \
-               args: [\"serve\"]\n      \
-               env:\n        \
-                 HIM_TIMEOUT_MS: {wait}\n      \
-               # fast-agent sets no limit on a call by default; this one is above him's wait.\n      \
-               read_timeout_seconds: {secs}\n",
-        command = yaml_string(exe),
-        wait = yaml_string(&wait),
-    );
     Snippet {
         title: "fast-agent",
         place: "fastagent.config.yaml (in the folder fast-agent runs in, or given with \
                 --config-path)"
             .into(),
         format: Format::Yaml,
-        body,
+        body: fill(FAST_AGENT, Client::FastAgent, yaml_string, exe),
         notes: vec![
             "Merge the \"him\" entry under mcp: servers: (keep the servers already there); \
              `fast-agent go --servers him`, or servers=[\"him\"] on an agent, uses it."
                 .into(),
             format!(
                 "Timeout: fast-agent 0.10 sets no limit on a call (read_timeout_seconds unset); \
-                 read_timeout_seconds: {secs} bounds a stuck call, above him's wait. At that \
+                 read_timeout_seconds: {SECS} bounds a stuck call, above him's wait. At that \
                  limit the call fails (\"Failed to call_tool … Request 'tools/call' timed out\", \
                  which the model sees), fast-agent cancels it and him withdraws the question."
             ),
@@ -237,6 +235,19 @@ mod tests {
             let limit = him["read_timeout_seconds"].as_i64().unwrap() as u64;
             assert!(limit * 1000 > wait, "fast-agent would cut the call first");
         }
+    }
+
+    #[test]
+    fn a_path_that_names_a_blank_stays_as_it_is() {
+        let exe = "/opt/{secs}{wait}/him";
+        let s = super::super::snippet(Client::OpenaiAgents, Path::new(exe), Os::Linux);
+        assert!(
+            s.body.contains(r#""command": "/opt/{secs}{wait}/him","#),
+            "{}",
+            s.body
+        );
+        let doc = parsed_fast_agent(exe);
+        assert_eq!(doc["mcp"]["servers"]["him"]["command"].as_str(), Some(exe));
     }
 
     #[test]
