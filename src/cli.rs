@@ -248,6 +248,14 @@ pub enum Client {
     Http,
     /// MCP SuperAssistant (web chats), which cannot send headers: a URL with a path token.
     Superassistant,
+    /// fast-agent's `fastagent.config.yaml` (YAML).
+    FastAgent,
+    /// LangChain's `langchain-mcp-adapters` (`MultiServerMCPClient`), a Python snippet.
+    Langchain,
+    /// The OpenAI Agents SDK (`MCPServerStdio`), a Python snippet.
+    OpenaiAgents,
+    /// Pydantic AI (`MCPToolset`), a Python snippet.
+    PydanticAi,
 }
 
 #[derive(Debug, Args)]

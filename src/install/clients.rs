@@ -1,7 +1,8 @@
 //! `him config <client>`: the snippet that registers `him serve` with an MCP client.
 //!
 //! Pure: the binary path and OS come in, text comes out. The body is a complete,
-//! parseable file (JSON, or TOML for Codex), so `him config codex > snippet.toml` works;
+//! parseable file (JSON, TOML for Codex, YAML for fast-agent, a short Python file for the
+//! Python SDKs: `python.rs`), so `him config codex > snippet.toml` works;
 //! where it lives and why each setting is there go in `notes`, printed to stderr.
 //!
 //! Every snippet sets two clocks so that him's ends first and the agent gets a clean
@@ -30,6 +31,8 @@ use serde::Serialize;
 use super::browsers::Os;
 use crate::cli::Client;
 
+mod python;
+
 /// Where `him serve --http` listens by default (see `ServeArgs::http`).
 pub const HTTP_URL: &str = "http://127.0.0.1:7676/mcp";
 /// Stands for the bearer token in the HTTP snippet.
@@ -43,6 +46,10 @@ pub enum Format {
     Toml,
     /// One URL to paste into a form.
     Url,
+    /// fast-agent's `fastagent.config.yaml`.
+    Yaml,
+    /// A short Python file that builds the client's server object.
+    Python,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -405,6 +412,10 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
                 ],
             }
         }
+        Client::FastAgent => python::fast_agent(exe_json, wait_note),
+        Client::Langchain => python::langchain(exe_json, wait_note),
+        Client::OpenaiAgents => python::openai_agents(exe_json, wait_note),
+        Client::PydanticAi => python::pydantic_ai(exe_json, wait_note),
         Client::Superassistant => Snippet {
             title: "MCP SuperAssistant (web chats in Chrome), over Streamable HTTP",
             place: "SuperAssistant's sidebar: server settings, transport Streamable HTTP, this URL"
@@ -547,7 +558,7 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
-    const ALL: [Client; 11] = [
+    const ALL: [Client; 15] = [
         Client::ClaudeCode,
         Client::ClaudeDesktop,
         Client::Cursor,
@@ -559,6 +570,10 @@ mod tests {
         Client::Qwen,
         Client::Http,
         Client::Superassistant,
+        Client::FastAgent,
+        Client::Langchain,
+        Client::OpenaiAgents,
+        Client::PydanticAi,
     ];
 
     #[test]
