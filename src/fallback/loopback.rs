@@ -647,10 +647,19 @@ fn take(body: &[u8], shared: &Shared) -> Handled {
 /// when the page is served; the page counts down from its own load, so no clocks need agree.
 /// The page's words are `locale`'s, its whole table inline as data for `lib/i18n.js`.
 fn page(form: &Form, base: &str, asker: &Identity, remaining: Duration, locale: &Locale) -> String {
+    // Names a client wrote, marked as the panel marks them (`display::marked`): the page
+    // draws them as plain text, where a bidi override would reorder what the person reads.
+    let mark = |text: &str| crate::display::marked(text);
+    let agent = crate::protocol::AgentInfo {
+        name: mark(&asker.agent.name),
+        title: asker.agent.title.as_deref().map(mark),
+        version: asker.agent.version.clone(),
+        via: asker.agent.via.as_deref().map(mark),
+    };
     let data = json!({
         "form": form,
-        "agent": asker.agent,
-        "project": asker.project,
+        "agent": agent,
+        "project": asker.project.as_deref().map(mark),
         "remaining_ms": remaining.as_millis() as u64,
     })
     .to_string();
@@ -920,6 +929,7 @@ mod tests {
                 name: "</script><b>".into(),
                 title: None,
                 version: None,
+                via: None,
             },
             project: Some("<!-- p".into()),
         };
@@ -948,6 +958,7 @@ mod tests {
                 name: "codex".into(),
                 title: None,
                 version: None,
+                via: None,
             },
             project: None,
         };
@@ -985,6 +996,7 @@ mod tests {
                 name: "codex".into(),
                 title: None,
                 version: None,
+                via: None,
             },
             project: None,
         };
