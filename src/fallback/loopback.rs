@@ -947,6 +947,37 @@ mod tests {
     }
 
     #[test]
+    fn who_asks_is_marked_in_the_page_data() {
+        let form: Form = serde_json::from_value(json!({
+            "title": "t", "fields": [{"name": "a", "type": "text", "label": "A"}]
+        }))
+        .unwrap();
+        let asker = Identity {
+            agent: crate::protocol::AgentInfo {
+                via: Some("mcp-remote".into()),
+                ..crate::protocol::AgentInfo::named("agent\u{202e}gpj")
+            },
+            project: Some("shop\u{7}".into()),
+        };
+        let html = page(
+            &form,
+            "/q/t",
+            &asker,
+            Duration::from_secs(5),
+            locale::english(),
+        );
+        let data = html
+            .split("id=\"him-question\">")
+            .nth(1)
+            .and_then(|rest| rest.split("</script>").next())
+            .unwrap();
+        let data: serde_json::Value = serde_json::from_str(data).unwrap();
+        assert_eq!(data["agent"]["name"], "agent⟨U+202E⟩gpj");
+        assert_eq!(data["agent"]["via"], "mcp-remote");
+        assert_eq!(data["project"], "shop⟨U+0007⟩");
+    }
+
+    #[test]
     fn the_page_s_title_is_the_question_in_plain_text() {
         let form: Form = serde_json::from_value(json!({
             "title": "Deploy **v2** to `prod/*`?\u{202e}\n\nMore words",
