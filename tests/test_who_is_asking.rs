@@ -154,8 +154,13 @@ async fn a_client_that_declares_roots_names_the_project_after_its_first_file_roo
     let asked = client.asked.clone();
     let session = Arc::new(serve_in(runtime.path(), &cwd, client).await);
     for n in 1..=2 {
+        let started = Instant::now();
         let call = ask(&session, &format!("Which {n}?"), None);
         let shown = next_ask(&mut ext).await;
+        eprintln!(
+            "question {n} reached the browser {} µs after the call",
+            started.elapsed().as_micros()
+        );
         assert_eq!(shown["project"], "my shop", "{shown}");
         assert_eq!(call.await.expect("call")["status"], "answered");
     }
@@ -169,8 +174,13 @@ async fn a_client_that_declares_roots_names_the_project_after_its_first_file_roo
     let plain = Client::named("plain");
     let plain_asked = plain.asked.clone();
     let session = Arc::new(serve_in(runtime.path(), &cwd, plain).await);
+    let started = Instant::now();
     let call = ask(&session, "Plain?", None);
     assert_eq!(next_ask(&mut ext).await["project"], "serve-folder");
+    eprintln!(
+        "without roots, question 1 reached the browser {} µs after the call",
+        started.elapsed().as_micros()
+    );
     call.await.expect("call");
     assert_eq!(plain_asked.load(Ordering::SeqCst), 0);
 }
