@@ -61,12 +61,21 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// The working directory's name labels the question with its project.
+    /// The working directory's name labels the question with its project (unless the
+    /// question names its own, `crate::asker`).
     pub fn with_cwd_project(agent: AgentInfo) -> Identity {
         let project = std::env::current_dir()
             .ok()
-            .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()));
+            .and_then(|dir| crate::asker::project_of_dir(&dir));
         Identity { agent, project }
+    }
+
+    /// This identity for one question that names its own project, if it does.
+    pub fn for_project(&self, project: Option<&str>) -> Identity {
+        Identity {
+            agent: self.agent.clone(),
+            project: project.map(str::to_owned).or_else(|| self.project.clone()),
+        }
     }
 }
 

@@ -49,6 +49,7 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
             name: "him ask".into(),
             title: None,
             version: Some(env!("CARGO_PKG_VERSION").into()),
+            via: None,
         };
         let pool = Pool::for_runtime(&config.runtime, Identity::with_cwd_project(agent));
         // Ctrl-C withdraws the question rather than leaving it in the panel; so does

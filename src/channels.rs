@@ -54,6 +54,8 @@ pub struct Prepared {
     pub form: Form,
     pub tool: ToolKind,
     pub timeout: Duration,
+    /// The project this question names, when not its agent's (`crate::asker`).
+    pub project: Option<String>,
 }
 
 #[derive(Debug)]
@@ -85,9 +87,25 @@ pub fn unix_ms() -> u64 {
 }
 
 pub fn prepare(tool: ToolKind, form: Form, timeout: Duration) -> Result<Prepared, PrepareError> {
+    prepare_in(tool, form, timeout, None)
+}
+
+/// As [`prepare`], for a question that names its own `project` (over the agent's `hello`).
+pub fn prepare_in(
+    tool: ToolKind,
+    form: Form,
+    timeout: Duration,
+    project: Option<String>,
+) -> Result<Prepared, PrepareError> {
     let id = crate::random::question_id().map_err(PrepareError::NoRandomness)?;
     let asked_at_ms = unix_ms();
-    let ask = AskFrame::encode(id, &form, timeout.as_millis() as u64, asked_at_ms);
+    let ask = AskFrame::encode(
+        id,
+        &form,
+        timeout.as_millis() as u64,
+        asked_at_ms,
+        project.as_deref(),
+    );
     let size = ask.bytes.len();
     if size > MAX_ASK_BYTES {
         let argument = if tool == ToolKind::Form {
@@ -110,6 +128,7 @@ pub fn prepare(tool: ToolKind, form: Form, timeout: Duration) -> Result<Prepared
         form,
         tool,
         timeout,
+        project,
     })
 }
 
@@ -328,7 +347,8 @@ pub async fn ask(
     if config.fallback != FallbackMode::Http {
         return done(fallback(&cx(started), config.fallback, &reason));
     }
-    let loopback = match Loopback::bind(form, &prepared.ask.id, pool.identity(), deadline).await {
+    let asker = pool.identity().for_project(prepared.project.as_deref());
+    let loopback = match Loopback::bind(form, &prepared.ask.id, &asker, deadline).await {
         Ok(loopback) => loopback,
         Err(err) => {
             tracing::warn!("the loopback form could not start: {err}");

@@ -21,6 +21,7 @@ pub mod admission;
 pub mod agent;
 pub mod ask_cli;
 pub mod ask_result;
+pub mod asker;
 pub mod channels;
 pub mod cli;
 pub mod config;

@@ -20,6 +20,22 @@ pub struct AgentInfo {
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The bridge the client came through, when the bridge named itself in `clientInfo`
+    /// (`asker::BRIDGES`): the card says "via" it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+}
+
+impl AgentInfo {
+    /// An agent known by its name alone.
+    pub fn named(name: impl Into<String>) -> AgentInfo {
+        AgentInfo {
+            name: name.into(),
+            title: None,
+            version: None,
+            via: None,
+        }
+    }
 }
 
 /// A question on its way to the person. The form travels as JSON: the host relays it
@@ -30,6 +46,10 @@ pub struct Ask {
     pub form: Value,
     pub timeout_ms: u64,
     pub asked_at_ms: u64,
+    /// This question's project, over the `hello`'s: one `him serve --http` carries many
+    /// sessions, and a client may name the project in the call itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 /// An `ask` encoded once, for every host it goes to now and every host that appears while
@@ -42,7 +62,13 @@ pub struct AskFrame {
 
 impl AskFrame {
     pub fn new(ask: Ask) -> AskFrame {
-        AskFrame::encode(ask.id, &ask.form, ask.timeout_ms, ask.asked_at_ms)
+        AskFrame::encode(
+            ask.id,
+            &ask.form,
+            ask.timeout_ms,
+            ask.asked_at_ms,
+            ask.project.as_deref(),
+        )
     }
 
     /// The `ask` for a form of any serialisable type, encoded straight from it rather than
@@ -52,12 +78,14 @@ impl AskFrame {
         form: &impl Serialize,
         timeout_ms: u64,
         asked_at_ms: u64,
+        project: Option<&str>,
     ) -> AskFrame {
         let wire = AskWire {
             id: &id,
             form,
             timeout_ms,
             asked_at_ms,
+            project,
         };
         // Exactly as long as it is: it is kept for as long as the question waits, and the
         // encoder grows its buffer by doubling.
@@ -78,6 +106,8 @@ struct AskWire<'a, F> {
     form: &'a F,
     timeout_ms: u64,
     asked_at_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    project: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -203,7 +233,8 @@ pub enum HostToAgent {
     Pong,
 }
 
-/// `ask` as the extension sees it: the agent's question plus who asked.
+/// `ask` as the extension sees it: the agent's question plus who asked. The host moves the
+/// ask's own `project` here (over its agent's `hello`'s), so the ask inside has none.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabelledAsk {
     #[serde(flatten)]
@@ -216,6 +247,9 @@ pub struct LabelledAsk {
     pub machine: Option<String>,
 }
 
+// An `ask` is most of what this link carries, and one message lives at a time: boxing it
+// would only add an allocation per question.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HostToExtension {
@@ -385,12 +419,9 @@ mod tests {
                 form: json!({"title": "t", "fields": []}),
                 timeout_ms: 1000,
                 asked_at_ms: 5,
+                project: None,
             },
-            agent: AgentInfo {
-                name: "claude-code".into(),
-                title: None,
-                version: None,
-            },
+            agent: AgentInfo::named("claude-code"),
             project: Some("him".into()),
             machine: None,
         });
@@ -406,13 +437,14 @@ mod tests {
     #[test]
     fn an_ask_frame_is_the_ask_message() {
         let form = json!({"title": "t", "fields": [{"name": "b", "type": "text"}, {"name": "a"}]});
-        let frame = AskFrame::encode("ab".into(), &form, 1000, 5);
+        let frame = AskFrame::encode("ab".into(), &form, 1000, 5, Some("shop"));
         let decoded: AgentToHost = decode(&frame.bytes).unwrap();
         let ask = Ask {
             id: "ab".into(),
             form,
             timeout_ms: 1000,
             asked_at_ms: 5,
+            project: Some("shop".into()),
         };
         assert_eq!(decoded, AgentToHost::Ask(ask.clone()));
         assert_eq!(frame.bytes, encode(&AgentToHost::Ask(ask)));

@@ -149,8 +149,9 @@ impl Relay {
                 ..
             } => {
                 let state = self.agents.entry(agent).or_default();
-                state.info = Some(info);
-                state.project = project;
+                // Names a client wrote, cut to fit a card's head (`asker::MAX_LABEL_CHARS`).
+                state.info = Some(crate::asker::capped_agent(info));
+                state.project = project.as_deref().and_then(crate::asker::project_name);
                 state.machine = machine;
                 state.verdicts = verdicts;
                 reply(self.welcome())
@@ -239,13 +240,19 @@ impl Relay {
             return refuse(ask.id, format!("the question's form is not valid: {why}"));
         }
         let state = self.agents.entry(agent).or_default();
+        let mut ask = ask;
+        // The question's own project (one `serve --http` link carries many sessions' questions)
+        // over its agent's; the label carries it, the ask inside none.
+        let project = match ask.project.take() {
+            Some(project) => crate::asker::project_name(&project),
+            None => state.project.clone(),
+        };
         let labelled = HostToExtension::Ask(LabelledAsk {
-            agent: state.info.clone().unwrap_or_else(|| AgentInfo {
-                name: UNNAMED_AGENT.into(),
-                title: None,
-                version: None,
-            }),
-            project: state.project.clone(),
+            agent: state
+                .info
+                .clone()
+                .unwrap_or_else(|| AgentInfo::named(UNNAMED_AGENT)),
+            project,
             machine: state.machine.clone(),
             ask,
         });
@@ -459,6 +466,7 @@ mod tests {
                 name: name.into(),
                 title: None,
                 version: None,
+                via: None,
             },
             project: Some("proj".into()),
             pid: 9,
@@ -616,13 +624,26 @@ mod tests {
     }
 
     fn ask(id: &str) -> Vec<u8> {
+        ask_in(id, None)
+    }
+
+    fn ask_in(id: &str, project: Option<&str>) -> Vec<u8> {
         encode(&AgentToHost::Ask(Ask {
             id: id.into(),
             form: json!({"title": "t", "fields": [{"name": "a", "type": "text", "label": "A"}]}),
             timeout_ms: 1000,
             asked_at_ms: 0,
+            project: project.map(str::to_owned),
         }))
         .to_vec()
+    }
+
+    /// The ask the extension was sent, as it reads it (one key of each name).
+    fn labelled(effects: &[Effect]) -> serde_json::Map<String, serde_json::Value> {
+        let [Effect::AskToExtension(frame)] = effects else {
+            panic!("{effects:?}")
+        };
+        serde_json::from_slice(frame).unwrap()
     }
 
     fn answer(id: &str) -> Vec<u8> {
@@ -653,6 +674,29 @@ mod tests {
         assert_eq!(labelled.agent.name, "cursor");
         assert_eq!(labelled.project.as_deref(), Some("proj"));
         assert_eq!(r.pending(), 1);
+    }
+
+    #[test]
+    fn an_asks_own_project_labels_that_question_over_the_hellos() {
+        let mut r = relay();
+        r.agent_connected(1);
+        r.agent_frame(1, &hello("cursor"));
+        let shop = labelled(&r.agent_frame(1, &ask_in(Q1, Some("shop"))));
+        assert_eq!(shop["project"], "shop");
+        assert_eq!(shop["agent"]["name"], "cursor");
+        // An ask without one (an older agent) is the hello's.
+        assert_eq!(labelled(&r.agent_frame(1, &ask(Q2)))["project"], "proj");
+    }
+
+    #[test]
+    fn names_from_an_agent_are_cut_to_fit_a_card() {
+        let mut r = relay();
+        r.agent_connected(1);
+        r.agent_frame(1, &hello(&"n".repeat(300)));
+        let long = labelled(&r.agent_frame(1, &ask_in(Q1, Some(&"p".repeat(300)))));
+        let chars = |v: &serde_json::Value| v.as_str().unwrap().chars().count();
+        assert_eq!(chars(&long["agent"]["name"]), crate::asker::MAX_LABEL_CHARS);
+        assert_eq!(chars(&long["project"]), crate::asker::MAX_LABEL_CHARS);
     }
 
     #[test]
@@ -757,6 +801,7 @@ mod tests {
             form: json!({"title": "x".repeat(MAX_TO_BROWSER)}),
             timeout_ms: 1,
             asked_at_ms: 0,
+            project: None,
         }));
         let effects = r.agent_frame(1, &big);
         assert!(matches!(
@@ -823,6 +868,7 @@ mod tests {
                 form: json!({"title": "t", "fields": fields}),
                 timeout_ms: 1000,
                 asked_at_ms: 0,
+                project: None,
             }))
         };
         for n in 0..4 {

@@ -5,8 +5,9 @@
 //! the loopback form answered in real Chromium (tests/e2e/loopback.test.mjs), the
 //! extension in Chromium started in German and in Chinese (tests/e2e/languages.test.mjs), and
 //! the side panel as an inbox with its measured contrast, targets and text sizes
-//! (tests/e2e/inbox.test.mjs), and keys and clicks on a card not yet seen deciding nothing
-//! (tests/e2e/arming.test.mjs).
+//! (tests/e2e/inbox.test.mjs), keys and clicks on a card not yet seen deciding nothing
+//! (tests/e2e/arming.test.mjs), and the card naming who asks through bridges
+//! (tests/e2e/asker.test.mjs).
 //!
 //! They need Node, the npm packages of tests/e2e (installed here with `npm ci` when they are
 //! missing), and for the end-to-end runs Debian's Chromium (`/usr/lib/chromium/chromium`, or `HIM_CHROMIUM`).
@@ -43,7 +44,7 @@ fn have(ok: bool, missing: &str) -> bool {
     false
 }
 
-const PACKAGES: [&str; 10] = [
+const PACKAGES: [&str; 12] = [
     "jsdom",
     "playwright-core",
     "@modelcontextprotocol/sdk",
@@ -55,6 +56,9 @@ const PACKAGES: [&str; 10] = [
     // The TS SDKs of protocol 2025-03-26 and 2025-06-18, as npm aliases (clients.test.mjs).
     "sdk-1-11",
     "sdk-1-17",
+    // Bridges that name themselves to the server they front (asker.test.mjs).
+    "supergateway",
+    "mcp-remote",
 ];
 
 fn packages_installed() -> bool {
@@ -195,6 +199,18 @@ fn a_person_answers_the_loopback_form_in_chromium() {
         )
     {
         node_test(&["loopback.test.mjs"]);
+    }
+}
+
+#[test]
+fn the_card_names_who_asks_through_supergateway_and_mcp_remote_in_chromium() {
+    if node_ready()
+        && have(
+            chromium().is_file(),
+            "Chromium is not installed (apt-get install chromium)",
+        )
+    {
+        node_test(&["asker.test.mjs"]);
     }
 }
 

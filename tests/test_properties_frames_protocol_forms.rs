@@ -182,20 +182,22 @@ fn opt_text() -> impl Strategy<Value = Option<String>> {
 }
 
 fn agent_info() -> impl Strategy<Value = AgentInfo> {
-    (text(), opt_text(), opt_text()).prop_map(|(name, title, version)| AgentInfo {
+    (text(), opt_text(), opt_text(), opt_text()).prop_map(|(name, title, version, via)| AgentInfo {
         name,
         title,
         version,
+        via,
     })
 }
 
 fn ask() -> impl Strategy<Value = Ask> {
-    (text(), json_value(), any::<u64>(), any::<u64>()).prop_map(
-        |(id, form, timeout_ms, asked_at_ms)| Ask {
+    (text(), json_value(), any::<u64>(), any::<u64>(), opt_text()).prop_map(
+        |(id, form, timeout_ms, asked_at_ms, project)| Ask {
             id,
             form,
             timeout_ms,
             asked_at_ms,
+            project,
         },
     )
 }
@@ -307,8 +309,12 @@ fn host_to_extension() -> impl Strategy<Value = HostToExtension> {
             }
         }),
         (ask(), agent_info(), opt_text(), opt_text()).prop_map(|(ask, agent, project, machine)| {
+            // The host moves an ask's own project to the label (`relay.rs`).
             HostToExtension::Ask(LabelledAsk {
-                ask,
+                ask: Ask {
+                    project: None,
+                    ..ask
+                },
                 agent,
                 project,
                 machine,

@@ -66,12 +66,16 @@ export function normaliseQueue(value) {
 }
 
 /**
- * The agent's display name: its title, else its name; "@ machine" after it when the agent runs on
- * another machine (reached through SSH or a container: the host puts `machine` in the ask).
+ * The agent's display name: its title, else its name; "via bridge" after it when its client came
+ * through a bridge that named itself (him serve knows which, src/asker.rs, and says so in
+ * `agent.via`); "@ machine" after that when the agent runs on another machine (reached through
+ * SSH or a container: the host puts `machine` in the ask). Text the agent's client wrote: draw
+ * it marked (lib/display.js).
  */
 export function agentLabel(agent) {
   const name = (agent && (agent.title || agent.name)) || t('agentUnnamed');
-  return agent && isRemote(agent.machine) ? `${name} @ ${machineName(agent.machine)}` : name;
+  const via = agent && typeof agent.via === 'string' && agent.via.trim() ? t('agentVia', name, agent.via.trim()) : name;
+  return agent && isRemote(agent.machine) ? `${via} @ ${machineName(agent.machine)}` : via;
 }
 
 /**

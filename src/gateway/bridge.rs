@@ -97,6 +97,7 @@ pub async fn run(io: DuplexStream, search: Vec<PathBuf>, grace: Duration) {
                 name: "him gateway".into(),
                 title: None,
                 version: Some(env!("CARGO_PKG_VERSION").into()),
+                via: None,
             },
             project: None,
         },

@@ -6,6 +6,7 @@
 pub mod elicitation;
 pub mod http;
 mod params;
+mod project;
 pub mod schema;
 mod server;
 mod stdio;

@@ -13,11 +13,11 @@ use rmcp::model::{
     CallToolResponse, CallToolResult, CancelTaskParams, ClientResult, ConstString, ContentBlock,
     CreateTaskResult, CustomRequest, CustomResult, ElicitRequest, ElicitResult,
     ElicitationCreateRequestMethod, ErrorData, GetTaskParams, GetTaskResult, Implementation,
-    InputRequest, InputRequests, InputRequiredResult, InputResponses, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig, ServerRequest,
-    UpdateTaskParams,
+    InitializeRequestParams, InitializeResult, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
+    ServerConfig, ServerRequest, UpdateTaskParams,
 };
-use rmcp::service::{Peer, PeerRequestOptions, RequestContext, ServiceError};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -26,9 +26,11 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::elicitation::{self, INPUT_KEY, RetryState, StateCodec};
+use super::project::SessionProject;
 use super::tasks::{self, Tasks};
 use crate::agent::{HostStatus, Identity, Pool};
 use crate::ask_result::{self, AskResult, CallContext, Via};
+use crate::asker;
 use crate::channels::{self, Asked, Channels, ElicitEnd, Elicitation, PrepareError};
 use crate::config::{Config, FallbackMode, TasksMode};
 use crate::form::{AnswerError, Form};
@@ -45,6 +47,8 @@ pub struct HimServer {
     pool: Arc<OnceLock<Pool>>,
     /// The session's heartbeat clock, started by the first question.
     ticks: Arc<OnceLock<watch::Receiver<()>>>,
+    /// What the session says of its project (URL, roots), for each question's label.
+    project: Arc<SessionProject>,
     tool_router: ToolRouter<HimServer>,
 }
 
@@ -209,6 +213,7 @@ impl HimServer {
             shared,
             pool: Arc::new(OnceLock::new()),
             ticks: Arc::new(OnceLock::new()),
+            project: Arc::default(),
             tool_router: Self::tool_router(),
         }
     }
@@ -302,8 +307,10 @@ impl HimServer {
         if let Some(state) = retry.state {
             return self.finish_retry(tool, form, &state, retry.responses, &ctx);
         }
-        let prepared = channels::prepare(tool, form, self.shared.config.wait_for(timeout_ms))
-            .map_err(|err| match err {
+        let project = self.project.of_call(&ctx).await;
+        let timeout = self.shared.config.wait_for(timeout_ms);
+        let prepared =
+            channels::prepare_in(tool, form, timeout, project).map_err(|err| match err {
                 PrepareError::TooLarge { error, .. } => invalid_params(error),
                 other => ErrorData::internal_error(other.to_string(), None),
             })?;
@@ -797,6 +804,21 @@ impl HimServer {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for HimServer {
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // The default's own step; the URL's project is ours.
+        context.peer.set_peer_info(request.clone());
+        self.project.initialized(&context.extensions);
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        self.project.roots_changed().await;
+    }
+
     fn get_info(&self) -> ServerConfig {
         let capabilities = match self.shared.config.tasks {
             TasksMode::Off => ServerCapabilities::builder().enable_tools().build(),
@@ -847,16 +869,8 @@ impl ServerHandler for HimServer {
 /// Who asks, as the hosts are told: the MCP client's `clientInfo` and the project.
 fn identity(ctx: &RequestContext<RoleServer>) -> Identity {
     let agent = match ctx.client_info() {
-        Some(info) => AgentInfo {
-            name: info.name,
-            title: info.title,
-            version: Some(info.version).filter(|v| !v.is_empty()),
-        },
-        None => AgentInfo {
-            name: "MCP client".into(),
-            title: None,
-            version: None,
-        },
+        Some(info) => asker::agent_of_client(&info.name, info.title.as_deref(), Some(&info.version)),
+        None => AgentInfo::named(asker::UNNAMED_CLIENT),
     };
     Identity::with_cwd_project(agent)
 }

@@ -70,6 +70,13 @@ test('a question from another machine is labelled with it, a local one is not', 
   assert.equal(agentLabel(local.agent), 'Claude Code');
 });
 
+test('an agent whose client came through a bridge is labelled "via" it; a client named mcp is not', () => {
+  assert.equal(agentLabel({ name: 'Claude Desktop', via: 'mcp-remote' }), 'Claude Desktop via mcp-remote');
+  assert.equal(agentLabel({ name: 'MCP client', via: 'supergateway', machine: 'devbox' }), 'MCP client via supergateway @ devbox');
+  assert.equal(agentLabel({ name: 'mcp' }), 'mcp');
+  assert.equal(agentLabel({ name: 'mcp', via: ' ' }), 'mcp');
+});
+
 test('a question that names any machine, even a blank or invisible one, is marked as remote', () => {
   const label = (machine) => agentLabel(addQuestion(emptyQueue(), ask('m1', { machine }), T0).state.questions[0].agent);
   // A gateway always names the machine; a blank or unreadable name must not pass for local.
