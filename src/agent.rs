@@ -96,6 +96,78 @@ struct Link {
 struct Entry {
     ask_frame: Bytes,
     events: mpsc::UnboundedSender<HostEvent>,
+    /// How to keep it should its call end unanswered; `None` for what is never kept.
+    keep: Option<KeepPlan>,
+    /// A host said the extension shows it: only a question a person saw is kept.
+    shown: bool,
+}
+
+/// How a question is kept for its agent when its call ends without an answer (issue 24,
+/// `keep.rs`): the agent writes it to the answer store, then every host keeps its card.
+#[derive(Debug, Clone)]
+pub struct KeepPlan {
+    /// The answer store, or why there is none.
+    pub store: Result<crate::keep::Store, String>,
+    /// The ask tool, so a late answer comes back in its result's shape.
+    pub tool: String,
+    /// `HIM_KEEP_MS`.
+    pub keep: Duration,
+    /// Asked again from the store (`get_answer`, or the same call again): it is kept again
+    /// however this wait ends unanswered, shown or not, and leaves the store once answered.
+    pub from_store: bool,
+}
+
+/// What became of a question kept at the end of its call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kept {
+    /// Kept until then (Unix ms); the person's answer waits in the store.
+    Until(u64),
+    /// It could not be kept, for this reason.
+    Failed(String),
+}
+
+/// Writes question `id` (its `ask_frame`) to the store as `plan` says.
+fn keep_in_store(identity: &Identity, id: &str, ask_frame: &[u8], plan: &KeepPlan) -> Kept {
+    let store = match &plan.store {
+        Ok(store) => store,
+        Err(why) => return Kept::Failed(why.clone()),
+    };
+    let Ok(AgentToHost::Ask(ask)) = protocol::decode::<AgentToHost>(ask_frame) else {
+        return Kept::Failed("the question could not be read back".into());
+    };
+    let now = crate::channels::unix_ms();
+    let record = crate::keep::Record {
+        id: id.to_owned(),
+        tool: plan.tool.clone(),
+        form: ask.form,
+        agent: identity.agent.clone(),
+        project: identity.project.clone(),
+        asked_at_ms: ask.asked_at_ms,
+        kept_at_ms: now,
+        until_ms: now.saturating_add(plan.keep.as_millis() as u64),
+        answer: None,
+    };
+    match store.keep(&record, now) {
+        Ok(until) => Kept::Until(until),
+        Err(err) => {
+            tracing::warn!(id, "a question was not kept: {err}");
+            Kept::Failed(err.to_string())
+        }
+    }
+}
+
+/// The withdrawal every host gets for `id`: `keep` when it was kept.
+fn withdraw_frame(id: &str, reason: WithdrawReason, kept: Option<&Kept>) -> Bytes {
+    let until = match kept {
+        Some(Kept::Until(until)) => Some(*until),
+        _ => None,
+    };
+    protocol::encode(&AgentToHost::Withdraw {
+        id: id.to_owned(),
+        reason,
+        keep: until.is_some(),
+        keep_until_ms: until,
+    })
 }
 
 #[derive(Default)]
@@ -280,6 +352,8 @@ impl Pool {
                 Entry {
                     ask_frame,
                     events: events_tx,
+                    keep: None,
+                    shown: false,
                 },
             );
             if !state.scanner {
@@ -296,6 +370,7 @@ impl Pool {
             shared: self.shared.clone(),
             closed: false,
             pool_gone: false,
+            kept: None,
         }
     }
 
@@ -315,13 +390,21 @@ impl Pool {
     /// when its queue's sender is dropped here. Without this, every ended HTTP session
     /// would keep a socket and two tasks per host for as long as the host runs.
     pub fn shutdown(&self) {
+        let entries: Vec<(String, Entry)> = self.shared.state().questions.drain().collect();
+        // The client went away without its answers: those the person saw stay answerable.
+        let frames: Vec<Bytes> = entries
+            .into_iter()
+            .map(|(id, entry)| {
+                let kept = entry
+                    .keep
+                    .as_ref()
+                    .filter(|plan| entry.shown || plan.from_store)
+                    .map(|plan| keep_in_store(&self.shared.identity, &id, &entry.ask_frame, plan));
+                withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref())
+            })
+            .collect();
         let mut state = self.shared.state();
-        let ids: Vec<String> = state.questions.drain().map(|(id, _)| id).collect();
-        for id in ids {
-            let frame = protocol::encode(&AgentToHost::Withdraw {
-                id,
-                reason: WithdrawReason::Shutdown,
-            });
+        for frame in frames {
             for link in state.links.values() {
                 let _ = link.outgoing.send(frame.clone());
             }
@@ -365,9 +448,23 @@ pub struct Question {
     shared: Arc<Shared>,
     closed: bool,
     pool_gone: bool,
+    kept: Option<Kept>,
 }
 
 impl Question {
+    /// Keep this question as `plan` says should its call end unanswered (timed out or
+    /// cancelled) once a person saw it.
+    pub fn keep_if_unanswered(&self, plan: KeepPlan) {
+        if let Some(entry) = self.shared.state().questions.get_mut(&self.id) {
+            entry.keep = Some(plan);
+        }
+    }
+
+    /// Whether, and until when, the question was kept when it closed.
+    pub fn kept(&self) -> Option<&Kept> {
+        self.kept.as_ref()
+    }
+
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -418,17 +515,48 @@ impl Question {
     /// Ends the question and withdraws it from every host but `answered_by`, whose answer
     /// ended it: that host is told the answer was accepted (one that takes no verdicts
     /// already forgot the question when it relayed the answer).
+    ///
+    /// Closed unanswered (`timeout`, `cancelled`), a question with a keep plan that a person
+    /// saw is kept (see [`Question::kept`]); answered, one asked again from the store leaves it.
     pub fn close(&mut self, reason: WithdrawReason, answered_by: Option<&Path>) {
+        self.close_keeping(reason, answered_by, true);
+    }
+
+    fn close_keeping(
+        &mut self,
+        reason: WithdrawReason,
+        answered_by: Option<&Path>,
+        may_keep: bool,
+    ) {
         if self.closed {
             return;
         }
         self.closed = true;
-        let mut state = self.shared.state();
-        state.questions.remove(&self.id);
-        let frame = protocol::encode(&AgentToHost::Withdraw {
-            id: self.id.clone(),
-            reason,
-        });
+        let entry = self.shared.state().questions.remove(&self.id);
+        let unanswered = matches!(reason, WithdrawReason::Timeout | WithdrawReason::Cancelled);
+        if let Some(Entry {
+            keep: Some(plan),
+            shown,
+            ask_frame,
+            ..
+        }) = &entry
+        {
+            if may_keep && unanswered && (*shown || plan.from_store) {
+                self.kept = Some(keep_in_store(
+                    &self.shared.identity,
+                    &self.id,
+                    ask_frame,
+                    plan,
+                ));
+            } else if plan.from_store
+                && reason == WithdrawReason::Answered
+                && let Ok(store) = &plan.store
+            {
+                store.remove(&self.id);
+            }
+        }
+        let state = self.shared.state();
+        let frame = withdraw_frame(&self.id, reason, self.kept.as_ref());
         for (path, link) in &state.links {
             if Some(path.as_path()) != answered_by {
                 let _ = link.outgoing.send(frame.clone());
@@ -444,7 +572,8 @@ impl Question {
 
 impl Drop for Question {
     fn drop(&mut self) {
-        self.close(WithdrawReason::Cancelled, None);
+        // Dropped without a word (the question went back to the chat): nothing is kept.
+        self.close_keeping(WithdrawReason::Cancelled, None, false);
     }
 }
 
@@ -821,6 +950,9 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
             shared.welcomes.send_replace(());
         }
         HostToAgent::Shown { id } => {
+            if let Some(entry) = state.questions.get_mut(&id) {
+                entry.shown = true;
+            }
             to_question(
                 &state,
                 &id,

@@ -13,6 +13,7 @@ use crate::protocol::{
     self, AgentInfo, AgentToHost, Ask, ExtensionInfo, ExtensionToHost, HostInfo, HostToAgent,
     HostToExtension, LabelledAsk, PROTOCOL, WithdrawReason,
 };
+use crate::protocol::{Answer, decode};
 
 /// A connected agent, numbered by the host in order of arrival.
 pub type AgentId = u64;
@@ -24,6 +25,9 @@ pub enum Effect {
     /// the browser's limit, and the host sends these bytes rather than encoding it again.
     AskToExtension(Bytes),
     ToAgent(AgentId, HostToAgent),
+    /// Write the person's answer to a kept question to the answer store (`keep.rs`), then
+    /// report how that went with [`Relay::kept_saved`].
+    SaveKept(Answer),
 }
 
 /// At most this many questions may wait at a host for one agent link. A person answers a
@@ -64,6 +68,24 @@ pub struct Relay {
     /// refused answer.
     extension_verdicts: bool,
     panel_open: bool,
+    /// The `ask` frame of every question an agent owns, as the extension got it: what a
+    /// question becomes if its agent stops waiting and keeps it.
+    asks: HashMap<String, Bytes>,
+    /// Whether questions may be kept here (a browser's host with an answer store; not the
+    /// gateway, whose "extension" is other hosts).
+    keeps: bool,
+    /// Questions whose agent stopped waiting: the person may still answer them, and the
+    /// answer goes to the store, checked against the form first.
+    kept: HashMap<String, KeptCard>,
+    /// Answers this host wrote to the store, handed at once to an agent that asks again.
+    kept_answers: HashMap<String, Answer>,
+}
+
+/// A kept question: the form its answer must fit, and when it expires (Unix ms).
+#[derive(Debug)]
+struct KeptCard {
+    form: crate::form::Form,
+    until_ms: u64,
 }
 
 /// Shown in the panel for an agent that asked before saying hello.
@@ -79,7 +101,16 @@ impl Relay {
             extension: None,
             extension_verdicts: false,
             panel_open: false,
+            asks: HashMap::new(),
+            keeps: false,
+            kept: HashMap::new(),
+            kept_answers: HashMap::new(),
         }
+    }
+
+    /// Questions may be kept at this host once their agent stops waiting.
+    pub fn keep_questions(&mut self) {
+        self.keeps = true;
     }
 
     /// The first message the extension gets.
@@ -117,6 +148,7 @@ impl Relay {
         ids.into_iter()
             .map(|id| {
                 self.owners.remove(&id);
+                self.asks.remove(&id);
                 if self.judging.remove(&id) {
                     undelivered(id, why)
                 } else {
@@ -157,7 +189,12 @@ impl Relay {
             }
             AgentToHost::Ask(ask) => self.ask(agent, ask),
             AgentToHost::Ping => reply(HostToAgent::Pong),
-            AgentToHost::Withdraw { id, reason } => {
+            AgentToHost::Withdraw {
+                id,
+                reason,
+                keep,
+                keep_until_ms,
+            } => {
                 if self.owners.get(&id) != Some(&agent) {
                     return reply(HostToAgent::Error {
                         message: format!(
@@ -166,7 +203,15 @@ impl Relay {
                         id: Some(id),
                     });
                 }
+                // An answer on its way to the agent is not the person's to give again.
+                let frame = self.asks.get(&id).cloned().filter(|_| !self.judging(&id));
                 self.forget(&id);
+                if keep
+                    && let (Some(frame), Some(until_ms)) = (frame, keep_until_ms)
+                    && let Some(kept) = self.keep(&id, &frame, until_ms)
+                {
+                    return kept;
+                }
                 vec![Effect::ToExtension(HostToExtension::Withdraw {
                     id,
                     reason,
@@ -238,6 +283,11 @@ impl Relay {
         if let Err(why) = checked {
             return refuse(ask.id, format!("the question's form is not valid: {why}"));
         }
+        // Asked again while kept: the agent waits for it again, on the same card.
+        self.kept.remove(&ask.id);
+        if let Some(answer) = self.kept_answers.remove(&ask.id) {
+            return self.hand_kept_answer(agent, answer);
+        }
         let state = self.agents.entry(agent).or_default();
         let labelled = HostToExtension::Ask(LabelledAsk {
             agent: state.info.clone().unwrap_or_else(|| AgentInfo {
@@ -247,6 +297,7 @@ impl Relay {
             }),
             project: state.project.clone(),
             machine: state.machine.clone(),
+            kept_until_ms: None,
             ask,
         });
         let frame = protocol::encode(&labelled);
@@ -266,7 +317,8 @@ impl Relay {
             return refuse(ask.id, over);
         }
         state.questions.insert(ask.id.clone(), frame.len());
-        self.owners.insert(ask.id, agent);
+        self.owners.insert(ask.id.clone(), agent);
+        self.asks.insert(ask.id, frame.clone());
         vec![Effect::AskToExtension(frame)]
     }
 
@@ -313,6 +365,7 @@ impl Relay {
                     effects.insert(0, Effect::ToAgent(owner, HostToAgent::Answer(answer)));
                     effects
                 }
+                None if self.kept.contains_key(&answer.id) => self.kept_answer(answer),
                 // The panel shows this to the person as why their answer did not arrive.
                 None => vec![Effect::ToExtension(HostToExtension::Error {
                     message: "there is no pending question of that id: its agent left, or it \
@@ -348,10 +401,151 @@ impl Relay {
 
     fn forget(&mut self, id: &str) {
         self.judging.remove(id);
+        self.asks.remove(id);
         if let Some(owner) = self.owners.remove(id)
             && let Some(state) = self.agents.get_mut(&owner)
         {
             state.questions.remove(id);
+        }
+    }
+
+    /// Keeps question `id` (its `frame` as the extension got it) until `until_ms`: the card
+    /// stays, marked, its deadline moved there. `None` when it may not be kept: this host
+    /// keeps nothing, or the form has a password field or is a permission prompt.
+    fn keep(&mut self, id: &str, frame: &Bytes, until_ms: u64) -> Option<Vec<Effect>> {
+        let Ok(HostToExtension::Ask(mut labelled)) = decode::<HostToExtension>(frame) else {
+            return None;
+        };
+        let form = crate::form::Form::deserialize(&labelled.ask.form).ok()?;
+        if !self.keeps
+            || form.validate().is_err()
+            || form.has_password()
+            || form.permission.is_some()
+        {
+            return None;
+        }
+        labelled.ask.timeout_ms = until_ms.saturating_sub(labelled.ask.asked_at_ms);
+        labelled.kept_until_ms = Some(until_ms);
+        self.kept.insert(id.to_owned(), KeptCard { form, until_ms });
+        let frame = protocol::encode(&HostToExtension::Ask(labelled));
+        Some(vec![Effect::AskToExtension(frame)])
+    }
+
+    /// The person answered a kept question: one that fits its form goes to the store; one
+    /// that does not is refused, for the person to correct, as its agent would have.
+    fn kept_answer(&mut self, answer: Answer) -> Vec<Effect> {
+        let Some(card) = self.kept.get(&answer.id) else {
+            return Vec::new();
+        };
+        match crate::wait::judge(&card.form, answer.clone()) {
+            crate::wait::Outcome::Invalid(err) if self.extension_verdicts => {
+                vec![Effect::ToExtension(HostToExtension::Refused(
+                    protocol::Refusal {
+                        id: answer.id,
+                        field: err.field,
+                        message: err.message,
+                    },
+                ))]
+            }
+            crate::wait::Outcome::Invalid(err) => {
+                self.kept.remove(&answer.id);
+                vec![undelivered(
+                    answer.id,
+                    &format!("the answer does not fit the question: {err}"),
+                )]
+            }
+            _ => vec![Effect::SaveKept(answer)],
+        }
+    }
+
+    /// How writing the answer to a kept question went: the panel hears `accepted`, or why
+    /// the answer was not kept.
+    pub fn kept_saved(&mut self, answer: Answer, saved: Result<(), String>) -> Vec<Effect> {
+        self.kept.remove(&answer.id);
+        match saved {
+            Ok(()) => {
+                let id = answer.id.clone();
+                self.kept_answers.insert(id.clone(), answer);
+                self.verdict(HostToExtension::Accepted { id })
+            }
+            Err(why) => vec![undelivered(
+                answer.id,
+                &format!("the answer could not be kept for the agent: {why}"),
+            )],
+        }
+    }
+
+    /// An agent asked again for a question whose answer this host kept: it gets that answer
+    /// at once, as it would have, and judges it as any other.
+    fn hand_kept_answer(&mut self, agent: AgentId, answer: Answer) -> Vec<Effect> {
+        let state = self.agents.entry(agent).or_default();
+        if state.verdicts {
+            state.questions.insert(answer.id.clone(), 0);
+            self.owners.insert(answer.id.clone(), agent);
+            self.judging.insert(answer.id.clone());
+        }
+        vec![Effect::ToAgent(agent, HostToAgent::Answer(answer))]
+    }
+
+    /// Offers the kept questions of the store (a host that starts): the open ones as
+    /// marked cards, the answered ones to hand to an agent that asks again.
+    pub fn offer_kept(&mut self, records: Vec<crate::keep::Record>) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        for record in records {
+            if let Some(answer) = &record.answer {
+                self.kept_answers
+                    .insert(record.id.clone(), answer.to_answer(&record.id));
+                continue;
+            }
+            if self.owners.contains_key(&record.id) {
+                continue;
+            }
+            let labelled = HostToExtension::Ask(LabelledAsk {
+                ask: Ask {
+                    id: record.id.clone(),
+                    form: record.form,
+                    timeout_ms: 0,
+                    asked_at_ms: record.asked_at_ms,
+                },
+                agent: record.agent,
+                project: record.project,
+                machine: None,
+                kept_until_ms: None,
+            });
+            let frame = protocol::encode(&labelled);
+            if frame.len() <= MAX_TO_BROWSER {
+                effects.extend(
+                    self.keep(&record.id, &frame, record.until_ms)
+                        .unwrap_or_default(),
+                );
+            }
+        }
+        effects
+    }
+
+    /// Kept questions and answers, each with its expiry (answers: `None`), for the host to
+    /// check against the store now and then.
+    pub fn kept_ids(&self) -> Vec<(String, Option<u64>)> {
+        let mut ids: Vec<(String, Option<u64>)> = self
+            .kept
+            .iter()
+            .map(|(id, card)| (id.clone(), Some(card.until_ms)))
+            .chain(self.kept_answers.keys().map(|id| (id.clone(), None)))
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// The store no longer holds `id` open (expired, collected, or answered in another
+    /// browser): its card leaves the panel for `reason`.
+    pub fn kept_gone(&mut self, id: &str, reason: WithdrawReason) -> Vec<Effect> {
+        self.kept_answers.remove(id);
+        match self.kept.remove(id) {
+            Some(_) => vec![Effect::ToExtension(HostToExtension::Withdraw {
+                id: id.to_owned(),
+                reason,
+            })],
+            None => Vec::new(),
         }
     }
 
@@ -705,6 +899,8 @@ mod tests {
         let withdraw = encode(&AgentToHost::Withdraw {
             id: Q1.into(),
             reason: WithdrawReason::Timeout,
+            keep: false,
+            keep_until_ms: None,
         });
         assert!(matches!(
             &r.agent_frame(2, &withdraw)[..],
@@ -847,6 +1043,8 @@ mod tests {
         let withdraw = encode(&AgentToHost::Withdraw {
             id: qid(0),
             reason: WithdrawReason::Cancelled,
+            keep: false,
+            keep_until_ms: None,
         });
         r.agent_frame(1, &withdraw);
         assert!(matches!(

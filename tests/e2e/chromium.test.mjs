@@ -207,7 +207,7 @@ before(async () => {
     command: HIM_BIN,
     args: ['serve'],
     cwd: project,
-    env: { HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn', HIM_FALLBACK: 'off' },
+    env: { HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn', HIM_FALLBACK: 'off', HIM_KEEP_MS: '0' },
     stderr: 'pipe',
   });
   transport.stderr?.on('data', (chunk) => {
