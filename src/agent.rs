@@ -98,7 +98,8 @@ struct Entry {
     events: mpsc::UnboundedSender<HostEvent>,
     /// How to keep it should its call end unanswered; `None` for what is never kept.
     keep: Option<KeepPlan>,
-    /// A host said the extension shows it: only a question a person saw is kept.
+    /// A host said the extension shows it. Only a question a browser has (shown, or sent to
+    /// a host that is linked still) is kept: one no browser had goes back to the chat.
     shown: bool,
 }
 
@@ -390,7 +391,10 @@ impl Pool {
     /// when its queue's sender is dropped here. Without this, every ended HTTP session
     /// would keep a socket and two tasks per host for as long as the host runs.
     pub fn shutdown(&self) {
-        let entries: Vec<(String, Entry)> = self.shared.state().questions.drain().collect();
+        let (entries, linked): (Vec<(String, Entry)>, bool) = {
+            let mut state = self.shared.state();
+            (state.questions.drain().collect(), !state.links.is_empty())
+        };
         // The client went away without its answers: those the person saw stay answerable.
         let frames: Vec<Bytes> = entries
             .into_iter()
@@ -398,7 +402,7 @@ impl Pool {
                 let kept = entry
                     .keep
                     .as_ref()
-                    .filter(|plan| entry.shown || plan.from_store)
+                    .filter(|plan| entry.shown || linked || plan.from_store)
                     .map(|plan| keep_in_store(&self.shared.identity, &id, &entry.ask_frame, plan));
                 withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref())
             })
@@ -532,7 +536,10 @@ impl Question {
             return;
         }
         self.closed = true;
-        let entry = self.shared.state().questions.remove(&self.id);
+        let (entry, linked) = {
+            let mut state = self.shared.state();
+            (state.questions.remove(&self.id), !state.links.is_empty())
+        };
         let unanswered = matches!(reason, WithdrawReason::Timeout | WithdrawReason::Cancelled);
         if let Some(Entry {
             keep: Some(plan),
@@ -541,7 +548,7 @@ impl Question {
             ..
         }) = &entry
         {
-            if may_keep && unanswered && (*shown || plan.from_store) {
+            if may_keep && unanswered && (*shown || linked || plan.from_store) {
                 self.kept = Some(keep_in_store(
                     &self.shared.identity,
                     &self.id,

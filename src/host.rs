@@ -57,6 +57,8 @@ const AGENT_QUEUE_BYTES: u64 = 256 * 1024 * 1024;
 /// How often the host looks in the answer store for what became of its kept questions
 /// (answered in another browser, collected by their agent, expired).
 const KEPT_SWEEP: Duration = Duration::from_secs(1);
+/// Kept answers are looked for in the store once every this many sweeps.
+const ANSWER_SWEEPS: u64 = 30;
 
 /// `sun_path` holds 104 bytes on macOS and 108 on Linux, the terminating NUL included.
 const SOCKET_PATH_MAX: usize = if cfg!(target_os = "macos") { 104 } else { 108 };
@@ -294,6 +296,7 @@ where
         tokio::time::interval((agent_stall / STALL_CHECKS_PER_STALL).max(Duration::from_millis(1)));
     stall_check.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut kept_sweep = tokio::time::interval(KEPT_SWEEP);
+    let mut sweeps: u64 = 0;
     kept_sweep.set_missed_tick_behavior(MissedTickBehavior::Delay);
     // The questions kept before this host started (by an earlier one, or another browser's).
     let mut offered = match &store {
@@ -344,7 +347,10 @@ where
                 },
                 _ = stall_check.tick() => agents.cut_off_stalled(&mut relay),
                 _ = kept_sweep.tick(), if store.is_some() => match &store {
-                    Some(store) => sweep_kept(&mut relay, store),
+                    Some(store) => {
+                    sweeps += 1;
+                    sweep_kept(&mut relay, store, sweeps)
+                }
                     None => Vec::new(),
                 },
                 _ = &mut terminate => break,
@@ -382,19 +388,25 @@ where
 }
 
 /// What became of the kept questions in the store: one answered in another browser, or
-/// collected, or expired, leaves this panel too.
-fn sweep_kept(relay: &mut Relay, store: &Store) -> Vec<Effect> {
+/// collected, or expired, leaves this panel too. The answers this host kept are let go once
+/// collected, looked at every [`ANSWER_SWEEPS`]th time only: they are only memory.
+fn sweep_kept(relay: &mut Relay, store: &Store, round: u64) -> Vec<Effect> {
     let now = crate::channels::unix_ms();
     let mut effects = Vec::new();
-    for (id, until_ms) in relay.kept_ids() {
+    for (id, until_ms) in relay.kept_cards() {
         let reason = match store.lookup(&id, now) {
-            Lookup::Open(_) if until_ms.is_none_or(|until| until > now) => continue,
-            Lookup::Answered(_) if until_ms.is_none() => continue,
-            Lookup::Answered(_) => WithdrawReason::Answered,
+            Lookup::Open(_) if until_ms > now => continue,
+            Lookup::Answered(_) | Lookup::Unknown => WithdrawReason::Answered,
             Lookup::Open(_) | Lookup::Expired => WithdrawReason::Timeout,
-            Lookup::Unknown => WithdrawReason::Answered,
         };
         effects.extend(relay.kept_gone(&id, reason));
+    }
+    if round.is_multiple_of(ANSWER_SWEEPS) {
+        for id in relay.kept_answer_ids() {
+            if matches!(store.lookup(&id, now), Lookup::Unknown | Lookup::Expired) {
+                effects.extend(relay.kept_gone(&id, WithdrawReason::Answered));
+            }
+        }
     }
     effects
 }

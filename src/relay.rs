@@ -523,15 +523,21 @@ impl Relay {
         effects
     }
 
-    /// Kept questions and answers, each with its expiry (answers: `None`), for the host to
-    /// check against the store now and then.
-    pub fn kept_ids(&self) -> Vec<(String, Option<u64>)> {
-        let mut ids: Vec<(String, Option<u64>)> = self
+    /// The kept cards, each with its expiry (Unix ms), for the host to check against the
+    /// store now and then.
+    pub fn kept_cards(&self) -> Vec<(String, u64)> {
+        let mut ids: Vec<(String, u64)> = self
             .kept
             .iter()
-            .map(|(id, card)| (id.clone(), Some(card.until_ms)))
-            .chain(self.kept_answers.keys().map(|id| (id.clone(), None)))
+            .map(|(id, card)| (id.clone(), card.until_ms))
             .collect();
+        ids.sort();
+        ids
+    }
+
+    /// The kept answers this host holds, to forget once collected.
+    pub fn kept_answer_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.kept_answers.keys().cloned().collect();
         ids.sort();
         ids
     }

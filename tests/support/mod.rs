@@ -31,13 +31,14 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 /// Every tool him serve lists.
-pub const TOOLS: [&str; 6] = [
+pub const TOOLS: [&str; 7] = [
     "ask_text",
     "ask_choice",
     "ask_multi_select",
     "ask_confirm",
     "ask_form",
     "human_input_status",
+    "get_answer",
 ];
 
 /// Long enough for a loaded CI machine; a test that needs it has already failed.
