@@ -391,24 +391,19 @@ impl Pool {
     /// when its queue's sender is dropped here. Without this, every ended HTTP session
     /// would keep a socket and two tasks per host for as long as the host runs.
     pub fn shutdown(&self) {
-        let (entries, linked): (Vec<(String, Entry)>, bool) = {
-            let mut state = self.shared.state();
-            (state.questions.drain().collect(), !state.links.is_empty())
-        };
-        // The client went away without its answers: those the person saw stay answerable.
-        let frames: Vec<Bytes> = entries
-            .into_iter()
-            .map(|(id, entry)| {
-                let kept = entry
-                    .keep
-                    .as_ref()
-                    .filter(|plan| entry.shown || linked || plan.from_store)
-                    .map(|plan| keep_in_store(&self.shared.identity, &id, &entry.ask_frame, plan));
-                withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref())
-            })
-            .collect();
+        // One hold of the lock, the store written under it: a call that closes its question
+        // meanwhile must find it gone, and send nothing before these withdrawals.
         let mut state = self.shared.state();
-        for frame in frames {
+        let linked = !state.links.is_empty();
+        let entries: Vec<(String, Entry)> = state.questions.drain().collect();
+        for (id, entry) in entries {
+            // The client went away without its answers: those a browser has stay answerable.
+            let kept = entry
+                .keep
+                .as_ref()
+                .filter(|plan| entry.shown || linked || plan.from_store)
+                .map(|plan| keep_in_store(&self.shared.identity, &id, &entry.ask_frame, plan));
+            let frame = withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref());
             for link in state.links.values() {
                 let _ = link.outgoing.send(frame.clone());
             }
@@ -536,10 +531,10 @@ impl Question {
             return;
         }
         self.closed = true;
-        let (entry, linked) = {
-            let mut state = self.shared.state();
-            (state.questions.remove(&self.id), !state.links.is_empty())
-        };
+        // One hold of the lock, as in `Pool::shutdown`: the store is written under it.
+        let mut state = self.shared.state();
+        let entry = state.questions.remove(&self.id);
+        let linked = !state.links.is_empty();
         let unanswered = matches!(reason, WithdrawReason::Timeout | WithdrawReason::Cancelled);
         if let Some(Entry {
             keep: Some(plan),
@@ -562,7 +557,6 @@ impl Question {
                 store.remove(&self.id);
             }
         }
-        let state = self.shared.state();
         let frame = withdraw_frame(&self.id, reason, self.kept.as_ref());
         for (path, link) in &state.links {
             if Some(path.as_path()) != answered_by {
