@@ -635,7 +635,7 @@ pub(crate) fn undelivered(id: String, why: &str) -> Effect {
 mod tests {
     use super::*;
     use crate::protocol::{Action, Answer, encode};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     const Q1: &str = "00000000000000000000000000000001";
     const Q2: &str = "00000000000000000000000000000002";
@@ -698,6 +698,75 @@ mod tests {
         }
         r.agent_frame(1, &ask(Q1));
         r
+    }
+
+    fn withdraw_keeping(id: &str, until: u64) -> Vec<u8> {
+        encode(&AgentToHost::Withdraw {
+            id: id.into(),
+            reason: WithdrawReason::Timeout,
+            keep: true,
+            keep_until_ms: Some(until),
+        })
+        .to_vec()
+    }
+
+    #[test]
+    fn a_kept_question_stays_marked_takes_only_a_fitting_answer_and_hands_it_to_the_next_ask() {
+        let mut r = judging_relay();
+        r.keep_questions();
+        let effects = r.agent_frame(1, &withdraw_keeping(Q1, 9_000));
+        let [Effect::AskToExtension(frame)] = &effects[..] else {
+            panic!("{effects:?}")
+        };
+        let kept: Value = serde_json::from_slice(frame).unwrap();
+        assert_eq!(kept["kept_until_ms"], 9_000);
+        assert_eq!(
+            kept["timeout_ms"], 9_000,
+            "its deadline moves to the end of the keeping"
+        );
+        assert_eq!(r.pending(), 0, "no agent owns it now");
+        // A reply with a field the form lacks goes back to the card; a fitting one is saved.
+        let wrong =
+            format!(r#"{{"type":"answer","id":"{Q1}","action":"submit","values":{{"b":"x"}}}}"#);
+        assert!(matches!(
+            &r.extension_frame(wrong.as_bytes())[..],
+            [Effect::ToExtension(HostToExtension::Refused(refusal))] if refusal.field.as_deref() == Some("b")
+        ));
+        let right =
+            format!(r#"{{"type":"answer","id":"{Q1}","action":"submit","values":{{"a":"yes"}}}}"#);
+        let effects = r.extension_frame(right.as_bytes());
+        let [Effect::SaveKept(answer)] = &effects[..] else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(
+            r.kept_saved(answer.clone(), Ok(())),
+            vec![Effect::ToExtension(HostToExtension::Accepted {
+                id: Q1.into()
+            })]
+        );
+        // Its agent asks again: the kept answer comes back at once, no card.
+        let effects = r.agent_frame(2, &ask(Q1));
+        assert!(
+            matches!(&effects[..], [Effect::ToAgent(2, HostToAgent::Answer(a))] if a.id == Q1),
+            "{effects:?}"
+        );
+        assert!(r.judging(Q1), "and it judges that answer as any other");
+    }
+
+    #[test]
+    fn a_host_without_a_store_or_a_question_being_judged_is_withdrawn_not_kept() {
+        let mut r = judging_relay();
+        assert!(matches!(
+            &r.agent_frame(1, &withdraw_keeping(Q1, 9_000))[..],
+            [Effect::ToExtension(HostToExtension::Withdraw { .. })]
+        ));
+        let mut r = judging_relay();
+        r.keep_questions();
+        r.extension_frame(&submit(Q1));
+        assert!(matches!(
+            &r.agent_frame(1, &withdraw_keeping(Q1, 9_000))[..],
+            [Effect::ToExtension(HostToExtension::Withdraw { .. })]
+        ));
     }
 
     #[test]
