@@ -30,7 +30,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Pool, Question};
-use crate::ask_result::{self, AskResult, CallContext, Via};
+use crate::ask_result::{self, AskResult, CallContext, Collect, Via};
 use crate::config::{Config, FallbackMode};
 use crate::fallback::loopback::{Loopback, LoopbackEnd};
 use crate::fallback::opener;
@@ -166,6 +166,10 @@ pub struct Channels<'a> {
     pub terminal: Option<Terminal>,
     /// Tells the agent's side something at once (the loopback form's URL).
     pub notice: Box<dyn Fn(String) + Send + Sync + 'a>,
+    /// How the agent collects a late answer (named in an unanswered result).
+    pub collect: Collect,
+    /// Whether a cancelled call keeps its question (see `KeepPlan::if_cancelled`).
+    pub keep_if_cancelled: bool,
 }
 
 impl<'a> Channels<'a> {
@@ -179,6 +183,8 @@ impl<'a> Channels<'a> {
             elicitation: Elicitation::None,
             terminal,
             notice,
+            collect: Collect::AnswerOf,
+            keep_if_cancelled: true,
         }
     }
 }
@@ -193,12 +199,46 @@ pub enum Asked {
 }
 
 /// Asks the person through the channel chain and returns the finished result. `cancelled`
-/// resolves when the caller gives up.
+/// resolves when the caller gives up. A question that ends unanswered after a person saw
+/// it is kept for a late answer (`late.rs`), and the result says how to collect it; the
+/// same question asked again returns its kept answer, or waits on the kept question.
 pub async fn ask(
+    pool: &Pool,
+    config: &Config,
+    mut prepared: Box<Prepared>,
+    channels: Channels<'_>,
+    cancelled: impl Future<Output = ()>,
+) -> Asked {
+    let collect = channels.collect;
+    let mut plan = crate::late::plan(config, &prepared);
+    if let Some(plan) = &mut plan
+        && let Some(late) =
+            crate::late::same_again(pool, plan, &mut prepared, channels.client_elicitation)
+    {
+        return Asked::Done(Box::new(late));
+    }
+    // Opened once: it stays open to every browser, now or later, until the chain ends.
+    let mut question = pool.open(prepared.ask.clone()).await;
+    if let Some(mut plan) = plan {
+        plan.if_cancelled = channels.keep_if_cancelled;
+        question.keep_if_unanswered(plan);
+    }
+    match chain(pool, config, prepared, channels, &mut question, cancelled).await {
+        Asked::Done(mut result) => {
+            ask_result::note_kept(&mut result, question.kept(), collect);
+            Asked::Done(result)
+        }
+        other => other,
+    }
+}
+
+/// The channel chain for `question`, opened on `pool`.
+async fn chain(
     pool: &Pool,
     config: &Config,
     prepared: Box<Prepared>,
     channels: Channels<'_>,
+    question: &mut Question,
     cancelled: impl Future<Output = ()>,
 ) -> Asked {
     let started = Instant::now();
@@ -217,10 +257,8 @@ pub async fn ask(
         deadline,
         reconnect_grace: config.reconnect_grace,
     };
-    // Opened once: it stays open to every browser, now or later, until the chain ends.
-    let mut question = pool.open(prepared.ask.clone()).await;
     let (outcome, answered_by) =
-        wait::wait(pool, &mut question, form, &options, cancelled.as_mut()).await;
+        wait::wait(pool, question, form, &options, cancelled.as_mut()).await;
     let mut reason = match outcome {
         Outcome::NoBrowser { was_connected } => if was_connected {
             "The browser went away before the person answered."
@@ -247,13 +285,7 @@ pub async fn ask(
         Elicitation::OnRetry if elicitable => return Asked::InputRequired(prepared),
         Elicitation::Request(request) if elicitable => {
             let shown = Instant::now();
-            let race = beside_browser(
-                &mut question,
-                &prepared,
-                deadline,
-                cancelled.as_mut(),
-                request,
-            );
+            let race = beside_browser(question, &prepared, deadline, cancelled.as_mut(), request);
             match race.await {
                 Race::Channel(ElicitEnd::Reply(answer)) => {
                     return done(elicitation_result(
@@ -302,7 +334,7 @@ pub async fn ask(
                 .as_millis() as u64,
         };
         let race = beside_browser(
-            &mut question,
+            question,
             &prepared,
             deadline,
             cancelled.as_mut(),
@@ -368,7 +400,7 @@ pub async fn ask(
     let told = format!("{reason} Answer in the browser: {url}");
     let notice = &channels.notice;
     let race = beside_browser(
-        &mut question,
+        question,
         &prepared,
         deadline,
         cancelled.as_mut(),

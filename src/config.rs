@@ -56,12 +56,17 @@ pub struct Config {
     pub auto_reject: Duration,
     pub heartbeat: Duration,
     pub reconnect_grace: Duration,
+    /// How long a question whose call ended unanswered stays answerable, its answer kept
+    /// for the agent (`HIM_KEEP_MS`; zero keeps nothing).
+    pub keep: Duration,
     /// Where hosts listen and agents look (DESIGN.md §1).
     pub runtime: Located,
 }
 
 pub const MIN_WAIT: Duration = Duration::from_secs(1);
 pub const MAX_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
+/// The longest a question is kept for its agent (`HIM_KEEP_MS`).
+pub const MAX_KEEP: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
 /// A `HIM_*_MS` variable: `default` when unset or blank, else a whole number of
 /// milliseconds.
@@ -159,6 +164,12 @@ impl Config {
             // Bounded like every wait: a huge value would overflow the clock arithmetic.
             reconnect_grace: Duration::from_millis(millis("HIM_RECONNECT_GRACE_MS", 15_000)?)
                 .min(MAX_WAIT),
+            // Bounded so that the clock arithmetic cannot overflow.
+            keep: Duration::from_millis(millis(
+                "HIM_KEEP_MS",
+                crate::keep::DEFAULT_KEEP.as_millis() as u64,
+            )?)
+            .min(MAX_KEEP),
             runtime: located,
         })
     }
@@ -206,6 +217,7 @@ mod tests {
         assert_eq!(c.auto_reject, Duration::from_millis(400));
         assert_eq!(c.heartbeat, Duration::from_secs(10));
         assert_eq!(c.reconnect_grace, Duration::from_secs(15));
+        assert_eq!(c.keep, Duration::from_secs(24 * 60 * 60));
     }
 
     #[test]

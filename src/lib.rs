@@ -33,6 +33,8 @@ pub mod gateway;
 pub mod hook;
 pub mod host;
 pub mod install;
+pub mod keep;
+pub mod late;
 pub mod link;
 pub mod logging;
 pub mod mcp;

@@ -177,6 +177,14 @@ pub enum AgentToHost {
     Withdraw {
         id: String,
         reason: WithdrawReason,
+        /// The call ended without an answer and the agent wrote the question to the answer
+        /// store (`keep.rs`): the host keeps the card answerable until `keep_until_ms` and
+        /// writes the answer there. A host that cannot keep it withdraws it as usual.
+        #[serde(default, skip_serializing_if = "is_false")]
+        keep: bool,
+        /// Unix ms: when a kept question expires (`HIM_KEEP_MS` after it was kept).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        keep_until_ms: Option<u64>,
     },
     /// The answer to `id` fit its form: the question is over (no `withdraw` follows).
     Accepted {
@@ -245,6 +253,11 @@ pub struct LabelledAsk {
     /// The other machine the agent runs on (from its `hello`), absent for a local agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
+    /// Unix ms: set on a question whose agent stopped waiting, kept for it until then
+    /// (its `timeout_ms` is stretched to end there too, so an older extension shows it
+    /// until then as well). The panel marks the card: the answer will be kept for the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_until_ms: Option<u64>,
 }
 
 // An `ask` is most of what this link carries, and one message lives at a time: boxing it
@@ -424,6 +437,7 @@ mod tests {
             agent: AgentInfo::named("claude-code"),
             project: Some("him".into()),
             machine: None,
+            kept_until_ms: None,
         });
         let wire: Value = serde_json::from_slice(&encode(&msg)).unwrap();
         assert_eq!(

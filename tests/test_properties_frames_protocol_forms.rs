@@ -269,7 +269,12 @@ fn agent_to_host() -> impl Strategy<Value = AgentToHost> {
                 }
             }),
         ask().prop_map(AgentToHost::Ask),
-        (text(), reason()).prop_map(|(id, reason)| AgentToHost::Withdraw { id, reason }),
+        (text(), reason()).prop_map(|(id, reason)| AgentToHost::Withdraw {
+            id,
+            reason,
+            keep: false,
+            keep_until_ms: None
+        }),
         text().prop_map(|id| AgentToHost::Accepted { id }),
         refusal().prop_map(AgentToHost::Refused),
     ]
@@ -318,6 +323,7 @@ fn host_to_extension() -> impl Strategy<Value = HostToExtension> {
                 agent,
                 project,
                 machine,
+                kept_until_ms: None,
             })
         }),
         (text(), reason()).prop_map(|(id, reason)| HostToExtension::Withdraw { id, reason }),

@@ -81,6 +81,13 @@ async fn start_as(
     let transport = TokioChildProcess::new(Command::new(him_bin()).configure(move |cmd| {
         cmd.arg("serve")
             .env("HIM_RUNTIME_DIR", &dir)
+            .env(
+                "XDG_STATE_HOME",
+                support::state_home(std::path::Path::new(&dir)),
+            )
+            // Kept questions (issue 24) have tests of their own; here a wait that ends
+            // withdraws its question, as without a store.
+            .env("HIM_KEEP_MS", "0")
             .env("HIM_LOG", "debug")
             .env("HIM_RECONNECT_GRACE_MS", "0");
         for (k, v) in &env {

@@ -99,6 +99,10 @@ async fn serve_in(runtime: &Path, cwd: &Path, client: Client) -> Session {
         cmd.arg("serve")
             .current_dir(&cwd)
             .env("HIM_RUNTIME_DIR", &runtime)
+            .env(
+                "XDG_STATE_HOME",
+                support::state_home(std::path::Path::new(&runtime)),
+            )
             .env("HIM_LOG", "info");
     });
     let (transport, _) = TokioChildProcess::builder(command)

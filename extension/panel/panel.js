@@ -610,10 +610,17 @@ function updateCard(card) {
   // Every card is updated after each change; writing only what differs keeps one arrival
   // from re-laying out every card already waiting (issue 22.12).
   const label = left === null ? t('panel_no_time_limit') : t('panel_time_left_long', formatTimeLeft(left));
-  if (card.timeEl.textContent !== text || card.rowTime.textContent !== text || card.timeEl.getAttribute('aria-label') !== label) {
+  // A kept question says so in its inbox row too, where the status line is not shown.
+  const kept = Boolean(card.question.kept);
+  const rowText = kept && left !== null ? t('panel_kept_row', formatTimeLeft(left)) : text;
+  if (card.timeEl.textContent !== text || card.rowTime.textContent !== rowText || card.timeEl.getAttribute('aria-label') !== label) {
     card.timeEl.textContent = text;
-    card.rowTime.textContent = text;
+    card.rowTime.textContent = rowText;
     card.timeEl.setAttribute('aria-label', label);
+  }
+  if (card.element.hasAttribute('data-kept') !== kept) {
+    card.element.toggleAttribute('data-kept', kept);
+    card.row.toggleAttribute('data-kept', kept);
   }
   if (left !== null && left < URGENT_MS) {
     card.timeEl.dataset.urgent = '';
@@ -630,8 +637,9 @@ function updateCard(card) {
   }
   if (card.expired) return;
   const blocked = sendBlockedReason(state.host, card.question);
-  // Once it can be sent again, a card whose answer was lost with the host says so.
-  const status = blocked ?? lostText(card);
+  // Once it can be sent again, a card whose answer was lost with the host says so; a kept
+  // one, that its agent no longer waits but will get the answer.
+  const status = blocked ?? lostText(card) ?? (kept ? t('panel_kept') : null);
   if (status) card.view.setStatus(status);
   else if (card.waiting) card.view.setStatus('');
   // The fields stay editable, so the draft goes on; only sending waits.

@@ -225,6 +225,7 @@ impl Bridge {
             agent,
             project,
             machine,
+            ..
         } = labelled;
         let machine = machine_label(machine.as_deref());
         let key = json!([agent, project, machine]).to_string();

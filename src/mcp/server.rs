@@ -126,6 +126,20 @@ pub struct BrowserStatus {
     pub via_machine: Option<String>,
 }
 
+/// `get_answer`'s arguments.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetAnswerArgs {
+    /// The question_id of an earlier result that was not answered (timeout, cancelled,
+    /// pending).
+    pub question_id: String,
+    /// How long to wait for the person while the question is still open, in milliseconds
+    /// (0 answers at once; default HIM_TIMEOUT_MS, 5 min; at most 24 h).
+    #[serde(default)]
+    #[schemars(with = "u64")]
+    pub wait_ms: Option<u64>,
+}
+
 /// `human_input_status` takes no arguments, and says so to a client that gives some.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -339,6 +353,8 @@ impl HimServer {
             notice: Box::new(move |message: String| {
                 let _ = notices.unbounded_send(message);
             }),
+            collect: crate::ask_result::Collect::GetAnswer,
+            keep_if_cancelled: true,
         };
         let asking = channels::ask(
             self.pool(&ctx),
@@ -609,6 +625,51 @@ impl HimServer {
         .await
     }
 
+    /// Collect the person's answer to a question whose call ended unanswered (its result
+    /// said `timeout` or `cancelled` and named a question_id): the question stays open in
+    /// their browser for a while and their answer is kept for you. Returns the same result
+    /// as the ask tool would have, with `late: true` and `answered_at`; or `pending` (still
+    /// open: this call waits up to wait_ms for the person first), `expired`, or `unknown`.
+    /// Never guess an answer that is not here.
+    #[tool(
+        name = "get_answer",
+        annotations(title = "Collect a late answer", read_only_hint = true, open_world_hint = true),
+        output_schema = output_schema::<AskResult>()
+    )]
+    async fn get_answer(
+        &self,
+        Parameters(args): Parameters<GetAnswerArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let config = &self.shared.config;
+        let wait = match args.wait_ms {
+            Some(0) => Duration::ZERO,
+            given => config.wait_for(given),
+        };
+        let getting = crate::late::get_answer(
+            self.pool(&ctx),
+            config,
+            &args.question_id,
+            wait,
+            crate::ask_result::Collect::GetAnswer,
+            Self::client_elicitation(&ctx),
+            ctx.ct.cancelled_owned(),
+        );
+        let (_notices, notice_rx) = futures::channel::mpsc::unbounded();
+        let heartbeat = heartbeat(
+            ctx.peer.clone(),
+            ctx.meta.get_progress_token(),
+            self.ticks(),
+            notice_rx,
+        );
+        let result = tokio::select! {
+            result = getting => result.map_err(invalid_params)?,
+            never = heartbeat => match never {},
+        };
+        tracing::info!(id = %result.question_id, status = ?result.status, "get_answer");
+        structured(&result)
+    }
+
     /// Report, without asking anything, how a question would reach the person right now:
     /// connected browsers, the channel and why, and the configuration in force. Use it to
     /// diagnose, not before every question.
@@ -869,7 +930,9 @@ impl ServerHandler for HimServer {
 /// Who asks, as the hosts are told: the MCP client's `clientInfo` and the project.
 fn identity(ctx: &RequestContext<RoleServer>) -> Identity {
     let agent = match ctx.client_info() {
-        Some(info) => asker::agent_of_client(&info.name, info.title.as_deref(), Some(&info.version)),
+        Some(info) => {
+            asker::agent_of_client(&info.name, info.title.as_deref(), Some(&info.version))
+        }
         None => AgentInfo::named(asker::UNNAMED_CLIENT),
     };
     Identity::with_cwd_project(agent)

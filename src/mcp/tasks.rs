@@ -190,6 +190,9 @@ async fn run(
     };
     let told = task.clone();
     let channels = Channels {
+        collect: crate::ask_result::Collect::GetAnswer,
+        // `tasks/cancel` is the agent saying it no longer wants the answer.
+        keep_if_cancelled: false,
         client_elicitation,
         elicitation,
         terminal: None,
