@@ -260,7 +260,8 @@ async fn tasks_cancel_withdraws_the_question_from_the_panel() {
     for era in ERAS {
         let runtime = runtime_dir();
         let mut ext = FakeExtension::start_correcting(runtime.path()).await;
-        let agent = start(runtime.path(), era, tasks(), &[]).await;
+        // Keeping on: a cancelled blocking call keeps its question, a cancelled task does not.
+        let agent = start(runtime.path(), era, tasks(), &[("HIM_KEEP_MS", "86400000")]).await;
         let task = start_task(&agent, "ask_text", json!({"question": "Name?"})).await;
         let ask = ext.take_ask().await;
         agent
@@ -271,6 +272,9 @@ async fn tasks_cancel_withdraws_the_question_from_the_panel() {
         let withdraw = ext.recv_type("withdraw").await;
         assert_eq!(withdraw["id"], ask["id"], "{era:?}");
         assert_eq!(withdraw["reason"], "cancelled");
+        let answers = support::state_home(runtime.path()).join("him/answers");
+        let kept = std::fs::read_dir(&answers).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(kept, 0, "{era:?}: a cancelled task's question was kept");
         let done = poll_until(&agent, &task, "the task to end", |t| {
             t.status().is_terminal()
         })
@@ -311,7 +315,14 @@ async fn a_task_lives_as_long_as_the_persons_wait_not_rmcps_five_minutes() {
 async fn a_task_whose_wait_ends_completes_with_the_timeout_result() {
     let runtime = runtime_dir();
     let mut ext = FakeExtension::start_correcting(runtime.path()).await;
-    let agent = start(runtime.path(), Era::PerRequest, tasks(), &[]).await;
+    // Keeping on: the question outlives the task's wait, as a blocking call's does.
+    let agent = start(
+        runtime.path(),
+        Era::PerRequest,
+        tasks(),
+        &[("HIM_KEEP_MS", "86400000")],
+    )
+    .await;
     let task = start_task(
         &agent,
         "ask_confirm",
@@ -319,9 +330,9 @@ async fn a_task_whose_wait_ends_completes_with_the_timeout_result() {
     )
     .await;
     let ask = ext.take_ask().await;
-    let withdraw = ext.recv_type("withdraw").await;
-    assert_eq!(withdraw["id"], ask["id"]);
-    assert_eq!(withdraw["reason"], "timeout");
+    let kept = ext.recv_type("ask").await;
+    assert_eq!(kept["id"], ask["id"]);
+    assert!(kept["kept_until_ms"].is_u64(), "{kept}");
     let done = poll_until(&agent, &task, "the task to end", |t| {
         t.status().is_terminal()
     })
@@ -329,6 +340,8 @@ async fn a_task_whose_wait_ends_completes_with_the_timeout_result() {
     let result = completed_result(&done);
     assert_eq!(result["status"], "timeout", "{result}");
     assert_eq!(result["confirmed"], Value::Null);
+    let next = result["next_step"].as_str().unwrap_or_default();
+    assert!(next.contains("get_answer"), "{next}");
     agent.cancel().await.ok();
 }
 
