@@ -131,6 +131,15 @@ pub struct KeepPlan {
     pub if_cancelled: bool,
 }
 
+/// Whether one of these links reaches a browser's own host, which keeps a card for a late
+/// answer: a gateway (this agent is on another machine) or a socket forwarded from one
+/// withdraws it, so a question kept only there would have nowhere to be answered.
+fn a_host_keeps<'a>(links: impl IntoIterator<Item = &'a Link>) -> bool {
+    links
+        .into_iter()
+        .any(|link| link.status.machine.is_none() && !link.status.forwarded)
+}
+
 /// What became of a question kept at the end of its call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kept {
@@ -409,13 +418,14 @@ impl Pool {
         // meanwhile must find it gone, and send nothing before these withdrawals.
         let mut state = self.shared.state();
         let linked = !state.links.is_empty();
+        let host_keeps = a_host_keeps(state.links.values());
         let entries: Vec<(String, Entry)> = state.questions.drain().collect();
         for (id, entry) in entries {
             // The client went away without its answers: those a browser has stay answerable.
             let kept = entry
                 .keep
                 .as_ref()
-                .filter(|plan| entry.shown || linked || plan.from_store)
+                .filter(|plan| plan.from_store || host_keeps && (entry.shown || linked))
                 .map(|plan| keep_in_store(&self.shared.identity, &id, &entry.ask_frame, plan));
             let frame = withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref());
             for link in state.links.values() {
@@ -535,6 +545,11 @@ impl Question {
         self.close_keeping(reason, answered_by, true);
     }
 
+    /// As [`Question::close`], never keeping it: it was not in front of the person.
+    pub fn close_unkept(&mut self, reason: WithdrawReason) {
+        self.close_keeping(reason, None, false);
+    }
+
     fn close_keeping(
         &mut self,
         reason: WithdrawReason,
@@ -549,6 +564,7 @@ impl Question {
         let mut state = self.shared.state();
         let entry = state.questions.remove(&self.id);
         let linked = !state.links.is_empty();
+        let host_keeps = a_host_keeps(state.links.values());
         if let Some(Entry {
             keep: Some(plan),
             shown,
@@ -558,7 +574,7 @@ impl Question {
         {
             let unanswered = reason == WithdrawReason::Timeout
                 || (reason == WithdrawReason::Cancelled && plan.if_cancelled);
-            if may_keep && unanswered && (*shown || linked || plan.from_store) {
+            if may_keep && unanswered && (plan.from_store || host_keeps && (*shown || linked)) {
                 self.kept = Some(keep_in_store(
                     &self.shared.identity,
                     &self.id,
@@ -566,9 +582,11 @@ impl Question {
                     plan,
                 ));
             } else if plan.from_store
-                && reason == WithdrawReason::Answered
+                && (reason == WithdrawReason::Answered
+                    || reason == WithdrawReason::Cancelled && !plan.if_cancelled)
                 && let Ok(store) = &plan.store
             {
+                // Answered, or a task cancelled by its agent: the question is over.
                 store.remove(&self.id);
             }
         }

@@ -267,7 +267,7 @@ async fn chain(
         }
         .to_owned(),
         other => {
-            question.close(wait::withdraw_reason(&other), answered_by.as_deref());
+            wait::close_as(question, &other, answered_by.as_deref());
             return done(ask_result::from_outcome(
                 &cx(started),
                 Via::Extension,
@@ -563,7 +563,7 @@ async fn beside_browser<'a, T: ChannelEnd>(
             return Race::Channel(end);
         }
         (outcome, host) = wait::beside(question, &prepared.form, deadline, cancelled) => {
-            question.close(wait::withdraw_reason(&outcome), host.as_deref());
+            wait::close_as(question, &outcome, host.as_deref());
             match outcome {
                 Outcome::Timeout => Race::Timeout,
                 Outcome::Cancelled => Race::Cancelled,

@@ -195,7 +195,7 @@ impl Store {
             return Ok(kept.until_ms);
         }
         let text = to_text(record);
-        self.check_room(text.len() as u64, now_ms)?;
+        self.check_room(text.len() as u64, now_ms, true)?;
         self.write(&record.id, &text)?;
         Ok(record.until_ms)
     }
@@ -220,7 +220,7 @@ impl Store {
             answered_at_ms: now_ms,
         });
         let text = to_text(&record);
-        self.check_room((text.len() as u64).saturating_sub(before), now_ms)?;
+        self.check_room((text.len() as u64).saturating_sub(before), now_ms, false)?;
         self.write(&record.id, &text)
     }
 
@@ -317,9 +317,10 @@ impl Store {
         }
     }
 
-    /// Whether `more` bytes fit: a new record counts one more file too. Expired records
-    /// are removed first, so only live ones count.
-    fn check_room(&self, more: u64, now_ms: u64) -> Result<(), KeepError> {
+    /// Whether `more` bytes fit, and for a `new` record one more file: an answer to a kept
+    /// question adds no file, so a store full of questions still takes their answers.
+    /// Expired records are removed first, so only live ones count.
+    fn check_room(&self, more: u64, now_ms: u64, new: bool) -> Result<(), KeepError> {
         let mut count = 0usize;
         let mut bytes = 0u64;
         for id in self.ids() {
@@ -334,7 +335,7 @@ impl Store {
                 }
             }
         }
-        if count >= MAX_KEPT || bytes + more > MAX_KEPT_BYTES {
+        if (new && count >= MAX_KEPT) || bytes + more > MAX_KEPT_BYTES {
             return Err(KeepError::Full { count, bytes });
         }
         Ok(())
@@ -484,6 +485,9 @@ mod tests {
             ),
             "{over:?}"
         );
+        // A full store still takes the answer to a question it keeps: that adds no file.
+        let first = format!("{:032x}", 0);
+        store.answer(&submit(&first, "Ada"), 20).unwrap();
         // Expired ones make room.
         store
             .keep(&record(&format!("{:032x}", MAX_KEPT), 1000), 100)

@@ -284,8 +284,6 @@ impl Relay {
         if let Err(why) = checked {
             return refuse(ask.id, format!("the question's form is not valid: {why}"));
         }
-        // Asked again while kept: the agent waits for it again, on the same card.
-        self.kept.remove(&ask.id);
         if let Some(answer) = self.kept_answers.remove(&ask.id) {
             return self.hand_kept_answer(agent, answer);
         }
@@ -323,6 +321,9 @@ impl Relay {
         if let Some(over) = over_limit(&state.questions, &ask.id, frame.len()) {
             return refuse(ask.id, over);
         }
+        // Asked again while kept: the agent waits for it again, on the same card (only once
+        // the ask is taken: a refused one leaves the card kept, as it was).
+        self.kept.remove(&ask.id);
         state.questions.insert(ask.id.clone(), frame.len());
         self.owners.insert(ask.id.clone(), agent);
         self.asks.insert(ask.id, frame.clone());

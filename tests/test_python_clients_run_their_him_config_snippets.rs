@@ -265,7 +265,7 @@ fn agents_snippet(default_limit: bool) -> String {
 }
 
 #[tokio::test]
-async fn the_agents_sdk_cuts_a_call_at_5_s_by_default_and_the_later_answer_is_lost() {
+async fn the_agents_sdk_cuts_a_call_at_5_s_by_default_and_the_later_answer_is_kept() {
     let Some(venv) = venv("openai-agents") else {
         return;
     };
@@ -282,14 +282,23 @@ async fn the_agents_sdk_cuts_a_call_at_5_s_by_default_and_the_later_answer_is_lo
     ));
     let ask = next_ask(&mut ext).await;
     let asked = Instant::now();
-    // The SDK gives up on the call and cancels it; him takes the question back.
-    let withdraw = ext.recv_type("withdraw").await;
-    assert_eq!(withdraw["id"], ask["id"], "{withdraw}");
-    assert_eq!(withdraw["reason"], "cancelled", "{withdraw}");
+    // The SDK gives up on the call and cancels it; the card stays, kept for a late answer.
+    let kept = ext.recv_type("ask").await;
+    assert_eq!(kept["id"], ask["id"], "{kept}");
+    assert!(kept["kept_until_ms"].is_u64(), "{kept}");
     tokio::time::sleep_until(asked + PERSON_ANSWERS_AFTER).await;
     ext.submit(&ask["id"], json!({"answer": "yes"})).await;
-    let error = ext.recv_type("error").await;
-    assert_eq!(error["id"], ask["id"], "the answer reached no one: {error}");
+    let accepted = ext.recv_type("accepted").await;
+    assert_eq!(
+        accepted["id"], ask["id"],
+        "the answer was not kept: {accepted}"
+    );
+    let file = support::state_home(runtime.path()).join(format!(
+        "him/answers/{}.json",
+        ask["id"].as_str().unwrap_or_default()
+    ));
+    let record = std::fs::read_to_string(&file).expect("the kept answer's file");
+    assert!(record.contains("\"yes\""), "{record}");
     let report = run.await.expect("driver task");
     assert_eq!(report["result"], Value::Null, "{report}");
     let message = report["error"]["message"].as_str().unwrap_or_default();

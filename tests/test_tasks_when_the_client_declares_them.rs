@@ -572,3 +572,30 @@ async fn over_http_a_task_outlives_the_sessionless_request_that_created_it() {
     assert_eq!(result["answer"], "Ada", "{result}");
     agent.cancel().await.ok();
 }
+
+#[tokio::test]
+async fn a_form_with_a_password_gets_the_blocking_call_so_no_task_keeps_the_secret() {
+    // A finished task's result stays readable with tasks/get for its lifetime.
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let agent = start(runtime.path(), Era::PerRequest, tasks(), &[]).await;
+    let args = json!({"title": "Sign in", "fields": [
+        {"name": "token", "type": "password", "label": "Token", "required": true}]});
+    let call = tokio::spawn(async move {
+        let response = agent
+            .call_tool_once(declaring(&agent, "ask_form", args))
+            .await
+            .expect("tools/call");
+        (agent, response)
+    });
+    let ask = ext.take_ask().await;
+    assert!(!call.is_finished(), "the call returned before the answer");
+    ext.submit(&ask["id"], json!({"token": "hunter2"})).await;
+    let (agent, response) = call.await.expect("call");
+    let CallToolResponse::Complete(result) = response else {
+        panic!("expected the blocking call's result, got {response:?}");
+    };
+    let result = result.structured_content.expect("structured content");
+    assert_eq!(result["values"]["token"], "hunter2", "{result}");
+    agent.cancel().await.ok();
+}

@@ -328,7 +328,9 @@ impl HimServer {
                 PrepareError::TooLarge { error, .. } => invalid_params(error),
                 other => ErrorData::internal_error(other.to_string(), None),
             })?;
-        if tasks::offered(self.shared.config.tasks, &ctx) {
+        // A password's value must not stay readable from a finished task (rmcp keeps a task's
+        // result for its lifetime): such a form gets the blocking call.
+        if tasks::offered(self.shared.config.tasks, &ctx) && !prepared.form.has_password() {
             return self.ask_as_task(prepared, &ctx).await;
         }
         tracing::info!(tool = tool.tool_name(), id = %prepared.ask.id, "asking");

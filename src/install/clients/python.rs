@@ -101,8 +101,8 @@ pub(super) fn langchain(exe: &str, wait_note: String) -> Snippet {
                 "Timeout: the adapters set no limit on a call (the MCP ClientSession's \
                  read_timeout_seconds is None); read_timeout_seconds={SECS} bounds a stuck call, \
                  above him's wait. At that limit the tool raises an ExceptionGroup \
-                 (anyio.BrokenResourceError, as the call's own session closes) and him \
-                 withdraws the question."
+                 (anyio.BrokenResourceError, as the call's own session closes); an answer given \
+                 after that is kept for get_answer."
             ),
             wait_note,
         ],
@@ -121,9 +121,9 @@ pub(super) fn openai_agents(exe: &str, wait_note: String) -> Snippet {
                 "Timeout: MCPServerStdio gives each MCP request client_session_timeout_seconds \
                  (default 5 s), progress or not. At the limit the call raises MCPError \"Request \
                  'tools/call' timed out\" (in an agent run the model sees a tool error and may \
-                 ask again), the SDK cancels the call, him withdraws the question, and an answer \
-                 given after that is refused. client_session_timeout_seconds={SECS} is above \
-                 him's wait."
+                 ask again) and the SDK cancels the call; the question stays in the side panel, and \
+                 an answer given after that is kept for the agent to collect with get_answer (or \
+                 by asking again). client_session_timeout_seconds={SECS} is above him's wait."
             ),
             wait_note,
         ],
@@ -143,8 +143,8 @@ pub(super) fn pydantic_ai(exe: &str, wait_note: String) -> Snippet {
             format!(
                 "Timeout: read_timeout (default 300 s, the same as him's wait, so the two would \
                  race) limits each MCP request. At the limit the call raises ModelRetry \
-                 (\"Request 'tools/call' timed out\"), so the model is asked to retry, and him \
-                 withdraws the question. read_timeout={SECS} is above him's wait."
+                 (\"Request 'tools/call' timed out\"), so the model is asked to retry; an answer \
+                 given after that is kept for get_answer. read_timeout={SECS} is above him's wait."
             ),
             wait_note,
         ],
@@ -167,7 +167,8 @@ pub(super) fn fast_agent(exe: &str, wait_note: String) -> Snippet {
                 "Timeout: fast-agent 0.10 sets no limit on a call (read_timeout_seconds unset); \
                  read_timeout_seconds: {SECS} bounds a stuck call, above him's wait. At that \
                  limit the call fails (\"Failed to call_tool … Request 'tools/call' timed out\", \
-                 which the model sees), fast-agent cancels it and him withdraws the question."
+                 which the model sees) and fast-agent cancels it; an answer given after that is \
+                 kept for get_answer."
             ),
             wait_note,
             "fast-agent supports elicitation: with no browser connected, him asks in its \
