@@ -226,6 +226,17 @@ impl Store {
 
     /// What is kept under `id`; an expired record is removed as it is found.
     pub fn lookup(&self, id: &str, now_ms: u64) -> Lookup {
+        self.lookup_taking(id, now_ms, false)
+    }
+
+    /// As [`Store::lookup`], and an answer found is removed under the same lock: of two
+    /// collectors at once (two sessions, or `get_answer` beside the same question asked
+    /// again), only one gets it.
+    pub fn take(&self, id: &str, now_ms: u64) -> Lookup {
+        self.lookup_taking(id, now_ms, true)
+    }
+
+    fn lookup_taking(&self, id: &str, now_ms: u64, take: bool) -> Lookup {
         if !crate::relay::is_question_id(id) || !self.dir.is_dir() {
             return Lookup::Unknown;
         }
@@ -238,7 +249,12 @@ impl Store {
                 let _ = std::fs::remove_file(self.path(id));
                 Lookup::Expired
             }
-            Some(record) if record.answer.is_some() => Lookup::Answered(Box::new(record)),
+            Some(record) if record.answer.is_some() => {
+                if take {
+                    let _ = std::fs::remove_file(self.path(id));
+                }
+                Lookup::Answered(Box::new(record))
+            }
             Some(record) => Lookup::Open(Box::new(record)),
         }
     }
@@ -430,8 +446,9 @@ mod tests {
         let answer = kept.answer.unwrap();
         assert_eq!(answer.values.unwrap()["answer"], "Ada");
         assert_eq!(answer.answered_at_ms, 20);
-        store.remove(ID);
-        assert_eq!(store.lookup(ID, 30), Lookup::Unknown);
+        // Taken once: a second collector finds nothing.
+        assert!(matches!(store.take(ID, 30), Lookup::Answered(_)));
+        assert_eq!(store.take(ID, 30), Lookup::Unknown);
     }
 
     #[test]

@@ -77,7 +77,10 @@ pub fn same_again(
         now,
     )?;
     if record.answer.is_some() {
-        store.remove(&record.id);
+        // Another collector may have taken it meanwhile: then this call asks anew.
+        let Lookup::Answered(record) = store.take(&record.id, now) else {
+            return None;
+        };
         tracing::info!(id = %record.id, "the same question again: its kept answer");
         return Some(late_result(&record, client_elicitation));
     }
@@ -228,7 +231,7 @@ pub async fn get_answer(
         Ok(store) => store,
         Err(err) => return Ok(unknown(id, &err.to_string())),
     };
-    let record = match store.lookup(id, unix_ms()) {
+    let record = match store.take(id, unix_ms()) {
         Lookup::Unknown => {
             return Ok(unknown(
                 id,
@@ -237,10 +240,7 @@ pub async fn get_answer(
             ));
         }
         Lookup::Expired => return Ok(expired(id)),
-        Lookup::Answered(record) => {
-            store.remove(id);
-            return Ok(late_result(&record, client_elicitation));
-        }
+        Lookup::Answered(record) => return Ok(late_result(&record, client_elicitation)),
         Lookup::Open(record) => record,
     };
     let Some((tool, form)) = form_of(&record) else {
