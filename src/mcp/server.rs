@@ -265,6 +265,26 @@ impl HimServer {
         self.shared.close_tasks().await;
     }
 
+    /// `work`, with progress heartbeats to the client while it runs; for a wait that has no
+    /// notices to announce (no loopback form): `get_answer` and the permission prompt.
+    async fn with_heartbeat<T>(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        let (_notices, notice_rx) = futures::channel::mpsc::unbounded();
+        let heartbeat = heartbeat(
+            ctx.peer.clone(),
+            ctx.meta.get_progress_token(),
+            self.ticks(),
+            notice_rx,
+        );
+        tokio::select! {
+            done = work => done,
+            never = heartbeat => match never {},
+        }
+    }
+
     fn pool(&self, ctx: &RequestContext<RoleServer>) -> &Pool {
         self.pool
             .get_or_init(|| Pool::for_runtime(&self.shared.config.runtime, identity(ctx)))
@@ -655,19 +675,12 @@ impl HimServer {
             wait,
             crate::ask_result::Collect::GetAnswer,
             Self::client_elicitation(&ctx),
-            ctx.ct.cancelled_owned(),
+            ctx.ct.clone().cancelled_owned(),
         );
-        let (_notices, notice_rx) = futures::channel::mpsc::unbounded();
-        let heartbeat = heartbeat(
-            ctx.peer.clone(),
-            ctx.meta.get_progress_token(),
-            self.ticks(),
-            notice_rx,
-        );
-        let result = tokio::select! {
-            result = getting => result.map_err(invalid_params)?,
-            never = heartbeat => match never {},
-        };
+        let result = self
+            .with_heartbeat(&ctx, getting)
+            .await
+            .map_err(invalid_params)?;
         tracing::info!(id = %result.question_id, status = ?result.status, "get_answer");
         structured(&result)
     }
@@ -841,20 +854,9 @@ impl HimServer {
             &prompt,
             config.timeout,
             config.reconnect_grace,
-            ctx.ct.cancelled_owned(),
+            ctx.ct.clone().cancelled_owned(),
         );
-        // No notices: the permission prompt has no loopback form to announce.
-        let (_notices, notice_rx) = futures::channel::mpsc::unbounded();
-        let heartbeat = heartbeat(
-            ctx.peer.clone(),
-            ctx.meta.get_progress_token(),
-            self.ticks(),
-            notice_rx,
-        );
-        let outcome = tokio::select! {
-            outcome = asking => outcome,
-            never = heartbeat => match never {},
-        };
+        let outcome = self.with_heartbeat(&ctx, asking).await;
         let decision = crate::permission::decide(&request, &prompt, outcome);
         // The decision only: the tool's input may hold secrets (a command line, a file).
         tracing::info!(decision = decision.name(), "permission prompt decided");
