@@ -92,8 +92,8 @@ pub enum Lookup {
 
 #[derive(Debug)]
 pub enum KeepError {
-    /// No state directory at all (no home, no `XDG_STATE_HOME`).
-    NoStateDir,
+    /// No state directory (state.rs says why).
+    NoStateDir(crate::state::NoStateDir),
     Io {
         path: PathBuf,
         err: io::Error,
@@ -113,11 +113,7 @@ pub enum KeepError {
 impl std::fmt::Display for KeepError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            KeepError::NoStateDir => write!(
-                f,
-                "there is no state folder to keep it in (no home folder in the password \
-                 database, and XDG_STATE_HOME is not an absolute path)"
-            ),
+            KeepError::NoStateDir(why) => write!(f, "there is no folder to keep it in: {why}"),
             KeepError::Io { path, err } => write!(f, "{} cannot be written: {err}", path.display()),
             KeepError::Folder(err) => write!(f, "{err}"),
             KeepError::Full { count, bytes } => write!(
@@ -156,7 +152,7 @@ impl Store {
     pub fn locate() -> Result<Store, KeepError> {
         crate::state::state_dir()
             .map(|dir| Store::at(&dir))
-            .map_err(|_| KeepError::NoStateDir)
+            .map_err(KeepError::NoStateDir)
     }
 
     pub fn dir(&self) -> &Path {

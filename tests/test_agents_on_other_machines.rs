@@ -636,10 +636,9 @@ const REMOTE_QUESTION: &str = "0123456789abcdef0123456789abcdef";
 async fn the_gateway_is_a_host_to_remote_agents_and_tells_them_only_of_their_own_questions() {
     let runtime = runtime_dir();
     let state = tempfile::tempdir().expect("state dir");
-    std::fs::create_dir_all(state.path().join("him")).expect("state");
-    std::fs::write(state.path().join("him/gateway-enabled"), "").expect("marker");
+    std::fs::write(state.path().join("gateway-enabled"), "").expect("marker");
     let env = [
-        ("XDG_STATE_HOME", state.path().to_str().expect("utf-8")),
+        ("HIM_STATE_DIR", state.path().to_str().expect("utf-8")),
         ("HIM_RECONNECT_GRACE_MS", "1500"),
     ];
     let mut ext = FakeExtension::start_correcting_with(runtime.path(), &env).await;
@@ -1043,10 +1042,9 @@ async fn a_silent_forwarded_socket_does_not_hold_up_questions_to_the_local_brows
 async fn a_remote_agent_that_names_no_readable_machine_is_still_marked_as_remote() {
     let runtime = runtime_dir();
     let state = tempfile::tempdir().expect("state dir");
-    std::fs::create_dir_all(state.path().join("him")).expect("state");
-    std::fs::write(state.path().join("him/gateway-enabled"), "").expect("marker");
+    std::fs::write(state.path().join("gateway-enabled"), "").expect("marker");
     let env = [
-        ("XDG_STATE_HOME", state.path().to_str().expect("utf-8")),
+        ("HIM_STATE_DIR", state.path().to_str().expect("utf-8")),
         ("HIM_RECONNECT_GRACE_MS", "1500"),
     ];
     let mut ext = FakeExtension::start_correcting_with(runtime.path(), &env).await;
@@ -1139,7 +1137,7 @@ impl SetUp {
             .env_clear()
             .env("PATH", path)
             .env("HOME", self.home())
-            .env("XDG_STATE_HOME", self.root.path().join("state"))
+            .env("HIM_STATE_DIR", self.root.path().join("state/him"))
             .env("HIM_RUNTIME_DIR", self.root.path().join("run"))
             .env("HIM_RECONNECT_GRACE_MS", "1000")
             .env("HIM_TEST_SSH_ANSWER", answer.to_string())
@@ -1367,9 +1365,9 @@ async fn gateway_pid(gateway: &std::path::Path) -> u64 {
 async fn him_remote_starts_the_gateway_at_once_while_the_browser_is_open() {
     let set_up = SetUp::new();
     let runtime = set_up.root.path().join("run");
-    let state = set_up.root.path().join("state");
+    let state = set_up.root.path().join("state/him");
     let env = [
-        ("XDG_STATE_HOME", state.to_str().expect("utf-8")),
+        ("HIM_STATE_DIR", state.to_str().expect("utf-8")),
         ("HIM_RECONNECT_GRACE_MS", "1000"),
     ];
     let mut ext = FakeExtension::start_correcting_with(&runtime, &env).await;
@@ -1413,13 +1411,12 @@ async fn a_running_browsers_host_starts_the_gateway_whenever_it_is_enabled_and_n
     let runtime = runtime_dir();
     let state = tempfile::tempdir().expect("state dir");
     let env = [
-        ("XDG_STATE_HOME", state.path().to_str().expect("utf-8")),
+        ("HIM_STATE_DIR", state.path().to_str().expect("utf-8")),
         ("HIM_RECONNECT_GRACE_MS", "1000"),
     ];
     let ext = FakeExtension::start_correcting_with(runtime.path(), &env).await;
     let gateway = him::runtime::gateway_socket(runtime.path());
-    std::fs::create_dir_all(state.path().join("him")).expect("state");
-    std::fs::write(state.path().join("him/gateway-enabled"), "").expect("marker");
+    std::fs::write(state.path().join("gateway-enabled"), "").expect("marker");
     eventually("the host to start the gateway", || {
         std::os::unix::net::UnixStream::connect(&gateway).is_ok()
     })

@@ -15,8 +15,8 @@ fn him_ask(runtime: &std::path::Path, args: &[&str]) -> Command {
         .args(args)
         .env("HIM_RUNTIME_DIR", runtime)
         .env(
-            "XDG_STATE_HOME",
-            support::state_home(std::path::Path::new(runtime)),
+            "HIM_STATE_DIR",
+            support::state_dir(std::path::Path::new(runtime)),
         )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

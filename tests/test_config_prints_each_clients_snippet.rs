@@ -260,7 +260,7 @@ fn superassistant_gets_the_url_with_the_path_token_and_a_wait_below_its_timeout(
     let run = || {
         let o = Command::new(env!("CARGO_BIN_EXE_him"))
             .args(["config", "superassistant"])
-            .env("XDG_STATE_HOME", state.path())
+            .env("HIM_STATE_DIR", state.path().join("him"))
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -101,6 +101,59 @@ async fn without_a_login_session_both_ends_meet_in_the_home_folder() {
     answered_in_the_panel(agent, &mut ext).await;
 }
 
+/// A late answer (issue 24) is written by the browser's host and collected by `him serve`:
+/// both must find the same state folder. The desktop session may set `XDG_STATE_HOME`, which
+/// the browser passes to its host and the MCP client strips; neither end reads it.
+#[tokio::test]
+async fn a_late_answer_given_in_a_browser_whose_desktop_sets_xdg_state_home_reaches_a_stripped_client()
+ {
+    let Some(mut user) = fresh_user() else { return };
+    let login = user.log_in();
+    let mut env = user.browser_env();
+    env.push((
+        "XDG_STATE_HOME",
+        user.home.join(".desktop-state").display().to_string(),
+    ));
+    let mut command = user.command(&env);
+    command.stderr(Stdio::inherit());
+    let mut ext = FakeExtension::launch_correcting(command, &login_runtime(&login)).await;
+    // Keeping is on by default: the client passes nothing but its whitelist.
+    let agent = client_serve(&user, &user.client_env()).await;
+    let asked = tokio::spawn(async move {
+        let result = call(
+            &agent,
+            "ask_text",
+            json!({"question": "Which region?", "timeout_ms": 1000}),
+        )
+        .await;
+        (agent, result)
+    });
+    let ask = ext.take_ask().await;
+    let id = ask["id"].clone();
+    let (agent, result) = asked.await.expect("call task");
+    assert_eq!(result["status"], "timeout", "{result}");
+    // The host kept the card (it found the agent's record in the store), and takes the answer.
+    let kept = ext.recv_type("ask").await;
+    assert_eq!(kept["id"], id, "{kept}");
+    assert!(kept["kept_until_ms"].is_u64(), "{kept}");
+    ext.submit(&id, json!({"answer": "eu-west-2"})).await;
+    let verdict = ext.verdict_on(&id).await;
+    assert_eq!(verdict["type"], "accepted", "{verdict}");
+    let late = call(
+        &agent,
+        "get_answer",
+        json!({"question_id": id, "wait_ms": 0}),
+    )
+    .await;
+    assert_eq!(late["status"], "answered", "{late}");
+    assert_eq!(late["answer"], "eu-west-2");
+    assert!(
+        user.home.join(".local/state/him/answers").is_dir(),
+        "the store is in the password database's home"
+    );
+    assert!(!user.home.join(".desktop-state/him").exists());
+}
+
 /// The first call of many sessions is `human_input_status` (Codex's and Qwen's first call,
 /// the Inspector's one-shot call): it must tell what the browser's host says, not the
 /// blank of a link made a moment before (issue 22.14).

@@ -484,7 +484,7 @@ fn gateway_welcome(extension_id: &str) -> serde_json::Value {
 fn doctor_on_the_remote(env: &Env) -> Run {
     assert!(env.him(&["forwarded-dir", "--ssh-rc"]).ok());
     env.command(&["doctor"])
-        .env("XDG_STATE_HOME", env.home.join(".state"))
+        .env("HIM_STATE_DIR", env.home.join(".state/him"))
         .output()
         .unwrap()
         .into()
@@ -641,12 +641,12 @@ fn with_no_ssh_connection_the_doctor_says_to_connect_and_removes_what_the_last_o
 #[test]
 fn a_stopped_gateway_is_told_apart_with_the_browser_open_and_closed() {
     let env = Env::new();
-    let state = env.home.join(".state");
-    std::fs::create_dir_all(state.join("him")).unwrap();
-    std::fs::write(state.join("him/gateway-enabled"), "").unwrap();
+    let state = env.home.join(".state/him");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(state.join("gateway-enabled"), "").unwrap();
     let doctor = || -> Run {
         env.command(&["doctor"])
-            .env("XDG_STATE_HOME", &state)
+            .env("HIM_STATE_DIR", &state)
             .output()
             .unwrap()
             .into()

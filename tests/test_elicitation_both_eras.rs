@@ -148,8 +148,8 @@ async fn start(
         cmd.arg("serve")
             .env("HIM_RUNTIME_DIR", &dir)
             .env(
-                "XDG_STATE_HOME",
-                support::state_home(std::path::Path::new(&dir)),
+                "HIM_STATE_DIR",
+                support::state_dir(std::path::Path::new(&dir)),
             )
             .env("HIM_LOG", "debug")
             .env("HIM_RECONNECT_GRACE_MS", "0");

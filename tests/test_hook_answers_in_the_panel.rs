@@ -40,8 +40,8 @@ async fn start_hook(
         .args(args)
         .env("HIM_RUNTIME_DIR", runtime)
         .env(
-            "XDG_STATE_HOME",
-            support::state_home(std::path::Path::new(runtime)),
+            "HIM_STATE_DIR",
+            support::state_dir(std::path::Path::new(runtime)),
         )
         .env("HIM_LOG", "info")
         .stdin(Stdio::piped())

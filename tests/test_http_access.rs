@@ -421,7 +421,7 @@ fn print_token(runtime: &std::path::Path, state_home: &std::path::Path) -> Strin
     let printed = std::process::Command::new(him_bin())
         .args(["serve", "--http", "--print-token"])
         .env("HIM_RUNTIME_DIR", runtime)
-        .env("XDG_STATE_HOME", state_home)
+        .env("HIM_STATE_DIR", state_home)
         .env_remove("HIM_HTTP_TOKEN")
         .output()
         .expect("him serve --http --print-token");
@@ -438,7 +438,7 @@ async fn print_token_prints_the_token_the_server_uses_from_a_private_file_in_the
     let state_home = runtime_dir();
     let token = print_token(runtime.path(), state_home.path());
     assert_eq!(token.len(), 64);
-    let dir = state_home.path().join("him");
+    let dir = state_home.path().to_path_buf();
     let file = dir.join("http-token");
     let mode =
         |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
@@ -449,7 +449,7 @@ async fn print_token_prints_the_token_the_server_uses_from_a_private_file_in_the
 
     // The server uses that same token; a second print gives it again.
     let state_env = state_home.path().to_str().unwrap();
-    let server = HttpServer::start(runtime.path(), &[], &[("XDG_STATE_HOME", state_env)]).await;
+    let server = HttpServer::start(runtime.path(), &[], &[("HIM_STATE_DIR", state_env)]).await;
     assert_eq!(server.token, token);
     let http = reqwest::Client::new();
     assert_eq!(server.post(&http, INIT).send().await.unwrap().status(), 200);
@@ -463,15 +463,13 @@ async fn the_token_survives_a_restart_with_a_fresh_runtime_directory() {
     let state_home = runtime_dir();
     let state_env = state_home.path().to_str().unwrap();
     let before_reboot = runtime_dir();
-    let first =
-        HttpServer::start(before_reboot.path(), &[], &[("XDG_STATE_HOME", state_env)]).await;
+    let first = HttpServer::start(before_reboot.path(), &[], &[("HIM_STATE_DIR", state_env)]).await;
     let token = first.token.clone();
     drop(first);
     drop(before_reboot);
     // After a reboot the runtime directory is new and empty; the token is still the same.
     let after_reboot = runtime_dir();
-    let second =
-        HttpServer::start(after_reboot.path(), &[], &[("XDG_STATE_HOME", state_env)]).await;
+    let second = HttpServer::start(after_reboot.path(), &[], &[("HIM_STATE_DIR", state_env)]).await;
     assert_eq!(second.token, token);
     let http = reqwest::Client::new();
     assert_eq!(second.post(&http, INIT).send().await.unwrap().status(), 200);
@@ -489,7 +487,7 @@ async fn a_token_an_older_version_left_in_the_runtime_directory_is_moved_and_kep
         "0123456789abcdef0123456789abcdef"
     );
     assert!(!old.exists());
-    assert!(state_home.path().join("him/http-token").exists());
+    assert!(state_home.path().join("http-token").exists());
 }
 
 #[tokio::test]
@@ -499,7 +497,7 @@ async fn him_http_token_overrides_the_file() {
     let printed = std::process::Command::new(him_bin())
         .args(["serve", "--http", "--print-token"])
         .env("HIM_RUNTIME_DIR", runtime.path())
-        .env("XDG_STATE_HOME", runtime.path().join("state"))
+        .env("HIM_STATE_DIR", support::state_dir(runtime.path()))
         .env("HIM_HTTP_TOKEN", chosen)
         .output()
         .unwrap();
@@ -519,7 +517,7 @@ async fn a_non_loopback_address_needs_allow_remote() {
     let refused = std::process::Command::new(him_bin())
         .args(["serve", "--http", "0.0.0.0:0"])
         .env("HIM_RUNTIME_DIR", runtime.path())
-        .env("XDG_STATE_HOME", runtime.path().join("state"))
+        .env("HIM_STATE_DIR", support::state_dir(runtime.path()))
         .output()
         .unwrap();
     assert!(!refused.status.success());
@@ -529,7 +527,7 @@ async fn a_non_loopback_address_needs_allow_remote() {
     let mut child = tokio::process::Command::new(him_bin())
         .args(["serve", "--http", "0.0.0.0:0", "--allow-remote"])
         .env("HIM_RUNTIME_DIR", runtime.path())
-        .env("XDG_STATE_HOME", runtime.path().join("state"))
+        .env("HIM_STATE_DIR", support::state_dir(runtime.path()))
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -679,10 +677,10 @@ async fn a_path_token_admits_pages_of_a_listed_origin_only_and_is_never_logged()
 #[tokio::test]
 async fn new_path_token_replaces_the_path_token_alone() {
     let runtime = runtime_dir();
-    let state_home = runtime.path().join("state");
+    let state_home = support::state_dir(runtime.path());
     let config = std::process::Command::new(him_bin())
         .args(["config", "superassistant"])
-        .env("XDG_STATE_HOME", &state_home)
+        .env("HIM_STATE_DIR", &state_home)
         .output()
         .unwrap();
     assert!(config.status.success());
@@ -690,7 +688,7 @@ async fn new_path_token_replaces_the_path_token_alone() {
     let bearer = print_token(runtime.path(), &state_home);
     let replaced = std::process::Command::new(him_bin())
         .args(["serve", "--http", "--new-path-token"])
-        .env("XDG_STATE_HOME", &state_home)
+        .env("HIM_STATE_DIR", &state_home)
         .output()
         .unwrap();
     assert!(replaced.status.success());

@@ -41,8 +41,8 @@ impl RawServe {
             .arg("serve")
             .env("HIM_RUNTIME_DIR", runtime)
             .env(
-                "XDG_STATE_HOME",
-                support::state_home(std::path::Path::new(runtime)),
+                "HIM_STATE_DIR",
+                support::state_dir(std::path::Path::new(runtime)),
             )
             .env("HIM_RECONNECT_GRACE_MS", "0")
             .env("HIM_AUTO_REJECT_MS", "0")

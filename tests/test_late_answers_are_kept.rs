@@ -17,7 +17,7 @@ use support::*;
 const KEEP: (&str, &str) = ("HIM_KEEP_MS", "60000");
 
 fn answers_dir(runtime: &Path) -> PathBuf {
-    state_home(runtime).join("him/answers")
+    state_dir(runtime).join("answers")
 }
 
 fn record_path(runtime: &Path, id: &Value) -> PathBuf {
@@ -378,7 +378,7 @@ async fn a_form_with_a_password_is_never_kept_and_no_password_reaches_the_state_
     ext.submit(&id, json!({"answer": "ada"})).await;
     assert_eq!(ext.verdict_on(&id).await["type"], "accepted");
     assert!(!record_path(runtime.path(), &ask["id"]).exists());
-    let bytes = all_bytes(&state_home(runtime.path()));
+    let bytes = all_bytes(&state_dir(runtime.path()));
     assert!(
         bytes.windows(3).any(|w| w == b"ada"),
         "the scan sees the kept answer"
@@ -447,7 +447,8 @@ async fn a_state_folder_that_cannot_be_written_is_named_in_next_step() {
     let blocked = runtime.path().join("blocked");
     std::fs::create_dir(&blocked).unwrap();
     std::fs::write(blocked.join("him"), b"not a folder").unwrap();
-    let env = [KEEP, ("XDG_STATE_HOME", blocked.to_str().unwrap())];
+    let state = blocked.join("him");
+    let env = [KEEP, ("HIM_STATE_DIR", state.to_str().unwrap())];
     let (agent, _) = start_agent(runtime.path(), "claude-code", &env).await;
     let call = tokio::spawn(async move {
         call(
@@ -521,7 +522,7 @@ fn him_ask(runtime: &Path, args: &[&str]) -> tokio::process::Command {
     cmd.arg("ask")
         .args(args)
         .env("HIM_RUNTIME_DIR", runtime)
-        .env("XDG_STATE_HOME", state_home(runtime))
+        .env("HIM_STATE_DIR", state_dir(runtime))
         .env("HIM_KEEP_MS", "60000")
         .env("HIM_LOG", "warn")
         .stdin(std::process::Stdio::null())

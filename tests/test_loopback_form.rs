@@ -55,7 +55,7 @@ impl Asked {
             .arg("ask")
             .args(args)
             .env("HIM_RUNTIME_DIR", runtime.path())
-            .env("XDG_STATE_HOME", support::state_home(runtime.path()))
+            .env("HIM_STATE_DIR", support::state_dir(runtime.path()))
             .env("HIM_FALLBACK", "http")
             .env("BROWSER", &browser)
             .env("HIM_LOG", log)
@@ -874,8 +874,8 @@ async fn start_stripped_agent(runtime: &Path, env: &[(&str, &str)]) -> (Agent, T
         .collect();
     vars.push(("HIM_RUNTIME_DIR".into(), runtime.display().to_string()));
     vars.push((
-        "XDG_STATE_HOME".into(),
-        support::state_home(runtime).display().to_string(),
+        "HIM_STATE_DIR".into(),
+        support::state_dir(runtime).display().to_string(),
     ));
     vars.push(("HIM_FALLBACK".into(), "http".into()));
     vars.push(("HIM_LOG".into(), "info".into()));

@@ -30,8 +30,8 @@ async fn start_serve(runtime: &std::path::Path, args: &[&str], env: &[(&str, &st
             .args(&args)
             .env("HIM_RUNTIME_DIR", &runtime)
             .env(
-                "XDG_STATE_HOME",
-                support::state_home(std::path::Path::new(&runtime)),
+                "HIM_STATE_DIR",
+                support::state_dir(std::path::Path::new(&runtime)),
             )
             .env("HIM_LOG", "info")
             .envs(env.iter().map(|(k, v)| (k, v)));

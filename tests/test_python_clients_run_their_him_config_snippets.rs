@@ -293,8 +293,8 @@ async fn the_agents_sdk_cuts_a_call_at_5_s_by_default_and_the_later_answer_is_ke
         accepted["id"], ask["id"],
         "the answer was not kept: {accepted}"
     );
-    let file = support::state_home(runtime.path()).join(format!(
-        "him/answers/{}.json",
+    let file = support::state_dir(runtime.path()).join(format!(
+        "answers/{}.json",
         ask["id"].as_str().unwrap_or_default()
     ));
     let record = std::fs::read_to_string(&file).expect("the kept answer's file");

@@ -35,8 +35,8 @@ async fn refused_host(runtime: &std::path::Path) -> std::process::Output {
         .arg(origin())
         .env("HIM_RUNTIME_DIR", runtime)
         .env(
-            "XDG_STATE_HOME",
-            support::state_home(std::path::Path::new(runtime)),
+            "HIM_STATE_DIR",
+            support::state_dir(std::path::Path::new(runtime)),
         )
         .stdin(Stdio::piped())
         .output()

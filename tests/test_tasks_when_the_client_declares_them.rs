@@ -82,8 +82,8 @@ async fn start_as(
         cmd.arg("serve")
             .env("HIM_RUNTIME_DIR", &dir)
             .env(
-                "XDG_STATE_HOME",
-                support::state_home(std::path::Path::new(&dir)),
+                "HIM_STATE_DIR",
+                support::state_dir(std::path::Path::new(&dir)),
             )
             // Kept questions (issue 24) have tests of their own; here a wait that ends
             // withdraws its question, as without a store.
@@ -272,7 +272,7 @@ async fn tasks_cancel_withdraws_the_question_from_the_panel() {
         let withdraw = ext.recv_type("withdraw").await;
         assert_eq!(withdraw["id"], ask["id"], "{era:?}");
         assert_eq!(withdraw["reason"], "cancelled");
-        let answers = support::state_home(runtime.path()).join("him/answers");
+        let answers = support::state_dir(runtime.path()).join("answers");
         let kept = std::fs::read_dir(&answers).map(|d| d.count()).unwrap_or(0);
         assert_eq!(kept, 0, "{era:?}: a cancelled task's question was kept");
         let done = poll_until(&agent, &task, "the task to end", |t| {
@@ -416,15 +416,16 @@ async fn the_status_message_names_the_loopback_page_when_the_question_goes_there
     )
     .await;
     let task = start_task(&agent, "ask_text", json!({"question": "Name?"})).await;
-    let waiting = poll_until(&agent, &task, "the loopback page", |t| {
+    // First "opening the loopback page", then, once it listens, its address.
+    let waiting = poll_until(&agent, &task, "the loopback page's address", |t| {
         t.task
             .status_message
             .as_deref()
-            .is_some_and(|m| m.contains("loopback page"))
+            .is_some_and(|m| m.contains("http://127.0.0.1:"))
     })
     .await;
     let message = waiting.task.status_message.clone().unwrap_or_default();
-    assert!(message.contains("http://127.0.0.1:"), "{message}");
+    assert!(message.contains("loopback page"), "{message}");
     assert_eq!(waiting.status(), TaskStatus::Working);
     agent
         .peer()

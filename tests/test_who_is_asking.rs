@@ -100,8 +100,8 @@ async fn serve_in(runtime: &Path, cwd: &Path, client: Client) -> Session {
             .current_dir(&cwd)
             .env("HIM_RUNTIME_DIR", &runtime)
             .env(
-                "XDG_STATE_HOME",
-                support::state_home(std::path::Path::new(&runtime)),
+                "HIM_STATE_DIR",
+                support::state_dir(std::path::Path::new(&runtime)),
             )
             .env("HIM_LOG", "info");
     });

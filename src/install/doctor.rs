@@ -139,7 +139,7 @@ pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
         Vec::new()
     };
 
-    let mut tokens = check_http_tokens(crate::state::state_dir().ok().as_deref(), uid);
+    let mut tokens = check_http_tokens(crate::state::state_dir().as_deref(), uid);
     tokens.push(check_http_port(http, crate::peer::listener_uid(http), uid));
 
     let mut sections = vec![
@@ -236,16 +236,22 @@ pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
 /// Where `him serve --http` keeps its tokens, and whether it would accept that directory
 /// (`mcp/http/token.rs` refuses one that is not ours or that others can open). It is not
 /// needed for the side panel, so it never fails the summary.
-pub fn check_http_tokens(state_dir: Option<&Path>, uid: u32) -> Vec<Finding> {
+pub fn check_http_tokens(
+    state_dir: Result<&Path, &crate::state::NoStateDir>,
+    uid: u32,
+) -> Vec<Finding> {
     use std::os::unix::fs::MetadataExt;
-    let Some(dir) = state_dir else {
-        return vec![
-            Finding::new(
-                Status::Warn,
-                "no directory for HTTP tokens: no $XDG_STATE_HOME and no home directory",
-            )
-            .fix("set XDG_STATE_HOME, or give the token in HIM_HTTP_TOKEN"),
-        ];
+    let dir = match state_dir {
+        Ok(dir) => dir,
+        Err(why) => {
+            return vec![
+                Finding::new(
+                    Status::Warn,
+                    format!("no directory for HTTP tokens or kept answers: {why}"),
+                )
+                .fix("set HIM_STATE_DIR, or give the token in HIM_HTTP_TOKEN"),
+            ];
+        }
     };
     match std::fs::symlink_metadata(dir) {
         Err(_) => vec![Finding::new(
@@ -917,21 +923,21 @@ mod tests {
         let uid = crate::runtime::current_uid();
         let parent = tempfile::tempdir().unwrap();
         let dir = parent.path().join("him");
-        let missing = check_http_tokens(Some(&dir), uid);
+        let missing = check_http_tokens(Ok(&dir), uid);
         assert_eq!(missing[0].status, Status::Pass);
         assert!(missing[0].text.contains(&dir.display().to_string()));
         std::fs::create_dir(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert_eq!(check_http_tokens(Some(&dir), uid)[0].status, Status::Pass);
+        assert_eq!(check_http_tokens(Ok(&dir), uid)[0].status, Status::Pass);
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let open = &check_http_tokens(Some(&dir), uid)[0];
+        let open = &check_http_tokens(Ok(&dir), uid)[0];
         assert_eq!(open.status, Status::Warn);
         assert!(open.fix.as_deref().is_some_and(|f| f.contains("chmod 700")));
+        assert_eq!(check_http_tokens(Ok(&dir), uid + 1)[0].status, Status::Warn);
         assert_eq!(
-            check_http_tokens(Some(&dir), uid + 1)[0].status,
+            check_http_tokens(Err(&crate::state::NoStateDir::NoHome), uid)[0].status,
             Status::Warn
         );
-        assert_eq!(check_http_tokens(None, uid)[0].status, Status::Warn);
     }
 
     #[test]

@@ -11,8 +11,9 @@ line: {"tools": [names], "result": the call's structured content or null, "error
 The one change to the client: the MCP SDK's default environment (what it gives a stdio server
 besides the snippet's `env`) also carries HIM_RUNTIME_DIR, the private directory where the
 test's host listens, so that no test reaches a real browser (as tests/e2e/clients.test.mjs
-does), and XDG_STATE_HOME, the state folder that host keeps late answers in (RUNTIME_DIR/state,
-as tests/support names it): on a person's machine both ends find the same folder from HOME. The driver itself runs with only PATH and HOME.
+does), and HIM_STATE_DIR, the state folder that host keeps late answers in (RUNTIME_DIR/state/him,
+as tests/support names it): on a person's machine both ends find the same folder from the
+password database. The driver itself runs with only PATH and HOME.
 """
 
 import asyncio
@@ -30,7 +31,7 @@ def point_servers_at(runtime: str) -> None:
         return {
             **default(),
             "HIM_RUNTIME_DIR": runtime,
-            "XDG_STATE_HOME": runtime + "/state",
+            "HIM_STATE_DIR": runtime + "/state/him",
         }
 
     mcp.client.stdio.get_default_environment = with_runtime_dir

@@ -155,7 +155,7 @@ test('mcp-remote in front of him serve --http: the card names the client "via mc
   const http = await startUntil(
     HIM_BIN,
     ['serve', '--http', '127.0.0.1:0'],
-    { cwd: folder('http-folder'), env: himEnv({ XDG_STATE_HOME: folder('http-state'), HIM_HTTP_TOKEN: TOKEN }) },
+    { cwd: folder('http-folder'), env: himEnv({ HIM_STATE_DIR: folder('http-state'), HIM_HTTP_TOKEN: TOKEN }) },
     // To the line's end: output comes in chunks, and a chunk may end inside the URL.
     /serving MCP \(Streamable HTTP\) at (http:\/\/\S+)\n/,
     'him serve --http',

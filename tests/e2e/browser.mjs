@@ -18,15 +18,15 @@ export const PANEL_URL = `chrome-extension://${EXTENSION_ID}/panel/panel.html`;
 /**
  * Launches Chromium (`chromiumPath`) with the extension; `args` are Chromium flags beyond
  * the two that load the extension, `viewport` as playwright takes it. Resolves
- * {tmp, runtimeDir, stateHome, context, worker, problems}; `tmp` holds the profile, the
- * runtime directory and the host's state folder (`XDG_STATE_HOME`), for the caller to remove.
+ * {tmp, runtimeDir, stateDir, context, worker, problems}; `tmp` holds the profile, the
+ * runtime directory and the host's state folder (`HIM_STATE_DIR`), for the caller to remove.
  */
 export async function launchWithExtension({ himBin, chromiumPath, prefix, args = [], viewport }) {
   const tmp = mkdtempSync(path.join(tmpdir(), prefix));
   const runtimeDir = path.join(tmp, 'run');
   mkdirSync(runtimeDir, { mode: 0o700 });
   // The host's state folder (its kept answers) is the test's own, never the user's.
-  const stateHome = path.join(tmp, 'state');
+  const stateDir = path.join(tmp, 'state');
   const profile = path.join(tmp, 'profile');
   mkdirSync(path.join(profile, 'NativeMessagingHosts'), { recursive: true });
   const manifest = execFileSync(himBin, ['manifest', 'chromium'], { encoding: 'utf8' });
@@ -35,7 +35,7 @@ export async function launchWithExtension({ himBin, chromiumPath, prefix, args =
     executablePath: chromiumPath,
     headless: true,
     ...(viewport ? { viewport } : {}),
-    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir, XDG_STATE_HOME: stateHome },
+    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir, HIM_STATE_DIR: stateDir },
     args: [`--disable-extensions-except=${EXT_DIR}`, `--load-extension=${EXT_DIR}`, ...args],
   });
   const problems = [];
@@ -44,7 +44,7 @@ export async function launchWithExtension({ himBin, chromiumPath, prefix, args =
   });
   context.on('weberror', (err) => problems.push(`uncaught: ${err.error()}`));
   const worker = context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
-  return { tmp, runtimeDir, stateHome, context, worker, problems };
+  return { tmp, runtimeDir, stateDir, context, worker, problems };
 }
 
 /**

@@ -180,7 +180,7 @@ before(async () => {
     headless: true,
     // The browser passes its environment to the host it spawns; its kept answers go to the
     // test's own state folder.
-    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir, XDG_STATE_HOME: path.join(tmp, 'state') },
+    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir, HIM_STATE_DIR: path.join(tmp, 'state') },
     args: [
       `--disable-extensions-except=${EXT_DIR}`,
       `--load-extension=${EXT_DIR}`,
@@ -617,7 +617,7 @@ test('a question that ends while the person types stays in place, greyed, its te
     (await stored()).queue?.questions?.some((x) => x.draft?.values?.answer === 'Fixed the flaky upload'),
   );
   assert.equal((await q.result()).status, 'timeout');
-  await c.getByText(/^Timed out: the agent stopped waiting for an answer\. What you typed stays here to copy/).waitFor({ timeout: 5000 });
+  await c.getByText(/^Timed out: the agent stopped waiting for an answer\. What you typed stays here to copy/).waitFor({ timeout: 15_000 });
   assert.equal(await box.inputValue(), 'Fixed the flaky upload');
   assert.equal(await box.isEditable(), false, 'it can no longer be answered');
   assert.equal(await box.isDisabled(), false, 'a disabled box could not be selected from');
@@ -1122,7 +1122,7 @@ test('a question whose agent stopped waiting stays answerable, marked kept on it
     command: HIM_BIN,
     args: ['serve'],
     cwd: tmp,
-    env: { HIM_RUNTIME_DIR: runtimeDir, XDG_STATE_HOME: path.join(tmp, 'state'), HIM_LOG: 'warn', HIM_FALLBACK: 'off', HIM_KEEP_MS: '600000' },
+    env: { HIM_RUNTIME_DIR: runtimeDir, HIM_STATE_DIR: path.join(tmp, 'state'), HIM_LOG: 'warn', HIM_FALLBACK: 'off', HIM_KEEP_MS: '600000' },
     stderr: 'pipe',
   });
   const keeper = new Client({ name: 'keeper', version: '1.0.0' });

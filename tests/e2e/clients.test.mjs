@@ -70,7 +70,7 @@ function startHttp() {
       HOME: process.env.HOME ?? tmp,
       HIM_RUNTIME_DIR: privateDir('http-runtime'),
       // Where the server keeps its tokens: never the home of whoever runs the tests.
-      XDG_STATE_HOME: privateDir('http-state'),
+      HIM_STATE_DIR: privateDir('http-state'),
       HIM_HTTP_TOKEN: TOKEN,
     },
     stdio: ['ignore', 'ignore', 'pipe'],

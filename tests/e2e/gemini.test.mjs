@@ -55,7 +55,7 @@ function startServe() {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: tmp,
       HIM_RUNTIME_DIR: runtimeDir,
-      XDG_STATE_HOME: privateDir('state'),
+      HIM_STATE_DIR: privateDir('state'),
       HIM_HTTP_TOKEN: TOKEN,
       HIM_LOG: 'info',
     },

@@ -20,7 +20,7 @@ pub const ACCEPT: &str = "application/json, text/event-stream";
 
 pub struct HttpServer {
     pub child: Child,
-    /// Where the server keeps its tokens (`$XDG_STATE_HOME/him`).
+    /// Where the server keeps its tokens (`HIM_STATE_DIR`).
     pub state: PathBuf,
     pub url: String,
     pub addr: SocketAddr,
@@ -31,20 +31,20 @@ pub struct HttpServer {
 
 impl HttpServer {
     /// Starts `him serve --http 127.0.0.1:0 <args>` and waits until it listens. Its tokens
-    /// go to `<runtime>/state` unless `env` names another `XDG_STATE_HOME`: never to the
+    /// go to `<runtime>/state/him` unless `env` names another `HIM_STATE_DIR`: never to the
     /// home directory of whoever runs the tests.
     pub async fn start(runtime: &Path, args: &[&str], env: &[(&str, &str)]) -> HttpServer {
-        let state_home = env
+        let state = env
             .iter()
-            .find(|(k, _)| *k == "XDG_STATE_HOME")
+            .find(|(k, _)| *k == "HIM_STATE_DIR")
             .map(|(_, v)| PathBuf::from(v))
-            .unwrap_or_else(|| runtime.join("state"));
+            .unwrap_or_else(|| super::state_dir(runtime));
         let mut command = Command::new(him_bin());
         command
             .args(["serve", "--http", "127.0.0.1:0"])
             .args(args)
             .env("HIM_RUNTIME_DIR", runtime)
-            .env("XDG_STATE_HOME", &state_home)
+            .env("HIM_STATE_DIR", &state)
             // Kept only where a test turns it on, as `start_agent` does.
             .env("HIM_KEEP_MS", "0")
             .env("HIM_LOG", "debug")
@@ -88,10 +88,10 @@ impl HttpServer {
             .iter()
             .find(|(k, _)| *k == "HIM_HTTP_TOKEN")
             .map(|(_, v)| v.to_string())
-            .unwrap_or_else(|| read_token(&state_home.join("him").join("http-token")));
+            .unwrap_or_else(|| read_token(&state.join("http-token")));
         HttpServer {
             child,
-            state: state_home.join("him"),
+            state,
             url,
             addr,
             token,

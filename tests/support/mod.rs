@@ -54,7 +54,7 @@ pub fn spawn_raw_serve(runtime: &Path) -> std::process::Child {
     std::process::Command::new(him_bin())
         .arg("serve")
         .env("HIM_RUNTIME_DIR", runtime)
-        .env("XDG_STATE_HOME", state_home(runtime))
+        .env("HIM_STATE_DIR", state_dir(runtime))
         .env("HIM_KEEP_MS", "0")
         .env("HIM_LOG", "warn")
         .stdin(Stdio::piped())
@@ -67,11 +67,11 @@ pub fn origin() -> String {
     format!("chrome-extension://{}/", him::EXTENSION_ID)
 }
 
-/// The state directory (`XDG_STATE_HOME`) the helpers give the agents and hosts of the
-/// test whose runtime directory is `runtime`: kept answers of one test never reach another,
-/// nor the user's own.
-pub fn state_home(runtime: &Path) -> PathBuf {
-    runtime.join("state")
+/// The state directory (`HIM_STATE_DIR`) the helpers give the agents and hosts of the test
+/// whose runtime directory is `runtime`: kept answers of one test never reach another, nor
+/// the user's own.
+pub fn state_dir(runtime: &Path) -> PathBuf {
+    runtime.join("state/him")
 }
 
 /// A private runtime directory for one test.
@@ -141,7 +141,7 @@ impl FakeExtension {
         let mut command = Command::new(him_bin());
         command
             .env("HIM_RUNTIME_DIR", runtime)
-            .env("XDG_STATE_HOME", state_home(runtime))
+            .env("HIM_STATE_DIR", state_dir(runtime))
             .env("HIM_LOG", "trace");
         FakeExtension::launch_saying(command, runtime, true).await
     }
@@ -151,7 +151,7 @@ impl FakeExtension {
         let mut command = Command::new(him_bin());
         command
             .env("HIM_RUNTIME_DIR", runtime)
-            .env("XDG_STATE_HOME", state_home(runtime))
+            .env("HIM_STATE_DIR", state_dir(runtime))
             .env("HIM_LOG", "debug")
             .envs(env.iter().copied());
         FakeExtension::launch_saying(command, runtime, true).await
@@ -167,7 +167,7 @@ impl FakeExtension {
         let mut command = Command::new(him_bin());
         command
             .env("HIM_RUNTIME_DIR", runtime)
-            .env("XDG_STATE_HOME", state_home(runtime))
+            .env("HIM_STATE_DIR", state_dir(runtime))
             .env("HIM_LOG", "trace")
             .envs(env.iter().copied())
             .stderr(stderr);
@@ -179,6 +179,11 @@ impl FakeExtension {
     /// carries the environment, user and log destination the test chose.
     pub async fn launch(command: Command, runtime: &Path) -> FakeExtension {
         FakeExtension::launch_saying(command, runtime, false).await
+    }
+
+    /// As `launch`, for an extension that takes the host's verdicts (as the real one does).
+    pub async fn launch_correcting(command: Command, runtime: &Path) -> FakeExtension {
+        FakeExtension::launch_saying(command, runtime, true).await
     }
 
     /// As `launch`; `verdicts` is what the `ready` says.
@@ -369,7 +374,7 @@ pub async fn start_agent_with_stderr(
         // own state directory.
         cmd.arg("serve")
             .env("HIM_RUNTIME_DIR", &runtime)
-            .env("XDG_STATE_HOME", state_home(&runtime))
+            .env("HIM_STATE_DIR", state_dir(&runtime))
             .env("HIM_KEEP_MS", "0")
             .env("HIM_LOG", "trace");
         for (k, v) in &env {

@@ -118,8 +118,8 @@ impl InTerminal {
             .args(args)
             .env("HIM_RUNTIME_DIR", runtime)
             .env(
-                "XDG_STATE_HOME",
-                super::state_home(std::path::Path::new(runtime)),
+                "HIM_STATE_DIR",
+                super::state_dir(std::path::Path::new(runtime)),
             )
             .env("TERM", "xterm-256color")
             .env_remove("HIM_FALLBACK")

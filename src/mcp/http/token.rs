@@ -79,7 +79,7 @@ impl std::fmt::Display for TokenError {
                  you can read (`chmod 700 {}`), or set {} to another place",
                 path.display(),
                 path.display(),
-                crate::state::STATE_HOME_ENV
+                crate::state::STATE_DIR_ENV
             ),
             TokenError::Io { path, err } => write!(f, "{}: {err}", path.display()),
             TokenError::Unsafe { path, why } => write!(
