@@ -13,7 +13,17 @@ use serde_json::Value;
 use super::browsers::Family;
 use crate::{EXTENSION_ID, GECKO_ID, HOST_NAME};
 
-const DESCRIPTION: &str = "him (human input for MCP): the native host of the him browser extension";
+/// The manifests packagers copy (`manifests/`, naming `/usr/bin/him`): every manifest him
+/// writes starts from one of these, so the two cannot drift apart.
+const CHROMIUM_TEMPLATE: &str = include_str!("../../manifests/chromium/dev.him.host.json");
+const FIREFOX_TEMPLATE: &str = include_str!("../../manifests/firefox/dev.him.host.json");
+
+fn template(family: Family) -> &'static str {
+    match family {
+        Family::Chromium => CHROMIUM_TEMPLATE,
+        Family::Firefox => FIREFOX_TEMPLATE,
+    }
+}
 
 /// The manifest as the browsers read it. Field order is the order written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,6 +44,8 @@ pub enum ManifestError {
     BadExtensionId(String),
     RelativePath(String),
     NotUtf8Path(String),
+    /// The manifest built into the binary does not parse: a broken build, never the user's.
+    BadTemplate(String),
 }
 
 impl fmt::Display for ManifestError {
@@ -48,6 +60,10 @@ impl fmt::Display for ManifestError {
                 f,
                 "the host path `{p}` is not absolute; browsers refuse a relative path \
                  (\"Specified native messaging host not found.\")"
+            ),
+            ManifestError::BadTemplate(err) => write!(
+                f,
+                "the host manifest built into him is broken ({err}); reinstall him"
             ),
             ManifestError::NotUtf8Path(p) => {
                 write!(
@@ -96,8 +112,9 @@ pub fn extension_ids(extra: &[String]) -> Result<Vec<String>, ManifestError> {
     Ok(ids)
 }
 
-/// Builds the manifest for one browser family. `host` must be absolute; `extra_ids` only
-/// matter to the Chromium family (Firefox add-ons are named by their gecko id).
+/// Builds the manifest for one browser family: its template from `manifests/`, with `host`
+/// as the path. `host` must be absolute; `extra_ids` only matter to the Chromium family
+/// (Firefox add-ons are named by their gecko id), after the origins the template allows.
 pub fn build(
     family: Family,
     host: &Path,
@@ -111,18 +128,17 @@ pub fn build(
         .ok_or_else(|| ManifestError::NotUtf8Path(host.display().to_string()))?
         .to_owned();
     let ids = extension_ids(extra_ids)?;
-    let (allowed_origins, allowed_extensions) = match family {
-        Family::Chromium => (Some(ids.iter().map(|id| origin(id)).collect()), None),
-        Family::Firefox => (None, Some(vec![GECKO_ID.to_owned()])),
-    };
-    Ok(HostManifest {
-        name: HOST_NAME.to_owned(),
-        description: DESCRIPTION.to_owned(),
-        path,
-        kind: "stdio".to_owned(),
-        allowed_origins,
-        allowed_extensions,
-    })
+    let mut manifest: HostManifest = serde_json::from_str(template(family))
+        .map_err(|err| ManifestError::BadTemplate(err.to_string()))?;
+    manifest.path = path;
+    if let Some(origins) = manifest.allowed_origins.as_mut() {
+        for id in ids.iter().map(|id| origin(id)) {
+            if !origins.contains(&id) {
+                origins.push(id);
+            }
+        }
+    }
+    Ok(manifest)
 }
 
 /// The bytes written to disk: pretty JSON and a final newline, the same every time.
@@ -346,6 +362,29 @@ mod tests {
 
     fn chromium_text() -> String {
         render(&build(Family::Chromium, Path::new("/opt/him"), &[]).unwrap())
+    }
+
+    #[test]
+    fn the_manifests_packagers_copy_are_what_him_manifest_writes_for_usr_bin_him() {
+        for (family, file) in [
+            (Family::Chromium, CHROMIUM_TEMPLATE),
+            (Family::Firefox, FIREFOX_TEMPLATE),
+        ] {
+            let built = build(family, Path::new("/usr/bin/him"), &[]).unwrap();
+            assert_eq!(
+                render(&built),
+                file,
+                "{family:?}: manifests/ and him manifest differ"
+            );
+            // And each is a manifest the browser takes under its file name.
+            let checked = check(file, FILE, family);
+            assert_eq!(checked.problems, Vec::new(), "{family:?}");
+            assert_eq!(checked.host_path.as_deref(), Some("/usr/bin/him"));
+        }
+        let firefox: HostManifest = serde_json::from_str(FIREFOX_TEMPLATE).unwrap();
+        assert_eq!(firefox.allowed_extensions, Some(vec![GECKO_ID.to_owned()]));
+        let chromium: HostManifest = serde_json::from_str(CHROMIUM_TEMPLATE).unwrap();
+        assert_eq!(chromium.allowed_origins, Some(vec![origin(EXTENSION_ID)]));
     }
 
     #[test]
