@@ -215,7 +215,10 @@ export function removeQuestion(state, id, reason, now) {
  */
 export function endQuestion(state, id, reason, now) {
   const question = state.questions.find((q) => q.id === id);
-  if (!question?.draft || !hasTyped(question.draft) || question.undelivered || question.closed) {
+  // Closed already: its deadline passed here a moment before its agent's withdraw arrived
+  // (the two clocks race). What the person typed stays until they dismiss it.
+  if (question?.closed) return { state, removed: null, closed: true };
+  if (!question?.draft || !hasTyped(question.draft) || question.undelivered) {
     return { ...removeQuestion(state, id, reason, now), closed: false };
   }
   const { judging, refused, lost, ...rest } = question;

@@ -400,6 +400,18 @@ test('a question that ends after the person started answering stays, closed, unt
   assert.match(untouched.state.notices[0].text, /Timed out/);
 });
 
+test('a closed card stays when the withdraw of its agent comes after its deadline passed here', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = setDraft(state, 'q1', { values: { a: 'typed' }, note: '' });
+  // The worker's clock passes the deadline first (a loaded machine), then the withdraw comes.
+  state = expire(state, T0 + 60_000).state;
+  const out = endQuestion(state, 'q1', 'timeout', T0 + 60_100);
+  assert.equal(out.closed, true);
+  assert.equal(out.removed, null);
+  assert.deepEqual(out.state.questions.map((q) => [q.id, q.closed?.reason, q.draft.values.a]), [['q1', 'expired', 'typed']]);
+  assert.deepEqual(out.state.notices, []);
+});
+
 test('a question past its deadline with a draft is closed, not removed', () => {
   let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
   state = setDraft(state, 'q1', { values: { a: '' }, note: '' });
