@@ -39,6 +39,7 @@ pub mod link;
 pub mod logging;
 pub mod mcp;
 pub mod peer;
+pub mod pending;
 pub mod permission;
 pub mod platform;
 pub mod protocol;
