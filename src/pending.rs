@@ -188,7 +188,6 @@ async fn wait_to_the_end(leaving: Leaving) -> (Option<AskResult>, bool) {
     // Nothing cancels it but its pool's end (the session going away), which keeps it.
     let (outcome, host) =
         wait::beside(&mut question, &form, deadline, std::future::pending::<()>()).await;
-    tracing::info!(%id, outcome = ?std::mem::discriminant(&outcome), "a question left open after `pending` ended");
     let cx = CallContext {
         tool,
         form: &form,
@@ -198,12 +197,14 @@ async fn wait_to_the_end(leaving: Leaving) -> (Option<AskResult>, bool) {
     };
     match outcome {
         Outcome::Timeout => {
+            tracing::info!(%id, "a question left open after `pending` reached its deadline");
             question.close(WithdrawReason::Timeout, None);
             let mut result = ask_result::from_outcome(&cx, Via::Extension, Outcome::Timeout);
             ask_result::note_kept(&mut result, question.kept(), collect);
             (Some(result), false)
         }
         Outcome::Answered { .. } | Outcome::Declined { .. } | Outcome::Dismissed => {
+            tracing::info!(%id, "a question left open after `pending` was answered");
             let answered_at_ms = unix_ms();
             // Written before the host hears `accepted`: the panel says "sent" once it is kept.
             let saved =
