@@ -139,7 +139,8 @@ pub struct GetAnswerArgs {
     /// pending).
     pub question_id: String,
     /// How long to wait for the person while the question is still open, in milliseconds
-    /// (0 answers at once; default HIM_TIMEOUT_MS, 5 min; at most 24 h).
+    /// (0 answers at once; default HIM_TIMEOUT_MS, 5 min; at most 24 h; for a client that
+    /// cuts or backgrounds long calls, at most HIM_RETURN_AFTER_MS).
     #[serde(default)]
     #[schemars(with = "u64")]
     pub wait_ms: Option<u64>,
@@ -540,8 +541,9 @@ impl HimServer {
     /// Ask the person for a short free-text answer (a name, a value, a sentence).
     /// Use when the answer is open-ended and only the person knows it; for a fixed set of
     /// options use ask_choice, for yes/no ask_confirm, for several values at once ask_form.
-    /// Blocks until the person answers, declines, or the timeout; read `status` and follow
-    /// `next_step` (it may hand the question back to you to ask in chat).
+    /// Blocks until the person answers, declines, or the timeout (for a client that cuts or
+    /// backgrounds long calls it returns `pending` before that: then call get_answer); read
+    /// `status` and follow `next_step` (it may hand the question back to you to ask in chat).
     #[tool(
         name = "ask_text",
         annotations(title = "Ask the person for text", read_only_hint = true, open_world_hint = true),
@@ -667,10 +669,11 @@ impl HimServer {
     }
 
     /// Collect the person's answer to a question whose call ended unanswered (its result
-    /// said `timeout` or `cancelled` and named a question_id): the question stays open in
-    /// their browser for a while and their answer is kept for you. Returns the same result
-    /// as the ask tool would have, with `late: true` and `answered_at`; or `pending` (still
-    /// open: this call waits up to wait_ms for the person first), `expired`, or `unknown`.
+    /// said `pending`, `timeout` or `cancelled` and named a question_id): the question stays
+    /// open in their browser for a while and their answer is kept for you. Returns the same
+    /// result as the ask tool would have, with `late: true` and `answered_at`; or `pending`
+    /// (still open: this call waits up to wait_ms for the person first), `expired`, or
+    /// `unknown`.
     /// Never guess an answer that is not here.
     #[tool(
         name = "get_answer",

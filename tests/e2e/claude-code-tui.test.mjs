@@ -5,10 +5,13 @@
 // must be what is left waiting on the screen. Its own AskUserQuestion goes through the same
 // hook. Hooks do not fire in `claude -p`, so this is the only way to see the hook work where
 // people use it. Last, him as its MCP server: the terminal declares MCP tasks, which `claude
-// -p` does not, and him's ask_text must still come back as the tool's own result.
+// -p` does not, and him's ask_text must still come back as the tool's own result; and a call
+// still running at its backgrounding point returns `pending` first (HIM_RETURN_AFTER_MS), the
+// answer typed in real Chromium's side panel reaching the model as get_answer's result.
 //
 // Needs HIM_BIN, tmux and the Claude Code CLI (see standins.mjs findClaude; written against
-// 2.1.332). Without them it skips, saying so — and fails instead under HIM_E2E=1.
+// 2.1.332), and for the `pending` test Debian's Chromium (or HIM_CHROMIUM). Without them it
+// skips, saying so — and fails instead under HIM_E2E=1.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -504,7 +507,7 @@ test('a call past its limit returns pending before Claude Code backgrounds it, a
     assert.equal(again.call.input.question_id, pending.question_id, 'the id next_step named');
     // Claude Code's screen shows the third call to him (get_answer again) running, in the
     // foreground: nothing was moved to the background.
-    await terminal.until(/Calling him 3 times…/, 30_000);
+    await terminal.until(/Calling him 3 times/, 30_000);
     assert.doesNotMatch(terminal.screen(), /background/i);
     const waited = Date.now() - asked;
     assert.ok(waited >= 20_000, `the answer comes after Claude Code's 20 s (${waited} ms)`);
