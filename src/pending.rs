@@ -91,11 +91,6 @@ impl Parking {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Whether question `id` is parked here.
-    pub fn has(&self, id: &str) -> bool {
-        self.lock().contains_key(id)
-    }
-
     /// Leaves `leaving` open to its deadline, waited on by a task of its own: the person's
     /// answer is judged (a refused one goes back to the card), written into the store, then
     /// accepted; at the deadline the question is kept as any unanswered call's.
@@ -111,13 +106,16 @@ impl Parking {
         self.lock().insert(id.clone(), parked.clone());
         let parking = self.clone();
         tokio::spawn(async move {
-            let (end, answered_here) = wait_to_the_end(leaving).await;
-            let stays = end.is_some() && answered_here;
+            let (result, stays) = match wait_to_the_end(leaving).await {
+                End::InStore => (None, false),
+                End::Ended(result) => (Some(result), false),
+                End::Held(result) => (Some(result), true),
+            };
             *parked
                 .end
                 .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()) = end;
-            // An answer only here stays until a call collects it; anything else is in the
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = result;
+            // An answer held here stays until a call collects it; anything else is in the
             // store, where the next call looks once this one is gone.
             if !stays {
                 parking.forget(&id, &parked);
@@ -170,9 +168,20 @@ impl Parking {
     }
 }
 
-/// The parked question's wait, to its deadline, and its end: a result for the next call
-/// when it is not (only) in the store, and whether that is an answer given here.
-async fn wait_to_the_end(leaving: Leaving) -> (Option<AskResult>, bool) {
+/// How a parked question's wait ended.
+enum End {
+    /// The store has what became of it: the person's answer, or the question (the session
+    /// went away, which kept it).
+    InStore,
+    /// Its deadline passed, and it is kept as any unanswered call's: the result that call
+    /// would have had, for a call waiting on it now.
+    Ended(AskResult),
+    /// An answer the store could not take: held here until a call collects it.
+    Held(AskResult),
+}
+
+/// The parked question's wait, to its deadline.
+async fn wait_to_the_end(leaving: Leaving) -> End {
     let Leaving {
         mut question,
         form,
@@ -201,7 +210,7 @@ async fn wait_to_the_end(leaving: Leaving) -> (Option<AskResult>, bool) {
             question.close(WithdrawReason::Timeout, None);
             let mut result = ask_result::from_outcome(&cx, Via::Extension, Outcome::Timeout);
             ask_result::note_kept(&mut result, question.kept(), collect);
-            (Some(result), false)
+            End::Ended(result)
         }
         Outcome::Answered { .. } | Outcome::Declined { .. } | Outcome::Dismissed => {
             tracing::info!(%id, "a question left open after `pending` was answered");
@@ -211,29 +220,24 @@ async fn wait_to_the_end(leaving: Leaving) -> (Option<AskResult>, bool) {
                 answer_of(&id, &outcome).map(|answer| store.answer(&answer, answered_at_ms));
             question.close(WithdrawReason::Answered, host.as_deref());
             match saved {
-                Some(Ok(())) => (None, false),
                 Some(Err(err)) => {
                     tracing::warn!(%id, "the answer to a question left open could not be kept in the store: {err}");
                     let result = ask_result::from_outcome(&cx, Via::Extension, outcome);
-                    (
-                        Some(crate::late::mark_late(result, answered_at_ms, false)),
-                        true,
-                    )
+                    End::Held(crate::late::mark_late(result, answered_at_ms, false))
                 }
-                None => (None, false),
+                Some(Ok(())) | None => End::InStore,
             }
         }
         Outcome::Invalid(_) => {
             // A host without verdicts sent what does not fit: the question is over.
             question.close(WithdrawReason::Answered, host.as_deref());
             store.remove(&id);
-            let result = ask_result::from_outcome(&cx, Via::Extension, outcome);
-            (Some(result), true)
+            End::Held(ask_result::from_outcome(&cx, Via::Extension, outcome))
         }
         // The pool ended (the session went away), which kept the question in the store.
         _ => {
             question.close(WithdrawReason::Cancelled, None);
-            (None, false)
+            End::InStore
         }
     }
 }
