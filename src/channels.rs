@@ -262,10 +262,14 @@ pub async fn ask(
         plan.if_cancelled = channels.keep_if_cancelled;
         question.keep_if_unanswered(plan);
     }
-    let parking = channels.parking.clone();
-    let early = channels
-        .return_after
-        .filter(|_| parking.is_some() && store.is_some());
+    let early = match (channels.return_after, channels.parking.clone(), store) {
+        (Some(after), Some(parking), Some(store)) => Some(Early {
+            after,
+            parking,
+            store,
+        }),
+        _ => None,
+    };
     match chain(
         pool,
         config,
@@ -285,35 +289,29 @@ pub async fn ask(
         Chained::StillOpen {
             prepared,
             started,
-            after,
+            early,
         } => {
-            let deadline_ms = deadline_ms(&prepared);
-            let cx = CallContext {
+            let leaving = Leaving {
+                question,
+                deadline: started + prepared.timeout,
+                deadline_ms: deadline_ms(&prepared),
+                form: prepared.form,
                 tool: prepared.tool,
-                form: &prepared.form,
-                question_id: &prepared.ask.id,
-                elapsed_ms: started.elapsed().as_millis() as u64,
+                started,
+                store: early.store,
                 client_elicitation,
+                collect,
             };
-            let result = crate::pending::returned_early(&cx, after, deadline_ms, collect);
-            tracing::info!(id = %prepared.ask.id, after_ms = after.as_millis() as u64, "returned pending; the question stays open");
-            // `early` is only set with both.
-            if let (Some(parking), Some(store)) = (parking, store) {
-                parking.park(Leaving {
-                    question,
-                    form: prepared.form,
-                    tool: prepared.tool,
-                    deadline: started + prepared.timeout,
-                    deadline_ms,
-                    started,
-                    store,
-                    client_elicitation,
-                    collect,
-                });
-            }
-            Asked::Done(Box::new(result))
+            Asked::Done(Box::new(early.parking.leave_open(leaving, early.after)))
         }
     }
+}
+
+/// What a call needs to return `pending` at `after` with its question left open.
+struct Early {
+    after: Duration,
+    parking: Parking,
+    store: crate::keep::Store,
 }
 
 /// When `prepared`'s wait ends (Unix ms).
@@ -331,7 +329,7 @@ enum Chained {
     StillOpen {
         prepared: Box<Prepared>,
         started: Instant,
-        after: Duration,
+        early: Early,
     },
 }
 
@@ -344,7 +342,7 @@ async fn chain(
     channels: Channels<'_>,
     question: &mut Question,
     cancelled: impl Future<Output = ()>,
-    early: Option<Duration>,
+    early: Option<Early>,
 ) -> Chained {
     let started = Instant::now();
     let deadline = started + prepared.timeout;
@@ -363,13 +361,14 @@ async fn chain(
         reconnect_grace: config.reconnect_grace,
     };
     // Only a limit shorter than the call's own wait: at the wait's end the call returns anyway.
-    let early = early.filter(|after| *after < prepared.timeout);
+    let early = early.filter(|early| early.after < prepared.timeout);
+    let after = early.as_ref().map(|early| early.after);
     let returned = AtomicBool::new(false);
     let (outcome, answered_by) = {
         // The browsers' wait ends as on cancellation when the limit comes with the question
         // kept open; `returned` tells the two apart.
         let stop = async {
-            match early {
+            match after {
                 Some(after) => {
                     let kept_open = crate::pending::kept_open(
                         pool,
@@ -387,11 +386,13 @@ async fn chain(
         };
         wait::wait(pool, question, form, &options, stop).await
     };
-    if let (true, Some(after)) = (returned.load(Ordering::Relaxed), early) {
+    if returned.load(Ordering::Relaxed)
+        && let Some(early) = early
+    {
         return Chained::StillOpen {
             prepared,
             started,
-            after,
+            early,
         };
     }
     let mut reason = match outcome {

@@ -94,7 +94,7 @@ impl Parking {
     /// Leaves `leaving` open to its deadline, waited on by a task of its own: the person's
     /// answer is judged (a refused one goes back to the card), written into the store, then
     /// accepted; at the deadline the question is kept as any unanswered call's.
-    pub fn park(&self, leaving: Leaving) {
+    fn park(&self, leaving: Leaving) {
         let id = leaving.question.id().to_owned();
         let parked = Arc::new(Parked {
             form: leaving.form.clone(),
@@ -122,6 +122,22 @@ impl Parking {
             }
             parked.ended.send_replace(true);
         });
+    }
+
+    /// Leaves `leaving`'s question open (see [`Parking::park`]) as its call returns at
+    /// `after`, and gives the call's `pending` result.
+    pub fn leave_open(&self, leaving: Leaving, after: Duration) -> AskResult {
+        let cx = CallContext {
+            tool: leaving.tool,
+            form: &leaving.form,
+            question_id: leaving.question.id(),
+            elapsed_ms: leaving.started.elapsed().as_millis() as u64,
+            client_elicitation: leaving.client_elicitation,
+        };
+        let result = returned_early(&cx, after, leaving.deadline_ms, leaving.collect);
+        tracing::info!(id = %result.question_id, after_ms = after.as_millis() as u64, "returned pending; the question stays open");
+        self.park(leaving);
+        result
     }
 
     fn forget(&self, id: &str, parked: &Arc<Parked>) {
@@ -293,7 +309,7 @@ fn again(id: &str, collect: Collect) -> String {
 
 /// The ask tool's result when its call returns at `after` with the question open until
 /// `deadline_ms`.
-pub fn returned_early(
+fn returned_early(
     cx: &CallContext<'_>,
     after: Duration,
     deadline_ms: u64,
