@@ -129,6 +129,19 @@ pub struct KeepPlan {
     /// and the person may still answer. Not a task ended by `tasks/cancel`: there the agent
     /// said it no longer wants the answer, and the question is withdrawn everywhere.
     pub if_cancelled: bool,
+    /// Its call returned `pending` (`pending.rs`): it is in the store since then, and what
+    /// waits on it writes the person's answer there, so being answered does not remove it.
+    pub pending: bool,
+}
+
+/// Whether the question of `entry` would be kept were its call to end unanswered now, with
+/// these links (as [`Question::close`] decides): it has a plan with a store, and it came
+/// from the store (kept whatever happens), or a browser's own host has it.
+fn would_keep(entry: &Entry, links: &HashMap<PathBuf, Link>) -> bool {
+    entry
+        .keep
+        .as_ref()
+        .is_some_and(|plan| plan.store.is_ok() && (plan.from_store || a_host_keeps(links.values())))
 }
 
 /// Whether one of these links reaches a browser's own host, which keeps a card for a late
@@ -149,8 +162,15 @@ pub enum Kept {
     Failed(String),
 }
 
-/// Writes question `id` (its `ask_frame`) to the store as `plan` says.
-fn keep_in_store(identity: &Identity, id: &str, ask_frame: &[u8], plan: &KeepPlan) -> Kept {
+/// Writes question `id` (its `ask_frame`) to the store as `plan` says, kept for
+/// `HIM_KEEP_MS` from `from_ms` (Unix ms).
+fn keep_in_store(
+    identity: &Identity,
+    id: &str,
+    ask_frame: &[u8],
+    plan: &KeepPlan,
+    from_ms: u64,
+) -> Kept {
     let store = match &plan.store {
         Ok(store) => store,
         Err(why) => return Kept::Failed(why.clone()),
@@ -168,7 +188,9 @@ fn keep_in_store(identity: &Identity, id: &str, ask_frame: &[u8], plan: &KeepPla
         project: ask.project.or_else(|| identity.project.clone()),
         asked_at_ms: ask.asked_at_ms,
         kept_at_ms: now,
-        until_ms: now.saturating_add(plan.keep.as_millis() as u64),
+        until_ms: from_ms
+            .max(now)
+            .saturating_add(plan.keep.as_millis() as u64),
         answer: None,
     };
     match store.keep(&record, now) {
@@ -408,6 +430,36 @@ impl Pool {
             .filter(|at| state.links.is_empty() && at.elapsed() < grace)
     }
 
+    /// Writes open question `id` to the answer store now, if it would be kept were its call
+    /// to end unanswered now (see [`Question::close`]), for a call that returns `pending`
+    /// while the question stays open (`pending.rs`): kept until `HIM_KEEP_MS` after
+    /// `deadline_ms`, its own deadline. From then on it is a question from the store: kept
+    /// however its wait ends unanswered, and its answer written into the same record by what
+    /// waits on it. Nothing goes to the hosts: the card stays as it is. `None` when it would
+    /// not be kept (no plan or store, or no browser's own host has it).
+    pub fn keep_pending(&self, id: &str, deadline_ms: u64) -> Option<Kept> {
+        let mut state = self.shared.state();
+        let State {
+            questions, links, ..
+        } = &mut *state;
+        let entry = questions
+            .get_mut(id)
+            .filter(|entry| would_keep(entry, links))?;
+        let plan = entry.keep.as_mut()?;
+        let kept = keep_in_store(
+            &self.shared.identity,
+            id,
+            &entry.ask_frame,
+            plan,
+            deadline_ms,
+        );
+        if matches!(kept, Kept::Until(_)) {
+            plan.from_store = true;
+            plan.pending = true;
+        }
+        Some(kept)
+    }
+
     /// Withdraws every open question (the agent is going away).
     ///
     /// The links close too, once their queued withdrawals are written: each link task ends
@@ -426,7 +478,10 @@ impl Pool {
                 .keep
                 .as_ref()
                 .filter(|plan| plan.from_store || host_keeps && (entry.shown || linked))
-                .map(|plan| keep_in_store(&self.shared.identity, &id, &entry.ask_frame, plan));
+                .map(|plan| {
+                    let now = crate::channels::unix_ms();
+                    keep_in_store(&self.shared.identity, &id, &entry.ask_frame, plan, now)
+                });
             let frame = withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref());
             for link in state.links.values() {
                 let _ = link.outgoing.send(frame.clone());
@@ -580,8 +635,10 @@ impl Question {
                     &self.id,
                     ask_frame,
                     plan,
+                    crate::channels::unix_ms(),
                 ));
             } else if plan.from_store
+                && !plan.pending
                 && (reason == WithdrawReason::Answered
                     || reason == WithdrawReason::Cancelled && !plan.if_cancelled)
                 && let Ok(store) = &plan.store

@@ -112,6 +112,7 @@ fn answer_of(id: &str, timeout_ms: Option<u64>) -> Result<ExitCode, BoxError> {
             wait,
             crate::ask_result::Collect::AnswerOf,
             false,
+            None,
             interrupted,
         )
         .await;

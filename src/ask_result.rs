@@ -23,7 +23,8 @@ pub enum Status {
     InvalidResponse,
     Unsupported,
     Error,
-    /// get_answer: the question is still open in the person's browser, unanswered.
+    /// The question is still open in the person's browser, unanswered: an ask tool's call
+    /// that returned before the client's limit (`HIM_RETURN_AFTER_MS`), or get_answer.
     Pending,
     /// get_answer: the question was kept, and its time (HIM_KEEP_MS) ran out unanswered.
     Expired,
@@ -81,8 +82,8 @@ pub struct AskResult {
     pub auto_reject_suspected: bool,
     /// The question's id, the same on every channel.
     pub question_id: String,
-    /// The answer was given after the call that asked had ended, and kept for you: it
-    /// predates this call (get_answer, or the same question asked again).
+    /// The answer was given after the call that asked had ended, and kept for you
+    /// (get_answer, or the same question asked again).
     pub late: bool,
     /// When the person answered (RFC 3339, UTC), for a late answer.
     pub answered_at: Option<String>,

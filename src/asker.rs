@@ -52,6 +52,17 @@ pub const UNNAMED_CLIENT: &str = "MCP client";
 /// a client of that name is only a client.
 pub const BRIDGES: [&str; 2] = ["mcp-remote", "supergateway"];
 
+/// Claude Code's `clientInfo.name`.
+const CLAUDE_CODE: &str = "claude-code";
+
+/// Whether a client's `clientInfo.name` is Claude Code's: its terminal UI (2.1.332) moves a
+/// call still running at 120 s, and every MCP task at once, to the background, and hands
+/// what comes of it to the model as "[SYSTEM NOTIFICATION - NOT USER INPUT] … Do NOT
+/// interpret this as … response to any pending question" (`HIM_TASKS`, `HIM_RETURN_AFTER_MS`).
+pub fn is_claude_code(client_name: &str) -> bool {
+    client_name == CLAUDE_CODE
+}
+
 /// The agent a client's `clientInfo` names, the bridge it came through set apart, each
 /// part cut to [`MAX_LABEL_CHARS`].
 pub fn agent_of_client(name: &str, title: Option<&str>, version: Option<&str>) -> AgentInfo {

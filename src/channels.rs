@@ -23,6 +23,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
@@ -37,6 +38,7 @@ use crate::fallback::opener;
 use crate::fallback::terminal::{self, Terminal, TerminalEnd};
 use crate::form::Form;
 use crate::frame::MAX_TO_BROWSER;
+use crate::pending::{Leaving, Parking, Waited};
 use crate::protocol::{Action, Answer, AskFrame, WithdrawReason};
 use crate::tools::{ArgError, ToolKind};
 use crate::wait::{self, Outcome, WaitOptions};
@@ -170,6 +172,12 @@ pub struct Channels<'a> {
     pub collect: Collect,
     /// Whether a cancelled call keeps its question (see `KeepPlan::if_cancelled`).
     pub keep_if_cancelled: bool,
+    /// The questions this process left open after their call returned `pending`: the same
+    /// question asked again waits on one where it is (`pending.rs`).
+    pub parking: Option<Parking>,
+    /// Return `pending` after this long, the question left open in `parking`, when it would
+    /// be kept (`HIM_RETURN_AFTER_MS` for this client; only while the browsers have it).
+    pub return_after: Option<Duration>,
 }
 
 impl<'a> Channels<'a> {
@@ -185,6 +193,8 @@ impl<'a> Channels<'a> {
             notice,
             collect: Collect::AnswerOf,
             keep_if_cancelled: true,
+            parking: None,
+            return_after: None,
         }
     }
 }
@@ -201,7 +211,9 @@ pub enum Asked {
 /// Asks the person through the channel chain and returns the finished result. `cancelled`
 /// resolves when the caller gives up. A question that ends unanswered after a person saw
 /// it is kept for a late answer (`late.rs`), and the result says how to collect it; the
-/// same question asked again returns its kept answer, or waits on the kept question.
+/// same question asked again returns its kept answer, or waits on the kept question. With
+/// `return_after`, a call whose question would be kept returns `pending` at that limit and
+/// leaves the question open (`pending.rs`).
 pub async fn ask(
     pool: &Pool,
     config: &Config,
@@ -210,29 +222,119 @@ pub async fn ask(
     cancelled: impl Future<Output = ()>,
 ) -> Asked {
     let collect = channels.collect;
+    let client_elicitation = channels.client_elicitation;
+    tokio::pin!(cancelled);
     let mut plan = crate::late::plan(config, &prepared);
     if let Some(plan) = &mut plan
-        && let Some(late) =
-            crate::late::same_again(pool, plan, &mut prepared, channels.client_elicitation)
+        && let Some(late) = crate::late::same_again(pool, plan, &mut prepared, client_elicitation)
     {
         return Asked::Done(Box::new(late));
     }
+    // The same question, left open by a call that returned `pending`: this call waits on it
+    // where it is, as get_answer does, up to its own limit.
+    if let Some(parking) = &channels.parking
+        && plan.as_ref().is_some_and(|plan| plan.from_store)
+    {
+        let within = channels
+            .return_after
+            .map_or(prepared.timeout, |after| after.min(prepared.timeout));
+        let id = prepared.ask.id.clone();
+        match parking.wait(&id, within, collect, cancelled.as_mut()).await {
+            Some(Waited::Open(result) | Waited::Ended(result)) => {
+                return Asked::Done(Box::new(result));
+            }
+            // Answered meanwhile: the store has it.
+            Some(Waited::InStore) => {
+                if let Some(plan) = &mut plan
+                    && let Some(late) =
+                        crate::late::same_again(pool, plan, &mut prepared, client_elicitation)
+                {
+                    return Asked::Done(Box::new(late));
+                }
+            }
+            None => {}
+        }
+    }
     // Opened once: it stays open to every browser, now or later, until the chain ends.
     let mut question = pool.open(prepared.ask.clone()).await;
+    let store = plan.as_ref().and_then(|plan| plan.store.clone().ok());
     if let Some(mut plan) = plan {
         plan.if_cancelled = channels.keep_if_cancelled;
         question.keep_if_unanswered(plan);
     }
-    match chain(pool, config, prepared, channels, &mut question, cancelled).await {
-        Asked::Done(mut result) => {
+    let early = match (channels.return_after, channels.parking.clone(), store) {
+        (Some(after), Some(parking), Some(store)) => Some(Early {
+            after,
+            parking,
+            store,
+        }),
+        _ => None,
+    };
+    match chain(
+        pool,
+        config,
+        prepared,
+        channels,
+        &mut question,
+        cancelled,
+        early,
+    )
+    .await
+    {
+        Chained::Asked(Asked::Done(mut result)) => {
             ask_result::note_kept(&mut result, question.kept(), collect);
             Asked::Done(result)
         }
-        other => other,
+        Chained::Asked(other) => other,
+        Chained::StillOpen {
+            prepared,
+            started,
+            early,
+        } => {
+            let leaving = Leaving {
+                question,
+                deadline: started + prepared.timeout,
+                deadline_ms: deadline_ms(&prepared),
+                form: prepared.form,
+                tool: prepared.tool,
+                started,
+                store: early.store,
+                client_elicitation,
+                collect,
+            };
+            Asked::Done(Box::new(early.parking.leave_open(leaving, early.after)))
+        }
     }
 }
 
-/// The channel chain for `question`, opened on `pool`.
+/// What a call needs to return `pending` at `after` with its question left open.
+struct Early {
+    after: Duration,
+    parking: Parking,
+    store: crate::keep::Store,
+}
+
+/// When `prepared`'s wait ends (Unix ms).
+fn deadline_ms(prepared: &Prepared) -> u64 {
+    prepared
+        .asked_at_ms
+        .saturating_add(prepared.timeout.as_millis() as u64)
+}
+
+/// How the chain ended.
+enum Chained {
+    Asked(Asked),
+    /// The call's limit came while the browsers had the question, and it was written to the
+    /// store to stay open (`pending.rs`): the call returns `pending`, the question open.
+    StillOpen {
+        prepared: Box<Prepared>,
+        started: Instant,
+        early: Early,
+    },
+}
+
+/// The channel chain for `question`, opened on `pool`. With `early`, the browsers' wait ends
+/// at that limit once the question would be kept (see [`ask`]).
 async fn chain(
     pool: &Pool,
     config: &Config,
@@ -240,7 +342,8 @@ async fn chain(
     channels: Channels<'_>,
     question: &mut Question,
     cancelled: impl Future<Output = ()>,
-) -> Asked {
+    early: Option<Early>,
+) -> Chained {
     let started = Instant::now();
     let deadline = started + prepared.timeout;
     tokio::pin!(cancelled);
@@ -252,13 +355,46 @@ async fn chain(
         elapsed_ms: via_started.elapsed().as_millis() as u64,
         client_elicitation: channels.client_elicitation,
     };
-    let done = |result: AskResult| Asked::Done(Box::new(result));
+    let done = |result: AskResult| Chained::Asked(Asked::Done(Box::new(result)));
     let options = WaitOptions {
         deadline,
         reconnect_grace: config.reconnect_grace,
     };
-    let (outcome, answered_by) =
-        wait::wait(pool, question, form, &options, cancelled.as_mut()).await;
+    // Only a limit shorter than the call's own wait: at the wait's end the call returns anyway.
+    let early = early.filter(|early| early.after < prepared.timeout);
+    let after = early.as_ref().map(|early| early.after);
+    let returned = AtomicBool::new(false);
+    let (outcome, answered_by) = {
+        // The browsers' wait ends as on cancellation when the limit comes with the question
+        // kept open; `returned` tells the two apart.
+        let stop = async {
+            match after {
+                Some(after) => {
+                    let kept_open = crate::pending::kept_open(
+                        pool,
+                        &prepared.ask.id,
+                        started + after,
+                        deadline_ms(&prepared),
+                    );
+                    tokio::select! {
+                        () = cancelled.as_mut() => {}
+                        () = kept_open => returned.store(true, Ordering::Relaxed),
+                    }
+                }
+                None => cancelled.as_mut().await,
+            }
+        };
+        wait::wait(pool, question, form, &options, stop).await
+    };
+    if returned.load(Ordering::Relaxed)
+        && let Some(early) = early
+    {
+        return Chained::StillOpen {
+            prepared,
+            started,
+            early,
+        };
+    }
     let mut reason = match outcome {
         Outcome::NoBrowser { was_connected } => if was_connected {
             "The browser went away before the person answered."
@@ -282,7 +418,9 @@ async fn chain(
             .push_str(" The form asks for a password, which must not go through MCP elicitation.");
     }
     match channels.elicitation {
-        Elicitation::OnRetry if elicitable => return Asked::InputRequired(prepared),
+        Elicitation::OnRetry if elicitable => {
+            return Chained::Asked(Asked::InputRequired(prepared));
+        }
         Elicitation::Request(request) if elicitable => {
             let shown = Instant::now();
             let race = beside_browser(question, &prepared, deadline, cancelled.as_mut(), request);

@@ -48,6 +48,45 @@ impl TasksMode {
     }
 }
 
+/// When an ask tool's call returns `pending` with the question still open (`HIM_RETURN_AFTER_MS`,
+/// `pending.rs`), so that a client that cuts or backgrounds a long call still gets the
+/// person's answer as a tool result (of `get_answer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReturnAfter {
+    /// [`AUTO_RETURN_AFTER`] for Claude Code, whose terminal UI (2.1.332) moves a call still
+    /// running at 120 s to the background; never for other clients.
+    Auto,
+    /// Never: every call waits to its end.
+    Never,
+    /// After this long, for every client.
+    After(Duration),
+}
+
+/// The limit `auto` gives Claude Code: well inside its 120 s.
+pub const AUTO_RETURN_AFTER: Duration = Duration::from_secs(100);
+
+impl ReturnAfter {
+    /// As `HIM_RETURN_AFTER_MS` would say it.
+    pub fn name(self) -> String {
+        match self {
+            ReturnAfter::Auto => "auto".into(),
+            ReturnAfter::Never => "0".into(),
+            ReturnAfter::After(after) => after.as_millis().to_string(),
+        }
+    }
+
+    /// The limit for the client named `client` (its `clientInfo.name`), if it has one.
+    pub fn for_client(self, client: Option<&str>) -> Option<Duration> {
+        match self {
+            ReturnAfter::Auto => client
+                .is_some_and(crate::asker::is_claude_code)
+                .then_some(AUTO_RETURN_AFTER),
+            ReturnAfter::Never => None,
+            ReturnAfter::After(after) => Some(after),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub timeout: Duration,
@@ -59,6 +98,8 @@ pub struct Config {
     /// How long a question whose call ended unanswered stays answerable, its answer kept
     /// for the agent (`HIM_KEEP_MS`; zero keeps nothing).
     pub keep: Duration,
+    /// When a call returns `pending` (`HIM_RETURN_AFTER_MS`).
+    pub return_after: ReturnAfter,
     /// Where hosts listen and agents look (DESIGN.md §1).
     pub runtime: Located,
 }
@@ -153,6 +194,20 @@ impl Config {
                 });
             }
         };
+        let return_after = match lookup("HIM_RETURN_AFTER_MS").as_deref().map(str::trim) {
+            None | Some("") | Some("auto") => ReturnAfter::Auto,
+            Some(_) => match millis("HIM_RETURN_AFTER_MS", 0) {
+                Ok(0) => ReturnAfter::Never,
+                // Clamped as a wait is: a call that returns at once would only spin.
+                Ok(ms) => ReturnAfter::After(clamp_wait(ms)),
+                Err(err) => {
+                    return Err(ConfigError {
+                        expected: "auto, 0 (never) or a whole number of milliseconds",
+                        ..err
+                    });
+                }
+            },
+        };
         Ok(Config {
             timeout: clamp_wait(millis("HIM_TIMEOUT_MS", 300_000)?),
             fallback,
@@ -170,6 +225,7 @@ impl Config {
                 crate::keep::DEFAULT_KEEP.as_millis() as u64,
             )?)
             .min(MAX_KEEP),
+            return_after,
             runtime: located,
         })
     }
@@ -218,6 +274,36 @@ mod tests {
         assert_eq!(c.heartbeat, Duration::from_secs(10));
         assert_eq!(c.reconnect_grace, Duration::from_secs(15));
         assert_eq!(c.keep, Duration::from_secs(24 * 60 * 60));
+        assert_eq!(c.return_after, ReturnAfter::Auto);
+    }
+
+    #[test]
+    fn return_after_auto_is_100_s_for_claude_code_only() {
+        let auto = config(&[]).unwrap().return_after;
+        assert_eq!(
+            auto.for_client(Some("claude-code")),
+            Some(Duration::from_secs(100))
+        );
+        for other in [Some("codex"), Some("Claude Code"), Some("mcp"), None] {
+            assert_eq!(auto.for_client(other), None, "{other:?}");
+        }
+        let never = config(&[("HIM_RETURN_AFTER_MS", "0")])
+            .unwrap()
+            .return_after;
+        assert_eq!(never, ReturnAfter::Never);
+        assert_eq!(never.for_client(Some("claude-code")), None);
+        let set = config(&[("HIM_RETURN_AFTER_MS", " 15000 ")]).unwrap();
+        assert_eq!(
+            set.return_after.for_client(Some("codex")),
+            Some(Duration::from_secs(15))
+        );
+        assert_eq!(set.return_after.name(), "15000");
+        // Clamped as every wait: at least a second.
+        let tiny = config(&[("HIM_RETURN_AFTER_MS", "5")]).unwrap();
+        assert_eq!(tiny.return_after, ReturnAfter::After(MIN_WAIT));
+        let err = config(&[("HIM_RETURN_AFTER_MS", "100s")]).unwrap_err();
+        assert_eq!(err.variable, "HIM_RETURN_AFTER_MS");
+        assert!(err.to_string().contains("auto, 0 (never)"), "{err}");
     }
 
     #[test]

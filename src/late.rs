@@ -19,6 +19,7 @@ use crate::channels::{Prepared, unix_ms};
 use crate::config::Config;
 use crate::form::Form;
 use crate::keep::{Lookup, Record, Store, rfc3339};
+use crate::pending::{Parking, Waited};
 use crate::protocol::AskFrame;
 use crate::tools::{ArgError, ToolKind};
 use crate::wait::{self, Outcome};
@@ -53,6 +54,7 @@ pub fn plan(config: &Config, prepared: &Prepared) -> Option<KeepPlan> {
         keep: config.keep,
         from_store: false,
         if_cancelled: true,
+        pending: false,
     })
 }
 
@@ -82,7 +84,7 @@ pub fn same_again(
             return None;
         };
         tracing::info!(id = %record.id, "the same question again: its kept answer");
-        return Some(late_result(&record, client_elicitation));
+        return Some(late_result(&record, client_elicitation, now));
     }
     tracing::info!(id = %record.id, "the same question again: waiting on the kept one");
     prepared.ask = AskFrame::encode(
@@ -104,8 +106,9 @@ fn form_of(record: &Record) -> Option<(ToolKind, Form)> {
     Some((tool, form))
 }
 
-/// The result the ask tool would have given for the kept answer in `record`, marked late.
-pub fn late_result(record: &Record, client_elicitation: bool) -> AskResult {
+/// The result the ask tool would have given for the kept answer in `record`, marked late,
+/// for a call that began at `call_started_ms` (Unix ms).
+pub fn late_result(record: &Record, client_elicitation: bool, call_started_ms: u64) -> AskResult {
     let Some(((tool, form), kept)) = form_of(record).zip(record.answer.as_ref()) else {
         return unknown(&record.id, "the kept answer could not be read");
     };
@@ -120,16 +123,19 @@ pub fn late_result(record: &Record, client_elicitation: bool) -> AskResult {
     mark_late(
         ask_result::from_outcome(&cx, Via::Extension, outcome),
         kept.answered_at_ms,
+        kept.answered_at_ms < call_started_ms,
     )
 }
 
-fn mark_late(mut result: AskResult, answered_at_ms: u64) -> AskResult {
+/// `result` marked as an answer given after the call that asked had ended, at
+/// `answered_at_ms`; `predates`: before the call that collects it began.
+pub(crate) fn mark_late(mut result: AskResult, answered_at_ms: u64, predates: bool) -> AskResult {
     let at = rfc3339(answered_at_ms);
     result.message = format!(
         "{} (A late answer, given at {at}, after the call that asked had ended.)",
         result.message
     );
-    if result.is_answered() {
+    if result.is_answered() && predates {
         result.next_step = format!(
             "{} It predates this call: if what you asked about has changed since, check with \
              the person first.",
@@ -209,7 +215,9 @@ fn pending(record: &Record, form: &Form, tool: ToolKind, collect: Collect) -> As
 
 /// `get_answer(question_id, wait)`: the kept answer to `id` (collected: it is removed), or,
 /// while the question is open, a wait up to `wait` for the person's answer; else `pending`,
-/// `expired` or `unknown`. A bad id is an argument error.
+/// `expired` or `unknown`. A question whose call returned `pending` and that is still open
+/// in this process (`parking`) is waited on where it is. A bad id is an argument error.
+#[allow(clippy::too_many_arguments)]
 pub async fn get_answer(
     pool: &Pool,
     config: &Config,
@@ -217,6 +225,7 @@ pub async fn get_answer(
     wait: Duration,
     collect: Collect,
     client_elicitation: bool,
+    parking: Option<&Parking>,
     cancelled: impl Future<Output = ()>,
 ) -> Result<AskResult, ArgError> {
     if !crate::relay::is_question_id(id) {
@@ -227,6 +236,19 @@ pub async fn get_answer(
                 .into(),
         });
     }
+    let call_started_ms = unix_ms();
+    let call_started = Instant::now();
+    tokio::pin!(cancelled);
+    if let Some(parking) = parking
+        && let Some(waited) = parking.wait(id, wait, collect, cancelled.as_mut()).await
+    {
+        match waited {
+            Waited::Open(result) | Waited::Ended(result) => return Ok(result),
+            // Answered meanwhile: the store has it.
+            Waited::InStore => {}
+        }
+    }
+    let wait = wait.saturating_sub(call_started.elapsed());
     let store = match Store::locate() {
         Ok(store) => store,
         Err(err) => return Ok(unknown(id, &err.to_string())),
@@ -240,7 +262,9 @@ pub async fn get_answer(
             ));
         }
         Lookup::Expired => return Ok(expired(id)),
-        Lookup::Answered(record) => return Ok(late_result(&record, client_elicitation)),
+        Lookup::Answered(record) => {
+            return Ok(late_result(&record, client_elicitation, call_started_ms));
+        }
         Lookup::Open(record) => record,
     };
     let Some((tool, form)) = form_of(&record) else {
@@ -265,6 +289,7 @@ pub async fn get_answer(
         keep: config.keep,
         from_store: true,
         if_cancelled: true,
+        pending: false,
     });
     let started = Instant::now();
     let (outcome, host) = wait::beside(&mut question, &form, started + wait, cancelled).await;
@@ -282,9 +307,11 @@ pub async fn get_answer(
                     + started.elapsed().as_millis() as u64,
                 client_elicitation,
             };
+            // Answered while this call waited: it does not predate the call.
             mark_late(
                 ask_result::from_outcome(&cx, Via::Extension, outcome),
                 unix_ms(),
+                false,
             )
         }
         _ => match question.kept() {

@@ -11,7 +11,9 @@
 //!
 //! A question's channels, in order (channels.rs): the browsers, MCP elicitation, the terminal
 //! (`him ask` only: `fallback/terminal.rs`), then the fallback (`fallback/`: the loopback form
-//! on hyper, sharing web.rs with `serve --http`).
+//! on hyper, sharing web.rs with `serve --http`). A question whose call ends unanswered is kept
+//! for a late answer (keep.rs, late.rs); one whose client would cut or background the call
+//! returns `pending` first and stays open (pending.rs).
 //!
 //! One binary, several roles. Stdout is a protocol channel in both the MCP server and the
 //! native host, so nothing in this crate prints to it except the command-line subcommands
@@ -39,6 +41,7 @@ pub mod link;
 pub mod logging;
 pub mod mcp;
 pub mod peer;
+pub mod pending;
 pub mod permission;
 pub mod platform;
 pub mod protocol;

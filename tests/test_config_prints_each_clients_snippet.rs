@@ -128,6 +128,17 @@ fn claude_code_gets_the_mcp_add_command_and_the_tool_timeout() {
     );
     assert!(out.stderr.contains("MCP_TOOL_TIMEOUT"), "{}", out.stderr);
     assert!(out.stderr.contains(".mcp.json"));
+    // Its terminal UI backgrounds a call at 120 s: him returns `pending` at 100 s.
+    assert_eq!(
+        v["mcpServers"]["him"]["env"]["HIM_RETURN_AFTER_MS"],
+        "100000"
+    );
+    assert!(
+        out.stderr.contains("--env HIM_RETURN_AFTER_MS=100000 --"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("get_answer"), "{}", out.stderr);
 }
 
 #[test]

@@ -370,7 +370,9 @@ fn real_qwen_code_asks_the_panel_configured_as_him_config_prints_it() {
 // its PermissionRequest hook as `him config claude-code --hooks` prints it (issue 16):
 // tests/e2e/claude-code-tui.test.mjs. tmux is the pseudo-terminal (`.ci/run` installs it).
 // The same file has him as its MCP server: the terminal declares MCP tasks (issue 24.4), and
-// ask_text's answer must still reach the model as the tool's own result.
+// ask_text's answer must still reach the model as the tool's own result; and a call past its
+// backgrounding point (moved to 20 s) returns `pending` first, the answer typed in real
+// Chromium's panel at 30 s reaching the model as get_answer's result (issue 24.3, ~35 s).
 #[test]
 fn real_claude_code_in_its_terminal_asks_the_panel_through_its_hook() {
     if clients_ready()

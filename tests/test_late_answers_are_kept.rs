@@ -621,3 +621,244 @@ async fn a_cancelled_call_keeps_its_question_and_says_how_to_collect_it() {
     assert_eq!(late["tool"], "ask_confirm");
     assert_eq!(late["late"], true);
 }
+
+// Issue 24.3: a call returns `pending` at `HIM_RETURN_AFTER_MS` with the question still open.
+
+/// The limit the tests of `pending` set, short to keep them fast.
+const RETURN_AFTER: (&str, &str) = ("HIM_RETURN_AFTER_MS", "1500");
+
+/// The next frame the extension gets, which must be the host's verdict on question `id`:
+/// nothing (no withdrawal, no card sent again) came between.
+async fn next_is_verdict_on(ext: &mut FakeExtension, id: &Value) -> Value {
+    let frame = ext.recv().await;
+    assert_eq!(
+        &frame["id"], id,
+        "the next frame is about the question: {frame}"
+    );
+    assert!(
+        ["accepted", "refused", "error"].contains(&frame["type"].as_str().unwrap_or("")),
+        "the card changed before the answer: {frame}"
+    );
+    frame
+}
+
+#[tokio::test]
+async fn a_call_past_its_limit_returns_pending_the_card_stays_and_get_answer_brings_the_answer() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let (agent, _) = start_agent(runtime.path(), "claude-code", &[KEEP, RETURN_AFTER]).await;
+    let asking = tokio::spawn(async move {
+        let result = call(
+            &agent,
+            "ask_choice",
+            json!({"question": "Which region?", "options": ["eu-west", "us-east"], "timeout_ms": 20_000}),
+        )
+        .await;
+        (agent, result)
+    });
+    let ask = ext.take_ask().await;
+    let id = ask["id"].clone();
+    let question_id = id.as_str().unwrap();
+    let (agent, pending) = asking.await.unwrap();
+    assert_complete(&pending);
+    assert_eq!(pending["status"], "pending", "{pending}");
+    assert_eq!(pending["question_id"], id);
+    assert_eq!(pending["via"], "extension");
+    let next_step = pending["next_step"].as_str().unwrap();
+    assert!(next_step.contains("get_answer"), "{next_step}");
+    assert!(next_step.contains(question_id), "{next_step}");
+    assert!(next_step.contains("not consent"), "{next_step}");
+    // Its own deadline (its timeout_ms) still stands: it is open until then.
+    let deadline = ask["asked_at_ms"].as_u64().unwrap() + ask["timeout_ms"].as_u64().unwrap();
+    assert!(
+        pending["message"]
+            .as_str()
+            .unwrap()
+            .contains(&him::keep::rfc3339(deadline)),
+        "{pending}"
+    );
+    // Written to the store as the call returned, kept past that deadline.
+    let record = read_record(runtime.path(), &id);
+    assert!(record["answer"].is_null());
+    assert_eq!(record["until_ms"].as_u64().unwrap(), deadline + 60_000);
+
+    // get_answer waits again, up to the same limit (not its 5-minute default), then says so.
+    let again = call(&agent, "get_answer", json!({"question_id": id})).await;
+    assert_complete(&again);
+    assert_eq!(again["status"], "pending", "{again}");
+    assert_eq!(again["tool"], "ask_choice");
+    assert!(again["next_step"].as_str().unwrap().contains(question_id));
+
+    // The person answers; a value the form did not offer goes back to the card first. The
+    // next frames the panel gets are the verdicts: the card stayed as it was, never withdrawn
+    // nor sent again marked.
+    ext.submit(&id, json!({"choice": "ap-south"})).await;
+    assert_eq!(next_is_verdict_on(&mut ext, &id).await["type"], "refused");
+    let collecting = tokio::spawn(async move {
+        let result = call(&agent, "get_answer", json!({"question_id": id})).await;
+        (agent, result)
+    });
+    ext.submit(&ask["id"], json!({"choice": "us-east"})).await;
+    assert_eq!(
+        next_is_verdict_on(&mut ext, &ask["id"]).await["type"],
+        "accepted"
+    );
+    // The answer came while get_answer waited, or just after it said pending again.
+    let (agent, mut late) = collecting.await.unwrap();
+    if late["status"] == "pending" {
+        late = call(&agent, "get_answer", json!({"question_id": ask["id"]})).await;
+    }
+    assert_complete(&late);
+    assert_eq!(late["status"], "answered", "{late}");
+    assert_eq!(late["answer"], "us-east");
+    assert_eq!(late["tool"], "ask_choice");
+    assert_eq!(late["question_id"], ask["id"]);
+    assert!(
+        !record_path(runtime.path(), &ask["id"]).exists(),
+        "collected"
+    );
+}
+
+#[tokio::test]
+async fn a_question_left_open_is_kept_at_its_own_deadline_and_asked_again_gets_no_second_card() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let (agent, _) = start_agent(runtime.path(), "codex", &[KEEP, RETURN_AFTER]).await;
+    let args = json!({"question": "Which tag?", "timeout_ms": 5000});
+    let asking = {
+        let args = args.clone();
+        tokio::spawn(async move {
+            let result = call(&agent, "ask_text", args).await;
+            (agent, result)
+        })
+    };
+    let ask = ext.take_ask().await;
+    let id = ask["id"].clone();
+    let (agent, pending) = asking.await.unwrap();
+    assert_eq!(pending["status"], "pending", "{pending}");
+    // The same question again waits on the one left open (same id, no second card), and
+    // returns pending again at the limit.
+    let again = call(&agent, "ask_text", args).await;
+    assert_eq!(again["status"], "pending", "{again}");
+    assert_eq!(again["question_id"], id);
+    // A get_answer that waits over the deadline gets what the call would have got then:
+    // `timeout`, the question kept. The first frame since the card came is that keeping.
+    let waiting = tokio::spawn(async move {
+        let mut result = call(&agent, "get_answer", json!({"question_id": id})).await;
+        while result["status"] == "pending" {
+            result = call(&agent, "get_answer", json!({"question_id": id})).await;
+        }
+        (agent, result)
+    });
+    let kept = ext.recv().await;
+    assert_eq!(kept["type"], "ask", "kept, not withdrawn: {kept}");
+    assert_eq!(kept["id"], ask["id"]);
+    assert!(kept["kept_until_ms"].is_u64(), "{kept}");
+    let (agent, ended) = waiting.await.unwrap();
+    assert_complete(&ended);
+    assert_eq!(ended["status"], "timeout", "{ended}");
+    assert!(
+        ended["next_step"].as_str().unwrap().contains("get_answer"),
+        "{ended}"
+    );
+    // Kept as any call that ended unanswered: the host writes the answer, get_answer has it.
+    ext.submit(&ask["id"], json!({"answer": "v3"})).await;
+    assert_eq!(ext.verdict_on(&ask["id"]).await["type"], "accepted");
+    let late = call(
+        &agent,
+        "get_answer",
+        json!({"question_id": ask["id"], "wait_ms": 0}),
+    )
+    .await;
+    assert_eq!(late["status"], "answered", "{late}");
+    assert_eq!(late["answer"], "v3");
+    assert_eq!(late["late"], true);
+}
+
+#[tokio::test]
+async fn an_answer_given_with_no_call_waiting_is_kept_and_outlives_him_serve() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let (agent, _) = start_agent(runtime.path(), "claude-code", &[KEEP, RETURN_AFTER]).await;
+    let asking = tokio::spawn(async move {
+        let result = call(
+            &agent,
+            "ask_confirm",
+            json!({"question": "Ship it?", "timeout_ms": 20_000}),
+        )
+        .await;
+        (agent, result)
+    });
+    let ask = ext.take_ask().await;
+    let (agent, pending) = asking.await.unwrap();
+    assert_eq!(pending["status"], "pending", "{pending}");
+    ext.submit(&ask["id"], json!({"confirmed": true})).await;
+    assert_eq!(
+        next_is_verdict_on(&mut ext, &ask["id"]).await["type"],
+        "accepted"
+    );
+    // Written before the panel heard `accepted`.
+    let record = read_record(runtime.path(), &ask["id"]);
+    assert_eq!(record["answer"]["values"]["confirmed"], true);
+    // The client goes away; a new him serve, with no browser, collects it.
+    agent.cancel().await.unwrap();
+    ext.kill().await;
+    let (agent, _) = start_agent(runtime.path(), "claude-code", &[KEEP, RETURN_AFTER]).await;
+    let late = call(&agent, "get_answer", json!({"question_id": ask["id"]})).await;
+    assert_eq!(late["status"], "answered", "{late}");
+    assert_eq!(late["confirmed"], true);
+    assert_eq!(late["late"], true);
+}
+
+#[tokio::test]
+async fn a_password_form_and_return_after_zero_wait_to_the_end_instead() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    // A password is never written to disk, so its call cannot leave it open: it blocks.
+    let (agent, _) = start_agent(runtime.path(), "claude-code", &[KEEP, RETURN_AFTER]).await;
+    let asking = tokio::spawn(async move {
+        call(
+            &agent,
+            "ask_form",
+            json!({"title": "Token", "timeout_ms": 4000,
+                   "fields": [{"name": "t", "type": "password", "label": "Token"}]}),
+        )
+        .await
+    });
+    let ask = ext.take_ask().await;
+    let result = asking.await.unwrap();
+    assert_eq!(result["status"], "timeout", "{result}");
+    assert!(result["elapsed_ms"].as_u64().unwrap() >= 4000, "{result}");
+    let withdraw = ext.recv_type("withdraw").await;
+    assert_eq!(withdraw["id"], ask["id"]);
+
+    // HIM_RETURN_AFTER_MS=0: never, even for Claude Code; `auto` gives it 100 s, and other
+    // clients nothing, as human_input_status reports.
+    let (zero, _) = start_agent(
+        runtime.path(),
+        "claude-code",
+        &[KEEP, ("HIM_RETURN_AFTER_MS", "0")],
+    )
+    .await;
+    assert_eq!(
+        call(&zero, "human_input_status", json!({})).await["return_after_ms"],
+        0
+    );
+    let asking = tokio::spawn(async move {
+        call(
+            &zero,
+            "ask_text",
+            json!({"question": "Which port?", "timeout_ms": 2500}),
+        )
+        .await
+    });
+    let ask = ext.take_ask().await;
+    let result = asking.await.unwrap();
+    assert_eq!(result["status"], "timeout", "{result}");
+    kept_card(&mut ext, &ask["id"]).await;
+    for (client, limit) in [("claude-code", 100_000), ("codex", 0)] {
+        let (auto, _) = start_agent(runtime.path(), client, &[KEEP]).await;
+        let status = call(&auto, "human_input_status", json!({})).await;
+        assert_eq!(status["return_after_ms"], limit, "{client}: {status}");
+    }
+}

@@ -336,3 +336,45 @@ async fn the_agents_sdk_with_the_snippets_limit_gets_an_answer_given_at_8_s() {
     let elapsed = report["elapsed_s"].as_f64().expect("elapsed");
     assert!(elapsed >= 8.0, "{report}");
 }
+
+#[tokio::test]
+async fn the_agents_sdk_at_its_default_5_s_gets_pending_at_4_s_and_then_the_answer_given_at_8_s() {
+    let Some(venv) = venv("openai-agents") else {
+        return;
+    };
+    // For a client whose limit cannot be raised: him returns `pending` before it.
+    let env = r#""env": {"HIM_TIMEOUT_MS": "300000"},"#;
+    let code = agents_snippet(true);
+    assert!(code.contains(env), "{code}");
+    let code = code.replace(
+        env,
+        r#""env": {"HIM_TIMEOUT_MS": "300000", "HIM_RETURN_AFTER_MS": "4000"},"#,
+    );
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let question = json!({"question": "Deploy now?"});
+    let run = tokio::spawn(drive(
+        venv,
+        "openai-agents",
+        code,
+        runtime.path().to_owned(),
+        "ask_text",
+        question,
+    ));
+    let ask = next_ask(&mut ext).await;
+    let asked = Instant::now();
+    tokio::time::sleep_until(asked + PERSON_ANSWERS_AFTER).await;
+    ext.submit(&ask["id"], json!({"answer": "yes"})).await;
+    // The next frame is the verdict: the card was neither withdrawn nor marked kept meanwhile.
+    let verdict = ext.recv().await;
+    assert_eq!(verdict["type"], "accepted", "{verdict}");
+    assert_eq!(verdict["id"], ask["id"], "{verdict}");
+    let report = run.await.expect("driver task");
+    assert_eq!(report["error"], Value::Null, "{report}");
+    assert_eq!(report["result"]["status"], "answered", "{report}");
+    assert_eq!(report["result"]["answer"], "yes", "{report}");
+    assert_eq!(report["result"]["question_id"], ask["id"], "{report}");
+    assert!(report["pending"].as_u64().unwrap_or(0) >= 1, "{report}");
+    let elapsed = report["elapsed_s"].as_f64().expect("elapsed");
+    assert!(elapsed >= 8.0, "{report}");
+}

@@ -77,6 +77,12 @@ fn him_timeout_ms(client: Client) -> u64 {
     }
 }
 
+/// When a Claude Code call returns `pending` (`HIM_RETURN_AFTER_MS`): before its terminal UI
+/// moves the call to the background at 120 s.
+fn claude_code_return_after_ms() -> u64 {
+    crate::config::AUTO_RETURN_AFTER.as_millis() as u64
+}
+
 /// Client-side limits set to twice him's wait: room for the person, and him still ends first.
 const CLIENT_TIMEOUT_MS: u64 = 600_000;
 
@@ -121,6 +127,13 @@ fn stdio<'a>(
 ) -> StdioServer<'a> {
     let mut env = BTreeMap::new();
     env.insert("HIM_TIMEOUT_MS", him_timeout_ms(client).to_string());
+    if client == Client::ClaudeCode {
+        // What `auto` gives Claude Code anyway, said where the person can see and change it.
+        env.insert(
+            "HIM_RETURN_AFTER_MS",
+            claude_code_return_after_ms().to_string(),
+        );
+    }
     StdioServer {
         kind,
         command: exe,
@@ -215,6 +228,7 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
          `timeout` result telling the agent what to do next.",
         him_wait / 1000
     );
+    let return_after = claude_code_return_after_ms();
     match client {
         Client::ClaudeCode => Snippet {
             title: "Claude Code",
@@ -224,7 +238,7 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
             notes: vec![
                 "Or register him for all your projects with:".into(),
                 format!(
-                    "  claude mcp add --scope user --transport stdio him --env HIM_TIMEOUT_MS={him_wait} -- {exe_sh} serve --permission-tool"
+                    "  claude mcp add --scope user --transport stdio him --env HIM_TIMEOUT_MS={him_wait} --env HIM_RETURN_AFTER_MS={return_after} -- {exe_sh} serve --permission-tool"
                 ),
                 "--permission-tool offers `approve`: run `claude -p --permission-prompt-tool mcp__him__approve …` \
                  and its permission prompts (and AskUserQuestion) are answered in the side panel."
@@ -244,6 +258,16 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
                      terminal UI moves a call still running at 120 s to the background; `claude -p` waits."
                 ),
                 wait_note,
+                format!(
+                    "HIM_RETURN_AFTER_MS={return_after}: a call in the terminal UI still running at \
+                     120 s goes to the background, and an answer given then reaches the model as a \
+                     notification, not as the person's answer. So at {} s him returns `pending` \
+                     with the question still open in the side panel, and the agent calls get_answer, \
+                     which waits again up to {} s and returns the answer as its own result. `auto` \
+                     (the default) does this for Claude Code alone; 0 turns it off.",
+                    return_after / 1000,
+                    return_after / 1000
+                ),
                 "Claude Code supports elicitation: with no browser connected, him asks in the terminal.".into(),
             ],
         },
@@ -610,6 +634,24 @@ mod tests {
                 assert_eq!(him["args"], args, "{client:?}");
                 assert!(him["env"]["HIM_TIMEOUT_MS"].is_string(), "{client:?}");
             }
+        }
+    }
+
+    #[test]
+    fn claude_code_returns_pending_before_its_terminal_backgrounds_the_call() {
+        let s = snippet(Client::ClaudeCode, Path::new("/h"), Os::Linux);
+        let v: Value = serde_json::from_str(&s.body).unwrap();
+        let env = &v["mcpServers"]["him"]["env"];
+        assert_eq!(env["HIM_RETURN_AFTER_MS"], "100000");
+        let add = s
+            .notes
+            .iter()
+            .find(|n| n.contains("claude mcp add"))
+            .unwrap();
+        assert!(add.contains("--env HIM_RETURN_AFTER_MS=100000 "), "{add}");
+        for client in ALL.into_iter().filter(|c| *c != Client::ClaudeCode) {
+            let s = snippet(client, Path::new("/h"), Os::Linux);
+            assert!(!s.body.contains("HIM_RETURN_AFTER_MS"), "{client:?}");
         }
     }
 

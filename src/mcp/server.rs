@@ -34,6 +34,7 @@ use crate::asker;
 use crate::channels::{self, Asked, Channels, ElicitEnd, Elicitation, PrepareError};
 use crate::config::{Config, FallbackMode, TasksMode};
 use crate::form::{AnswerError, Form};
+use crate::pending::Parking;
 use crate::protocol::{AgentInfo, ExtensionInfo};
 use crate::tools::{
     ArgError, AskChoiceArgs, AskConfirmArgs, AskFormArgs, AskMultiSelectArgs, AskTextArgs, ToolKind,
@@ -63,6 +64,9 @@ pub struct SharedParts {
     states: Option<StateCodec>,
     /// The questions asked as MCP tasks, which a `tasks/get` from any session may follow.
     tasks: Tasks,
+    /// The questions left open by calls that returned `pending`, which a `get_answer` from
+    /// any session may wait on.
+    parking: Parking,
 }
 
 impl SharedParts {
@@ -80,6 +84,7 @@ impl SharedParts {
             config,
             states,
             tasks: Tasks::default(),
+            parking: Parking::default(),
         })
     }
 
@@ -134,7 +139,8 @@ pub struct GetAnswerArgs {
     /// pending).
     pub question_id: String,
     /// How long to wait for the person while the question is still open, in milliseconds
-    /// (0 answers at once; default HIM_TIMEOUT_MS, 5 min; at most 24 h).
+    /// (0 answers at once; default HIM_TIMEOUT_MS, 5 min; at most 24 h; for a client that
+    /// cuts or backgrounds long calls, at most HIM_RETURN_AFTER_MS).
     #[serde(default)]
     #[schemars(with = "u64")]
     pub wait_ms: Option<u64>,
@@ -169,6 +175,10 @@ pub struct StatusResult {
     pub heartbeat_ms: u64,
     /// How long a question waits for a browser to come back, in milliseconds.
     pub reconnect_grace_ms: u64,
+    /// After how long an ask tool's call returns `pending` for this client, its question
+    /// left open for get_answer (HIM_RETURN_AFTER_MS: `auto` is 100000 for Claude Code and
+    /// never for others), in milliseconds; 0: never.
+    pub return_after_ms: u64,
     /// Where browsers' hosts listen, and agents look first.
     pub runtime_dir: String,
     /// Which rule chose `runtime_dir` (DESIGN.md §1): `HIM_RUNTIME_DIR`, `login-session`
@@ -313,6 +323,13 @@ impl HimServer {
             .is_some_and(|e| e.form.is_some() || e.url.is_none())
     }
 
+    /// After how long an ask tool's call returns `pending` for this client, if ever
+    /// (`HIM_RETURN_AFTER_MS`; `auto` recognises Claude Code by its `clientInfo.name`).
+    fn return_after(&self, ctx: &RequestContext<RoleServer>) -> Option<Duration> {
+        let name = ctx.client_info().map(|info| info.name);
+        self.shared.config.return_after.for_client(name.as_deref())
+    }
+
     /// How this client can be elicited, if at all. 2026-07-28 and later forbid
     /// server-to-client requests, so there elicitation is an `input_required` round trip.
     fn elicitation_mode(&self, ctx: &RequestContext<RoleServer>) -> ElicitationMode {
@@ -377,6 +394,8 @@ impl HimServer {
             }),
             collect: crate::ask_result::Collect::GetAnswer,
             keep_if_cancelled: true,
+            parking: Some(self.shared.parking.clone()),
+            return_after: self.return_after(&ctx),
         };
         let asking = channels::ask(
             self.pool(&ctx),
@@ -414,6 +433,7 @@ impl HimServer {
                 identity(ctx),
                 prepared,
                 Self::client_elicitation(ctx),
+                self.shared.parking.clone(),
             )
             .await;
         tracing::info!(tool = tool.tool_name(), %id, task = %task.task_id, ttl_ms = ?task.ttl_ms, "asking as a task");
@@ -521,8 +541,9 @@ impl HimServer {
     /// Ask the person for a short free-text answer (a name, a value, a sentence).
     /// Use when the answer is open-ended and only the person knows it; for a fixed set of
     /// options use ask_choice, for yes/no ask_confirm, for several values at once ask_form.
-    /// Blocks until the person answers, declines, or the timeout; read `status` and follow
-    /// `next_step` (it may hand the question back to you to ask in chat).
+    /// Blocks until the person answers, declines, or the timeout (for a client that cuts or
+    /// backgrounds long calls it returns `pending` before that: then call get_answer); read
+    /// `status` and follow `next_step` (it may hand the question back to you to ask in chat).
     #[tool(
         name = "ask_text",
         annotations(title = "Ask the person for text", read_only_hint = true, open_world_hint = true),
@@ -648,10 +669,11 @@ impl HimServer {
     }
 
     /// Collect the person's answer to a question whose call ended unanswered (its result
-    /// said `timeout` or `cancelled` and named a question_id): the question stays open in
-    /// their browser for a while and their answer is kept for you. Returns the same result
-    /// as the ask tool would have, with `late: true` and `answered_at`; or `pending` (still
-    /// open: this call waits up to wait_ms for the person first), `expired`, or `unknown`.
+    /// said `pending`, `timeout` or `cancelled` and named a question_id): the question stays
+    /// open in their browser for a while and their answer is kept for you. Returns the same
+    /// result as the ask tool would have, with `late: true` and `answered_at`; or `pending`
+    /// (still open: this call waits up to wait_ms for the person first), `expired`, or
+    /// `unknown`.
     /// Never guess an answer that is not here.
     #[tool(
         name = "get_answer",
@@ -668,6 +690,10 @@ impl HimServer {
             Some(0) => Duration::ZERO,
             given => config.wait_for(given),
         };
+        // A client that cuts or backgrounds long calls gets `pending` before that, again.
+        let wait = self
+            .return_after(&ctx)
+            .map_or(wait, |limit| wait.min(limit));
         let getting = crate::late::get_answer(
             self.pool(&ctx),
             config,
@@ -675,6 +701,7 @@ impl HimServer {
             wait,
             crate::ask_result::Collect::GetAnswer,
             Self::client_elicitation(&ctx),
+            Some(&self.shared.parking),
             ctx.ct.clone().cancelled_owned(),
         );
         let result = self
@@ -777,6 +804,9 @@ impl HimServer {
             timeout_ms: self.shared.config.timeout.as_millis() as u64,
             heartbeat_ms: self.shared.config.heartbeat.as_millis() as u64,
             reconnect_grace_ms: self.shared.config.reconnect_grace.as_millis() as u64,
+            return_after_ms: self
+                .return_after(&ctx)
+                .map_or(0, |after| after.as_millis() as u64),
             runtime_dir: self.shared.config.runtime.dir.display().to_string(),
             runtime_dir_rule: self.shared.config.runtime.rule.name().to_owned(),
             runtime_dirs_searched: self

@@ -37,6 +37,7 @@ use crate::ask_result::Status;
 use crate::channels::{self, Asked, Channels, ElicitEnd, Elicitation, Prepared};
 use crate::config::{Config, FallbackMode, TasksMode};
 use crate::form::Form;
+use crate::pending::Parking;
 
 /// How long a task lives past the person's wait (its `ttlMs` is the wait plus this). The
 /// channel chain ends a moment after its deadline with a `timeout` result, which the client
@@ -62,9 +63,6 @@ pub struct Tasks {
     pools: Arc<Mutex<HashMap<String, Pool>>>,
 }
 
-/// Claude Code's `clientInfo.name`.
-const CLAUDE_CODE: &str = "claude-code";
-
 /// Whether this request gets a task: it declared the tasks extension in its own `_meta`
 /// client capabilities, and `HIM_TASKS` gives its client tasks. A declaration in a legacy
 /// session's `initialize` does not count (SEP-2663: not "regardless of prior declarations"),
@@ -85,7 +83,7 @@ pub fn offered(mode: TasksMode, ctx: &RequestContext<RoleServer>) -> bool {
             TasksMode::Off => false,
             TasksMode::Auto => ctx
                 .client_info()
-                .is_none_or(|info| info.name != CLAUDE_CODE),
+                .is_none_or(|info| !crate::asker::is_claude_code(&info.name)),
         }
 }
 
@@ -98,6 +96,7 @@ impl Tasks {
         identity: Identity,
         prepared: Prepared,
         client_elicitation: bool,
+        parking: Parking,
     ) -> Task {
         let pool = Pool::for_runtime(&config.runtime, identity);
         // Linked now, so the first status message says where the chain will put the question.
@@ -123,7 +122,8 @@ impl Tasks {
         let config = config.clone();
         self.manager.spawn(options, move |task| {
             Box::pin(async move {
-                let result = run(&pool, &config, prepared, client_elicitation, &task).await;
+                let result =
+                    run(&pool, &config, prepared, client_elicitation, parking, &task).await;
                 pools
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -179,6 +179,7 @@ async fn run(
     config: &Config,
     prepared: Prepared,
     client_elicitation: bool,
+    parking: Parking,
     task: &TaskContext,
 ) -> Result<CallToolResult, TaskExit> {
     let tool = prepared.tool;
@@ -193,6 +194,9 @@ async fn run(
         collect: crate::ask_result::Collect::GetAnswer,
         // `tasks/cancel` is the agent saying it no longer wants the answer.
         keep_if_cancelled: false,
+        parking: Some(parking),
+        // A task waits without a blocking call: it never returns early.
+        return_after: None,
         client_elicitation,
         elicitation,
         terminal: None,

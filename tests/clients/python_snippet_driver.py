@@ -6,7 +6,9 @@ CLIENT is langchain, openai-agents or pydantic-ai. The driver executes SNIPPET (
 `him config CLIENT` printed), which builds the client's server object, then lists the tools and
 calls TOOL with ARGS_JSON through that object, with no model in between. It prints one JSON
 line: {"tools": [names], "result": the call's structured content or null, "error": {"type",
-"message"} or null, "elapsed_s": seconds the call took}.
+"message"} or null, "elapsed_s": seconds the call took}. For the OpenAI Agents SDK, a `pending`
+result is followed as its next_step says, with get_answer until it is not `pending`; "pending"
+counts them and "elapsed_s" covers them all.
 
 The one change to the client: the MCP SDK's default environment (what it gives a stdio server
 besides the snippet's `env`) also carries HIM_RUNTIME_DIR, the private directory where the
@@ -59,16 +61,25 @@ async def timed(call):
 
 async def openai_agents(ns: dict, tool: str, args: dict) -> dict:
     him = ns["him"]
+    pending = 0
     async with him:
         tools = [t.name for t in await him.list_tools()]
         result, error, elapsed = await timed(him.call_tool(tool, args))
+        # A `pending` result (HIM_RETURN_AFTER_MS) says to call get_answer with its
+        # question_id, as often as it says pending again: done as an agent would.
+        while error is None and result.structured_content["status"] == "pending" and pending < 30:
+            pending += 1
+            again = {"question_id": result.structured_content["question_id"]}
+            more, error, took = await timed(him.call_tool("get_answer", again))
+            elapsed += took
+            result = more if error is None else result
         if error is not None:
             # As an agent goes on after a failed tool call: the session is still in use, and a
             # cancellation the SDK sent reaches him before this call does.
             after, after_error, _ = await timed(him.call_tool("human_input_status", {}))
             error["then_status"] = after_error or after.structured_content["channel"]
-    structured = None if result is None else result.structured_content
-    return {"tools": tools, "result": structured, "error": error, "elapsed_s": elapsed}
+    structured = None if result is None or error is not None else result.structured_content
+    return {"tools": tools, "result": structured, "error": error, "elapsed_s": elapsed, "pending": pending}
 
 
 async def langchain(ns: dict, tool: str, args: dict) -> dict:

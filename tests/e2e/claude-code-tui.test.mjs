@@ -5,10 +5,13 @@
 // must be what is left waiting on the screen. Its own AskUserQuestion goes through the same
 // hook. Hooks do not fire in `claude -p`, so this is the only way to see the hook work where
 // people use it. Last, him as its MCP server: the terminal declares MCP tasks, which `claude
-// -p` does not, and him's ask_text must still come back as the tool's own result.
+// -p` does not, and him's ask_text must still come back as the tool's own result; and a call
+// still running at its backgrounding point returns `pending` first (HIM_RETURN_AFTER_MS), the
+// answer typed in real Chromium's side panel reaching the model as get_answer's result.
 //
 // Needs HIM_BIN, tmux and the Claude Code CLI (see standins.mjs findClaude; written against
-// 2.1.332). Without them it skips, saying so — and fails instead under HIM_E2E=1.
+// 2.1.332), and for the `pending` test Debian's Chromium (or HIM_CHROMIUM). Without them it
+// skips, saying so — and fails instead under HIM_E2E=1.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,6 +21,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { findClaude, startAnthropicModel, startHost, stopAllHosts, toolResult, until, untilHostListens } from './standins.mjs';
 import { Terminal, haveTmux } from './tmux.mjs';
+import { PANEL_URL, everyCardArmed, launchWithExtension } from './browser.mjs';
 
 const HIM_BIN = process.env.HIM_BIN;
 const CLAUDE = findClaude();
@@ -326,14 +330,14 @@ function resultOf(name) {
  * Starts Claude Code with him as its MCP server (behind a `tee` that keeps what Claude Code
  * sends it, in the returned file), ask_text allowed, and asks it a question.
  */
-async function startClaudeWithHim(name, himEnv = {}) {
+async function startClaudeWithHim(name, himEnv = {}, claudeEnv = {}) {
   const project = path.join(tmp, name);
   const home = path.join(tmp, `home-${name}`);
   const tmuxDir = path.join(tmp, `tmux-${name}`);
   mkdirSync(project);
   mkdirSync(tmuxDir);
   mkdirSync(path.join(home, '.claude'), { recursive: true });
-  writeFileSync(path.join(home, '.claude', 'settings.json'), JSON.stringify({ permissions: { allow: ['mcp__him__ask_text'] } }));
+  writeFileSync(path.join(home, '.claude', 'settings.json'), JSON.stringify({ permissions: { allow: ['mcp__him__ask_text', 'mcp__him__get_answer'] } }));
   writeFileSync(
     path.join(home, '.claude.json'),
     JSON.stringify({
@@ -349,7 +353,7 @@ async function startClaudeWithHim(name, himEnv = {}) {
   const mcpConfig = path.join(tmp, `${name}-mcp.json`);
   const env = { HIM_BIN, HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn', ...himEnv };
   writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { him: { command: serve, args: [], env } } }));
-  model.next = askThroughHim;
+  model.next = himEnv.HIM_RETURN_AFTER_MS ? askAndCollect : askThroughHim;
   model.requests.length = 0;
   const terminal = new Terminal(tmuxDir, [CLAUDE, '--model', 'claude-sonnet-4-5', '--mcp-config', mcpConfig, '--strict-mcp-config'], {
     cwd: project,
@@ -363,6 +367,7 @@ async function startClaudeWithHim(name, himEnv = {}) {
       DISABLE_AUTOUPDATER: '1',
       // him's tools in the model's tool list itself, not behind Claude Code's tool search.
       ENABLE_TOOL_SEARCH: 'false',
+      ...claudeEnv,
     },
   });
   terminals.push(terminal);
@@ -422,5 +427,121 @@ test('under HIM_TASKS=on Claude Code gets a task, and the answer reaches the mod
   } finally {
     host.stop();
     model.next = undefined;
+  }
+});
+
+// Issue 24.3: Claude Code's terminal moves a call still running at 120 s to the background
+// (here at 20 s: CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS), and an answer that comes later reaches
+// the model only as "[SYSTEM NOTIFICATION - NOT USER INPUT]". So ask_text returns `pending`
+// before that (HIM_RETURN_AFTER_MS, here 15 s; `him config claude-code` sets 100 s), the
+// question open in the real side panel, and the model calls get_answer as next_step says; the
+// person answers at ~30 s, and the answer is get_answer's own tool result.
+
+const CHROMIUM = process.env.HIM_CHROMIUM ?? '/usr/lib/chromium/chromium';
+const QUESTION = 'Which branch should I deploy?';
+
+/** The tool_result blocks of every request the stand-in got, each with the call it answers. */
+function toolResults() {
+  const calls = new Map(model.requests.flatMap(callsIn).map((c) => [c.id, c]));
+  return model.requests
+    .flatMap((b) => b.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])))
+    .filter((c) => c.type === 'tool_result')
+    .map((r) => ({ result: r, call: calls.get(r.tool_use_id) }));
+}
+
+/** A him tool's result as the model reads it: the JSON object before Claude Code's reminders. */
+function himResult(result) {
+  try {
+    return JSON.parse(text(result).split('\n\n<system-reminder>')[0]);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The scripted model of the `pending` test: it asks with ask_text (after WaitForMcpServers,
+ * as askThroughHim), and while him's last result says `pending` it does what next_step says:
+ * get_answer with the question_id named there. Then "done".
+ */
+function askAndCollect(body) {
+  const last = body.messages?.at(-1);
+  const result = (Array.isArray(last?.content) ? last.content : []).find((c) => c.type === 'tool_result');
+  const answered = result && callsIn(body).find((c) => c.id === result.tool_use_id);
+  if (answered?.name.startsWith('mcp__him__')) {
+    const read = himResult(result);
+    const id = read?.status === 'pending' && read.next_step.match(/get_answer with question_id "([0-9a-f]+)"/)?.[1];
+    return id ? { name: 'mcp__him__get_answer', input: { question_id: id } } : null;
+  }
+  return askThroughHim(body);
+}
+
+/** The results of him's `tool` the model has got so far, read. */
+const resultsOf = (tool) => toolResults().filter((r) => r.call?.name === `mcp__him__${tool}`);
+
+const chromiumSkip = skip || (!existsSync(CHROMIUM) && `Chromium is not installed at ${CHROMIUM} (set HIM_CHROMIUM)`);
+if (chromiumSkip && !skip && process.env.HIM_E2E === '1') throw new Error(`HIM_E2E=1: ${chromiumSkip}`);
+
+test('a call past its limit returns pending before Claude Code backgrounds it, and the answer given in the panel at 30 s is get_answer\'s own result', { skip: chromiumSkip, timeout: 90_000 }, async () => {
+  const browser = await launchWithExtension({ himBin: HIM_BIN, chromiumPath: CHROMIUM, prefix: 'him-ctui-panel-' });
+  try {
+    const page = await browser.context.newPage();
+    await page.goto(PANEL_URL);
+    await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });
+    const { terminal } = await startClaudeWithHim(
+      'pending',
+      { HIM_RUNTIME_DIR: browser.runtimeDir, XDG_STATE_HOME: browser.stateHome, HIM_RETURN_AFTER_MS: '15000' },
+      { CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS: '20000' },
+    );
+    const box = page.getByRole('textbox', { name: QUESTION });
+    await box.waitFor({ timeout: 30_000 });
+    const asked = Date.now();
+
+    // At 15 s ask_text returns `pending`, which the model reads and acts on.
+    const [first] = await until('ask_text\'s result to reach the model', () => resultsOf('ask_text').length && resultsOf('ask_text'), 40_000);
+    const pending = himResult(first.result);
+    assert.equal(pending?.status, 'pending', text(first.result));
+    assert.notEqual(first.result.is_error, true);
+    // get_answer waits again, up to the same 15 s: past Claude Code's 20 s for the first call.
+    const [again] = await until('get_answer\'s first result to reach the model', () => resultsOf('get_answer').length && resultsOf('get_answer'), 40_000);
+    assert.equal(himResult(again.result)?.status, 'pending', text(again.result));
+    assert.equal(again.call.input.question_id, pending.question_id, 'the id next_step named');
+    // Claude Code's screen shows the third call to him (get_answer again) running, in the
+    // foreground: nothing was moved to the background.
+    await terminal.until(/Calling him 3 times/, 30_000);
+    assert.doesNotMatch(terminal.screen(), /background/i);
+    const waited = Date.now() - asked;
+    assert.ok(waited >= 20_000, `the answer comes after Claude Code's 20 s (${waited} ms)`);
+
+    // All the while the card stood as it was: not marked as no longer awaited, its deadline
+    // the question's own (5 min), not get_answer's 15 s.
+    const card = page.locator('article.card', { has: page.getByRole('heading', { name: QUESTION }) });
+    assert.equal(await card.getAttribute('data-kept'), null, 'not marked kept');
+    const left = (await card.locator('.card-head').textContent()).match(/(\d+):(\d\d) left/);
+    assert.ok(left && Number(left[1]) * 60 + Number(left[2]) > 180, `the question's own deadline: ${left?.[0]}`);
+    await everyCardArmed(page);
+    await box.fill('release-7');
+    await box.press('Enter');
+
+    const collected = await until(
+      'the answer to reach the model',
+      () => resultsOf('get_answer').find((r) => himResult(r.result)?.status === 'answered'),
+      30_000,
+    );
+    assert.notEqual(collected.result.is_error, true);
+    const answer = himResult(collected.result);
+    assert.equal(answer.answer, 'release-7');
+    assert.equal(answer.question_id, pending.question_id);
+    assert.equal(answer.tool, 'ask_text');
+    // Nothing reached the model as a background task's notification (as under HIM_TASKS=on).
+    const said = model.requests
+      .flatMap((b) => b.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])))
+      .map((c) => (c.type === 'tool_result' ? text(c) : (c.text ?? '')));
+    assert.deepEqual(said.filter((t) => /<task-notification>|\[SYSTEM NOTIFICATION/.test(t)), []);
+    await terminal.until(/^● done$/m);
+    assert.equal(await card.count(), 0, 'the card left the panel');
+  } finally {
+    model.next = undefined;
+    await browser.context.close().catch(() => {});
+    rmSync(browser.tmp, { recursive: true, force: true });
   }
 });

@@ -125,6 +125,11 @@ pub(super) fn openai_agents(exe: &str, wait_note: String) -> Snippet {
                  an answer given after that is kept for the agent to collect with get_answer (or \
                  by asking again). client_session_timeout_seconds={SECS} is above him's wait."
             ),
+            "Where the limit cannot be raised, \"HIM_RETURN_AFTER_MS\": \"4000\" in env makes each \
+             call return `pending` at 4 s with the question still open in the side panel; the \
+             agent then calls get_answer (as the result's next_step says), which waits again up \
+             to 4 s and returns the person's answer as its own result."
+                .into(),
             wait_note,
         ],
     }
