@@ -489,7 +489,7 @@ test('a call past its limit returns pending before Claude Code backgrounds it, a
     await page.getByRole('status').filter({ hasText: /^Connected/ }).waitFor({ timeout: 10_000 });
     const { terminal } = await startClaudeWithHim(
       'pending',
-      { HIM_RUNTIME_DIR: browser.runtimeDir, XDG_STATE_HOME: browser.stateHome, HIM_RETURN_AFTER_MS: '15000' },
+      { HIM_RUNTIME_DIR: browser.runtimeDir, HIM_STATE_DIR: browser.stateDir, HIM_RETURN_AFTER_MS: '15000' },
       { CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS: '20000' },
     );
     const box = page.getByRole('textbox', { name: QUESTION });
