@@ -83,6 +83,9 @@ pub struct HostStatus {
     /// From `welcome`: `None` from a host that takes no verdicts; `Some(true)` when its
     /// extension lets the person correct a refused answer.
     pub verdicts: Option<bool>,
+    /// The Matrix bridge (found at `runtime::matrix_socket`): a channel beside the browsers,
+    /// never counted as one.
+    pub matrix: bool,
 }
 
 struct Link {
@@ -96,6 +99,13 @@ struct Link {
 struct Entry {
     ask_frame: Bytes,
     events: mpsc::UnboundedSender<HostEvent>,
+}
+
+impl State {
+    /// Linked hosts that reach browsers (not the Matrix bridge).
+    fn browsers(&self) -> usize {
+        self.links.values().filter(|l| !l.status.matrix).count()
+    }
 }
 
 #[derive(Default)]
@@ -122,6 +132,8 @@ struct Shared {
     runtime_dirs: Vec<PathBuf>,
     /// Where SSH forwards other machines' gateways (`Located::forwarded`), if searched.
     forwarded: Option<PathBuf>,
+    /// Where a Matrix bridge listens, one per runtime directory (none for a gateway).
+    matrix_sockets: Vec<PathBuf>,
     /// Kept for channels that show who asks themselves (the loopback form).
     identity: Identity,
     hello: Bytes,
@@ -151,8 +163,13 @@ impl Shared {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Counts the browsers' hosts only: the Matrix bridge is a channel beside them.
     fn publish_link_count(&self, state: &State) {
-        self.link_count.send_replace(state.links.len());
+        self.link_count.send_replace(state.browsers());
+    }
+
+    fn is_matrix(&self, socket: &Path) -> bool {
+        self.matrix_sockets.iter().any(|s| s == socket)
     }
 }
 
@@ -163,15 +180,21 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// A pool of the hosts in `runtime_dirs` only.
+    /// A pool of the hosts in `runtime_dirs` only (and their Matrix bridges).
     pub fn new(runtime_dirs: Vec<PathBuf>, identity: Identity) -> Pool {
-        Pool::build(runtime_dirs, None, identity, None)
+        let matrix = runtime_dirs
+            .iter()
+            .map(|d| runtime::matrix_socket(d))
+            .collect();
+        Pool::build(runtime_dirs, None, matrix, identity, None)
     }
 
     /// A pool of every host §1 finds for this process: the runtime directories, and the
     /// gateways of other machines that SSH forwarded here.
     pub fn for_runtime(located: &runtime::Located, identity: Identity) -> Pool {
-        Pool::build(located.search(), located.forwarded.clone(), identity, None)
+        let search = located.search();
+        let matrix = search.iter().map(|d| runtime::matrix_socket(d)).collect();
+        Pool::build(search, located.forwarded.clone(), matrix, identity, None)
     }
 
     /// A gateway's pool: the local hosts only (never a forwarded socket, which could lead
@@ -181,12 +204,13 @@ impl Pool {
         identity: Identity,
         machine: Option<String>,
     ) -> Pool {
-        Pool::build(runtime_dirs, None, identity, machine)
+        Pool::build(runtime_dirs, None, Vec::new(), identity, machine)
     }
 
     fn build(
         runtime_dirs: Vec<PathBuf>,
         forwarded: Option<PathBuf>,
+        matrix_sockets: Vec<PathBuf>,
         identity: Identity,
         machine: Option<String>,
     ) -> Pool {
@@ -206,6 +230,7 @@ impl Pool {
             shared: Arc::new(Shared {
                 runtime_dirs,
                 forwarded,
+                matrix_sockets,
                 identity,
                 hello,
                 hello_forwarded,
@@ -224,10 +249,23 @@ impl Pool {
         &self.shared.identity
     }
 
-    /// Connects to any host not yet linked. Returns how many hosts are linked now.
+    /// Connects to any host not yet linked. Returns how many browsers' hosts are linked
+    /// now (the Matrix bridge is not one).
     pub async fn scan(&self) -> usize {
         scan(&self.shared).await;
-        self.shared.state().links.len()
+        self.shared.state().browsers()
+    }
+
+    /// The Matrix bridge, when one is linked: what it told us about itself.
+    pub fn matrix(&self) -> Option<HostStatus> {
+        let state = self.shared.state();
+        let link = state.links.values().find(|l| l.status.matrix)?;
+        Some(link.status.clone())
+    }
+
+    /// Whether `host` (as a [`HostEvent`] names it) is the Matrix bridge.
+    pub fn is_matrix(&self, host: &Path) -> bool {
+        self.shared.is_matrix(host)
     }
 
     /// Waits, up to `within`, until every linked host has answered our `hello`, so that
@@ -246,13 +284,14 @@ impl Pool {
         }
     }
 
-    /// What each linked host has told us about itself.
+    /// What each linked browser's host has told us about itself.
     pub fn hosts(&self) -> Vec<HostStatus> {
         let mut hosts: Vec<HostStatus> = self
             .shared
             .state()
             .links
             .values()
+            .filter(|l| !l.status.matrix)
             .map(|l| l.status.clone())
             .collect();
         hosts.sort_by(|a, b| a.socket.cmp(&b.socket));
@@ -271,7 +310,7 @@ impl Pool {
         // after it got the question still shows up as a change of the count.
         let (sent_to, link_count) = {
             let mut state = self.shared.state();
-            let sent_to = state.links.len();
+            let sent_to = state.browsers();
             for link in state.links.values() {
                 let _ = link.outgoing.send(ask_frame.clone());
             }
@@ -296,6 +335,7 @@ impl Pool {
             shared: self.shared.clone(),
             closed: false,
             pool_gone: false,
+            answered_by: None,
         }
     }
 
@@ -306,7 +346,7 @@ impl Pool {
         let state = self.shared.state();
         state
             .all_lost_at
-            .filter(|at| state.links.is_empty() && at.elapsed() < grace)
+            .filter(|at| state.browsers() == 0 && at.elapsed() < grace)
     }
 
     /// Withdraws every open question (the agent is going away).
@@ -365,19 +405,35 @@ pub struct Question {
     shared: Arc<Shared>,
     closed: bool,
     pool_gone: bool,
+    /// Who answered, as the Matrix bridge said (`Answer::answered_by`).
+    answered_by: Option<String>,
 }
 
 impl Question {
+    /// Who answered, when the Matrix bridge relayed the answer that ended the wait.
+    pub fn answered_by(&self) -> Option<&str> {
+        self.answered_by.as_deref()
+    }
+
+    pub fn set_answered_by(&mut self, who: Option<String>) {
+        self.answered_by = who;
+    }
+
     pub fn id(&self) -> &str {
         &self.id
     }
 
-    /// How many hosts the question was sent to when it was opened.
+    /// Whether `host` is the Matrix bridge rather than a browser's host.
+    pub fn is_matrix(&self, host: &Path) -> bool {
+        self.shared.is_matrix(host)
+    }
+
+    /// How many browsers' hosts the question was sent to when it was opened.
     pub fn sent_to(&self) -> usize {
         self.sent_to
     }
 
-    /// Hosts linked right now.
+    /// Browsers' hosts linked right now.
     pub fn hosts(&self) -> usize {
         *self.link_count.borrow()
     }
@@ -464,7 +520,7 @@ async fn rescan_while_waiting(shared: Arc<Shared>) {
 
 async fn scan(shared: &Arc<Shared>) {
     let _turn = shared.scanning.lock().await;
-    let (candidates, forwarded): (Vec<PathBuf>, Vec<PathBuf>) = {
+    let (candidates, forwarded, bridges): (Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>) = {
         let state = shared.state();
         if state.closed {
             return;
@@ -475,13 +531,19 @@ async fn scan(shared: &Arc<Shared>) {
             .flat_map(|dir| runtime::list_host_sockets(dir))
             .filter(|p| !state.links.contains_key(p))
             .collect();
+        let bridges: Vec<PathBuf> = shared
+            .matrix_sockets
+            .iter()
+            .filter(|p| !state.links.contains_key(*p) && p.exists())
+            .cloned()
+            .collect();
         let forwarded = shared
             .forwarded
             .iter()
             .flat_map(|dir| runtime::list_forwarded_sockets(dir))
             .filter(|p| !state.links.contains_key(p) && !state.spare_routes.contains(p))
             .collect();
-        (candidates, forwarded)
+        (candidates, forwarded, bridges)
     };
     // Only a private directory is trusted with connections and clean-up (DESIGN.md §1):
     // in one that others can write, a "stale socket" could be anyone's file. Checked only
@@ -505,6 +567,31 @@ async fn scan(shared: &Arc<Shared>) {
                 }
             }
             Err(err) => tracing::debug!(socket = %path.display(), "cannot use host socket: {err}"),
+        }
+    }
+    // The Matrix bridge's socket is never removed here: only the bridge that holds its
+    // folder's lock binds or removes it.
+    for path in bridges {
+        if !path.parent().is_some_and(bridge_dir_is_private) {
+            continue;
+        }
+        match connect(&path).await {
+            Ok(stream) => {
+                let mut state = shared.state();
+                let status = HostStatus {
+                    socket: path,
+                    matrix: true,
+                    ..HostStatus::default()
+                };
+                link_queue(
+                    shared,
+                    &mut state,
+                    status,
+                    stream,
+                    Some(shared.hello.clone()),
+                );
+            }
+            Err(err) => tracing::debug!(socket = %path.display(), "no Matrix bridge there: {err}"),
         }
     }
     // Forwarded gateways after the local hosts, each tried in a task of its own. The scan
@@ -634,6 +721,21 @@ pub async fn tidy_forwarded_once(dir: &Path) -> Result<Vec<PathBuf>, runtime::Ru
     Ok(blocking)
 }
 
+/// The bridge's folder and the runtime directory it is in must be ours and private.
+fn bridge_dir_is_private(dir: &Path) -> bool {
+    let uid = runtime::current_uid();
+    let runtime_dir = dir.parent().unwrap_or(dir);
+    let verdict = runtime::check_private_dir(runtime_dir, uid)
+        .and_then(|()| runtime::check_private_dir(dir, uid));
+    match verdict {
+        Ok(()) => true,
+        Err(err) => {
+            tracing::warn!("not using the Matrix bridge: {err}");
+            false
+        }
+    }
+}
+
 fn runtime_dir_is_private(runtime_dir: &Path) -> bool {
     let uid = runtime::current_uid();
     let verdict = runtime::check_private_dir(runtime_dir, uid)
@@ -757,7 +859,7 @@ async fn run_link(
     state.links.remove(&path);
     // A spare route may be the way to that gateway now.
     state.spare_routes.clear();
-    if state.links.is_empty() {
+    if state.browsers() == 0 && !shared.is_matrix(&path) {
         state.all_lost_at = Some(tokio::time::Instant::now());
     }
     shared.publish_link_count(&state);

@@ -34,6 +34,8 @@ pub enum Via {
     Http,
     /// `him ask` in the person's own terminal (`fallback/terminal.rs`).
     Terminal,
+    /// A Matrix room, through the bridge (`him matrix bridge`): the person's phone, a team.
+    Matrix,
     Chat,
     None,
 }
@@ -75,6 +77,9 @@ pub struct AskResult {
     pub auto_reject_suspected: bool,
     /// The question's id, the same on every channel.
     pub question_id: String,
+    /// Who answered, where the channel tells people apart: the answerer's Matrix ID when
+    /// `via` is `matrix`; null on every other channel (one person at their own desk).
+    pub answered_by: Option<String>,
 }
 
 /// A union, because the contract is one: a field's value has the field's type (DESIGN.md
@@ -109,7 +114,7 @@ pub struct CallContext<'a> {
 
 impl AskResult {
     /// Every field, in the contract's order (DESIGN.md §5); all are always serialised.
-    pub const FIELDS: [&'static str; 17] = [
+    pub const FIELDS: [&'static str; 18] = [
         "status",
         "via",
         "tool",
@@ -127,6 +132,7 @@ impl AskResult {
         "client_elicitation",
         "auto_reject_suspected",
         "question_id",
+        "answered_by",
     ];
 
     /// The skeleton every result starts from: nothing answered yet.
@@ -149,6 +155,7 @@ impl AskResult {
             client_elicitation: cx.client_elicitation,
             auto_reject_suspected: false,
             question_id: cx.question_id.into(),
+            answered_by: None,
         }
     }
 

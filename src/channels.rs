@@ -13,8 +13,15 @@
 //!  the terminal ─────── `him ask` run in one (beside the browser; `fallback/terminal.rs`)
 //!     │ none, or it failed
 //!     ▼
+//!  Matrix ───────────── the bridge is linked (`him matrix bridge`): wait for the phone
+//!     │ no bridge         (and the browsers) to the deadline
+//!     ▼
 //!  HIM_FALLBACK ─────── http: the loopback form (beside the browser) · return: chat · off
 //! ```
+//!
+//! The Matrix bridge is a host like a browser's, but a channel beside the browsers rather than
+//! one of them: it has every question from the start, as the browsers do, and never counts as
+//! "a browser connected", so elicitation and the terminal still come first without one.
 //!
 //! The question is opened once, here, and this module owns it to the end: the browsers'
 //! wait (`wait.rs`) runs first alone, then "beside" the next channel — while elicitation, the
@@ -198,10 +205,25 @@ pub async fn ask(
         deadline,
         reconnect_grace: config.reconnect_grace,
     };
+    if !config.runtime.dir.as_os_str().is_empty() {
+        crate::matrix_link::ensure_running(&config.runtime.dir).await;
+    }
     // Opened once: it stays open to every browser, now or later, until the chain ends.
     let mut question = pool.open(prepared.ask.clone()).await;
     let (outcome, answered_by) =
         wait::wait(pool, &mut question, form, &options, cancelled.as_mut()).await;
+    // The channel of a host's answer: the Matrix bridge's says who answered.
+    let via_host = |question: &Question, host: Option<&std::path::Path>, result: AskResult| {
+        if host.is_some_and(|h| question.is_matrix(h)) {
+            AskResult {
+                via: Via::Matrix,
+                answered_by: question.answered_by().map(str::to_owned),
+                ..result
+            }
+        } else {
+            result
+        }
+    };
     let mut reason = match outcome {
         Outcome::NoBrowser { was_connected } => if was_connected {
             "The browser went away before the person answered."
@@ -211,11 +233,8 @@ pub async fn ask(
         .to_owned(),
         other => {
             question.close(wait::withdraw_reason(&other), answered_by.as_deref());
-            return done(ask_result::from_outcome(
-                &cx(started),
-                Via::Extension,
-                other,
-            ));
+            let result = ask_result::from_outcome(&cx(started), Via::Extension, other);
+            return done(via_host(&question, answered_by.as_deref(), result));
         }
     };
 
@@ -262,12 +281,9 @@ pub async fn ask(
                         Outcome::Timeout,
                     ));
                 }
-                Race::Browser(outcome) => {
-                    return done(ask_result::from_outcome(
-                        &cx(started),
-                        Via::Extension,
-                        outcome,
-                    ));
+                Race::Browser(outcome, host) => {
+                    let result = ask_result::from_outcome(&cx(started), Via::Extension, outcome);
+                    return done(via_host(&question, host.as_deref(), result));
                 }
             }
         }
@@ -315,14 +331,40 @@ pub async fn ask(
                 (channels.notice)(format!("{} The terminal prompt is closed.", result.message));
                 return done(result);
             }
-            Race::Browser(outcome) => {
-                (channels.notice)(
-                    "The question was answered in the browser; the terminal prompt is closed."
-                        .into(),
+            Race::Browser(outcome, host) => {
+                let result = via_host(
+                    &question,
+                    host.as_deref(),
+                    ask_result::from_outcome(&cx, Via::Extension, outcome),
                 );
-                return done(ask_result::from_outcome(&cx, Via::Extension, outcome));
+                let place = if result.via == Via::Matrix {
+                    "on Matrix"
+                } else {
+                    "in the browser"
+                };
+                (channels.notice)(format!(
+                    "The question was answered {place}; the terminal prompt is closed."
+                ));
+                return done(result);
             }
         }
+    }
+
+    if pool.matrix().is_some() {
+        // The phone has had the question from the start; it is the one channel left, so the
+        // question waits for it (and any browser that comes) to the deadline.
+        let (outcome, host) = wait::beside(&mut question, form, deadline, cancelled.as_mut()).await;
+        question.close(wait::withdraw_reason(&outcome), host.as_deref());
+        let result = ask_result::from_outcome(&cx(started), Via::Matrix, outcome);
+        let result = match host {
+            Some(host) if !question.is_matrix(&host) => AskResult {
+                via: Via::Extension,
+                ..result
+            },
+            Some(host) => via_host(&question, Some(&host), result),
+            None => result,
+        };
+        return done(result);
     }
 
     if config.fallback != FallbackMode::Http {
@@ -365,7 +407,11 @@ pub async fn ask(
             ask_result::from_outcome(&cx, Via::Http, Outcome::Cancelled)
         }
         Race::Timeout => ask_result::from_outcome(&cx, Via::Http, Outcome::Timeout),
-        Race::Browser(outcome) => ask_result::from_outcome(&cx, Via::Extension, outcome),
+        Race::Browser(outcome, host) => via_host(
+            &question,
+            host.as_deref(),
+            ask_result::from_outcome(&cx, Via::Extension, outcome),
+        ),
     };
     result.form_url = Some(url);
     result.fallback = Some(FallbackMode::Http.name().into());
@@ -483,7 +529,8 @@ impl ChannelEnd for LoopbackEnd {
 
 enum Race<T> {
     Channel(T),
-    Browser(Outcome),
+    /// The browsers' (or the Matrix bridge's) outcome, and the host that answered.
+    Browser(Outcome, Option<std::path::PathBuf>),
     Timeout,
     Cancelled,
 }
@@ -515,7 +562,7 @@ async fn beside_browser<'a, T: ChannelEnd>(
             match outcome {
                 Outcome::Timeout => Race::Timeout,
                 Outcome::Cancelled => Race::Cancelled,
-                answered => Race::Browser(answered),
+                answered => Race::Browser(answered, host),
             }
         }
     };

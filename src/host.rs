@@ -222,6 +222,7 @@ where
         version: env!("CARGO_PKG_VERSION").into(),
         pid: Some(pid),
         machine: None,
+        kind: None,
     };
     run_on(|| bind(runtime_dir, pid), info, stdin, stdout, agent_stall).await
 }

@@ -34,6 +34,7 @@ pub mod host;
 pub mod install;
 pub mod link;
 pub mod logging;
+pub mod matrix_link;
 pub mod mcp;
 pub mod peer;
 pub mod permission;

@@ -8,6 +8,8 @@ use clap::Parser;
 use him::BoxError;
 use him::cli::{Cli, Command};
 
+mod matrix;
+
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     if let Some(launch) = him::role::browser_launch(&args) {
@@ -35,6 +37,7 @@ fn run(cli: Cli) -> Result<ExitCode, BoxError> {
         Command::Config(args) => him::install::config(&args),
         Command::TerminalPrompt => him::fallback::terminal::run_prompt(),
         Command::Hook(args) => him::hook::run(args),
+        Command::Matrix(args) => matrix::run(args),
         Command::Remote(args) => him::remote::run(&args),
         Command::Gateway => Ok(him::gateway::run_gateway()),
         Command::ForwardedDir(args) => him::remote::forwarded_dir(&args),

@@ -105,6 +105,11 @@ pub struct Answer {
     pub values: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Who answered, when the host can tell people apart: the Matrix ID of the answerer
+    /// that a Matrix bridge relays (trusted from a host whose `welcome` says `kind:
+    /// "matrix"` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,7 +121,14 @@ pub struct HostInfo {
     /// so an agent on another machine can say where its questions are shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
+    /// What the host reaches, when it is not a browser: `"matrix"` for the Matrix bridge
+    /// (`him matrix bridge`), a channel beside the browsers that does not count as one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
+
+/// [`HostInfo::kind`] of the Matrix bridge.
+pub const MATRIX_KIND: &str = "matrix";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExtensionInfo {

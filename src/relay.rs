@@ -445,6 +445,7 @@ mod tests {
             version: "0.0.0".into(),
             pid: Some(1),
             machine: None,
+            kind: None,
         })
     }
 
@@ -631,6 +632,7 @@ mod tests {
             action: Action::Decline,
             values: None,
             note: None,
+            answered_by: None,
         }))
         .to_vec()
     }

@@ -216,6 +216,7 @@ fn answer() -> impl Strategy<Value = Answer> {
             action,
             values,
             note,
+            answered_by: None,
         })
 }
 
@@ -238,6 +239,7 @@ fn host_info() -> impl Strategy<Value = HostInfo> {
             version,
             pid,
             machine,
+            kind: None,
         }
     })
 }

@@ -1,0 +1,556 @@
+//! `him matrix bridge`: one per user, kept by the lock in `<runtime>/matrix/`. Towards agents
+//! it is a host (the native host's relay on `<runtime>/matrix/bridge.sock`, its `welcome`
+//! saying `kind: "matrix"`); its "extension" is the room: each question is posted there
+//! (`render.rs`), and a vote or a reply of an answerer goes back as the answer, judged by
+//! the agent like any other. First answer wins across every surface, as between browsers:
+//! the agent withdraws the question here when it was answered elsewhere, and the message
+//! says so (a poll is ended).
+//!
+//! It exits once no question has been open for `HIM_MATRIX_IDLE_MS` (default 10 minutes);
+//! the next question starts it again.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use matrix_sdk::config::SyncSettings;
+use matrix_sdk::ruma::events::poll::unstable_response::OriginalSyncUnstablePollResponseEvent;
+use matrix_sdk::ruma::events::room::message::{OriginalSyncRoomMessageEvent, Relation};
+use matrix_sdk::ruma::{OwnedEventId, OwnedUserId, RoomId, UserId};
+use matrix_sdk::{Client, Room};
+use serde_json::json;
+use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
+use tokio::net::UnixListener;
+use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use him::BoxError;
+use him::form::Form;
+use him::frame::{FrameCodec, MAX_INBOUND};
+use him::host::HostError;
+use him::protocol::{
+    self, Action, Answer, ExtensionInfo, ExtensionToHost, HostInfo, HostToExtension, LabelledAsk,
+    MATRIX_KIND, PROTOCOL, WithdrawReason,
+};
+use him::runtime;
+
+use super::render::{self, Shape};
+use super::store::{self, ROOM_FIRST, RoomConfig};
+
+/// How long the bridge stays with no question open, unless `HIM_MATRIX_IDLE_MS` says.
+const IDLE: Duration = Duration::from_secs(600);
+
+/// The longest wait between two tries to reach the homeserver.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// How long one sync waits on the homeserver for news.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub fn run() -> Result<ExitCode, BoxError> {
+    him::logging::init();
+    let config = him::config::Config::from_env()?;
+    let runtime_dir = config.runtime.dir.clone();
+    if runtime_dir.as_os_str().is_empty() {
+        return Err("no runtime directory (see `him doctor`)".into());
+    }
+    let Some(lock) = him::gateway::lock_in(&runtime_dir, &runtime::matrix_dir(&runtime_dir))?
+    else {
+        tracing::info!("a Matrix bridge already runs for this user");
+        return Ok(ExitCode::SUCCESS);
+    };
+    let idle = std::env::var("HIM_MATRIX_IDLE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(IDLE, Duration::from_millis);
+    let result = super::runtime()?.block_on(serve(&runtime_dir, idle));
+    drop(lock);
+    result.map(|()| ExitCode::SUCCESS)
+}
+
+/// Binds the bridge's socket; only the lock holder calls this, so a file there is stale.
+fn bind(runtime_dir: &Path) -> Result<(UnixListener, PathBuf), HostError> {
+    let path = runtime::matrix_socket(runtime_dir);
+    let _ = std::fs::remove_file(&path);
+    let bind_err = |err| HostError::Bind {
+        path: path.clone(),
+        err,
+    };
+    let listener = UnixListener::bind(&path).map_err(bind_err)?;
+    runtime::make_socket_private(&path).map_err(bind_err)?;
+    Ok((listener, path))
+}
+
+async fn serve(runtime_dir: &Path, idle: Duration) -> Result<(), BoxError> {
+    let dir = store::dir()?;
+    let room: RoomConfig = store::read(&dir, him::matrix_link::ROOM_FILE, ROOM_FIRST)?;
+    let (host_end, bridge_end) = tokio::io::duplex(256 * 1024);
+    let (host_read, host_write) = tokio::io::split(host_end);
+    let info = HostInfo {
+        version: env!("CARGO_PKG_VERSION").into(),
+        pid: Some(std::process::id()),
+        machine: None,
+        kind: Some(MATRIX_KIND.into()),
+    };
+    // Listening first: agents link at once, and their questions wait in the pipe while the
+    // client restores its session and makes its first sync.
+    let host = him::host::run_on(
+        || bind(runtime_dir),
+        info,
+        host_read,
+        host_write,
+        him::host::AGENT_STALL,
+    );
+    let room_side = run_room(bridge_end, &dir, room, idle);
+    tokio::select! {
+        result = host => result.map_err(BoxError::from),
+        result = room_side => result,
+    }
+}
+
+/// What the room said that may answer a question.
+#[derive(Debug)]
+enum FromRoom {
+    Reply {
+        to: OwnedEventId,
+        event: OwnedEventId,
+        sender: OwnedUserId,
+        body: String,
+    },
+    Vote {
+        poll: OwnedEventId,
+        event: OwnedEventId,
+        sender: OwnedUserId,
+        answers: Vec<String>,
+    },
+}
+
+impl FromRoom {
+    fn target(&self) -> &OwnedEventId {
+        match self {
+            FromRoom::Reply { to, .. } => to,
+            FromRoom::Vote { poll, .. } => poll,
+        }
+    }
+}
+
+/// A question posted in the room.
+struct Open {
+    form: Form,
+    shape: Shape,
+    event: OwnedEventId,
+    /// The text posted, for the edit that closes it.
+    body: String,
+    /// The answerer whose answer awaits the agent's verdict, and the event that gave it.
+    judged: Option<(OwnedUserId, OwnedEventId)>,
+}
+
+struct Bridge {
+    room: Room,
+    me: OwnedUserId,
+    answerers: HashSet<OwnedUserId>,
+    to_host: FramedWrite<WriteHalf<DuplexStream>, FrameCodec>,
+    open: HashMap<String, Open>,
+    by_event: HashMap<OwnedEventId, String>,
+}
+
+async fn run_room(
+    io: DuplexStream,
+    dir: &Path,
+    config: RoomConfig,
+    idle: Duration,
+) -> Result<(), BoxError> {
+    let (read, write) = tokio::io::split(io);
+    let mut from_host: FramedRead<ReadHalf<DuplexStream>, FrameCodec> =
+        FramedRead::new(read, FrameCodec::new(MAX_INBOUND));
+    let mut to_host = FramedWrite::new(write, FrameCodec::new(MAX_INBOUND));
+    let ready = ExtensionToHost::Ready {
+        protocol: PROTOCOL,
+        extension: ExtensionInfo {
+            id: config.room_id.clone(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        browser: Some(MATRIX_KIND.into()),
+        verdicts: true,
+    };
+    to_host.send(protocol::encode(&ready)).await?;
+
+    let (client, session) = super::setup::restore(dir).await?;
+    let me = UserId::parse(&session.user_id)?;
+    let room_id = RoomId::parse(&config.room_id)?;
+    let answerers = config
+        .answerers
+        .iter()
+        .map(|u| UserId::parse(u.as_str()))
+        .collect::<Result<HashSet<_>, _>>()?;
+    let (events_tx, mut events) = mpsc::unbounded_channel::<FromRoom>();
+    add_handlers(&client, &room_id, &me, events_tx);
+    let room = first_sync(&client, &room_id).await;
+    let encrypted = room.latest_encryption_state().await?.is_encrypted();
+    if !encrypted && !config.allow_unencrypted {
+        return Err(format!(
+            "the room {room_id} is not end-to-end encrypted; him posts nothing there (run \
+             `him matrix room` again, or give it --allow-unencrypted)"
+        )
+        .into());
+    }
+    tokio::spawn(sync_forever(client.clone()));
+
+    let mut bridge = Bridge {
+        room,
+        me,
+        answerers,
+        to_host,
+        open: HashMap::new(),
+        by_event: HashMap::new(),
+    };
+    // Votes and replies to an event no open question has (yet): a question posted before a
+    // restart is asked again by its agent under the same id.
+    let mut idle_timer = Box::pin(tokio::time::sleep(idle));
+    loop {
+        tokio::select! {
+            frame = from_host.next() => match frame {
+                Some(Ok(bytes)) => bridge.host_frame(&bytes).await?,
+                _ => return Ok(()),
+            },
+            Some(event) = events.recv() => bridge.room_event(event).await?,
+            () = &mut idle_timer, if bridge.open.is_empty() => {
+                tracing::info!("no question for {} ms; the Matrix bridge exits", idle.as_millis());
+                return Ok(());
+            }
+        }
+        if !bridge.open.is_empty() {
+            idle_timer
+                .as_mut()
+                .reset(tokio::time::Instant::now() + idle);
+        }
+    }
+}
+
+/// Replies and votes in the room, from anyone but the bot, go to the bridge's loop; who
+/// may answer is judged there.
+fn add_handlers(
+    client: &Client,
+    room_id: &RoomId,
+    me: &UserId,
+    events: mpsc::UnboundedSender<FromRoom>,
+) {
+    let tx = events.clone();
+    let bot = me.to_owned();
+    client.add_room_event_handler(room_id, move |ev: OriginalSyncRoomMessageEvent| {
+        let tx = tx.clone();
+        let bot = bot.clone();
+        async move {
+            if ev.sender == bot {
+                return;
+            }
+            let to = match &ev.content.relates_to {
+                Some(Relation::Reply(reply)) => reply.in_reply_to.event_id.clone(),
+                Some(Relation::Thread(thread)) => thread.event_id.clone(),
+                _ => return,
+            };
+            let _ = tx.send(FromRoom::Reply {
+                to,
+                event: ev.event_id.clone(),
+                sender: ev.sender.clone(),
+                body: ev.content.body().to_owned(),
+            });
+        }
+    });
+    let bot = me.to_owned();
+    client.add_room_event_handler(room_id, move |ev: OriginalSyncUnstablePollResponseEvent| {
+        let tx = events.clone();
+        let bot = bot.clone();
+        async move {
+            if ev.sender == bot {
+                return;
+            }
+            let _ = tx.send(FromRoom::Vote {
+                poll: ev.content.relates_to.event_id.clone(),
+                event: ev.event_id.clone(),
+                sender: ev.sender.clone(),
+                answers: ev.content.poll_response.answers.clone(),
+            });
+        }
+    });
+}
+
+/// Syncs until the room is there (a homeserver down at the start is tried again, with
+/// backoff); returns the room.
+async fn first_sync(client: &Client, room_id: &RoomId) -> Room {
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        match client.sync_once(super::setup::once()).await {
+            Ok(_) => {
+                if let Some(room) = client.get_room(room_id) {
+                    return room;
+                }
+                tracing::warn!("the bot is not in the room {room_id}; run `him matrix room`");
+            }
+            Err(err) => tracing::warn!("cannot reach the homeserver: {err}"),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Syncs for as long as the bridge runs; the sync position is kept in the store, so a
+/// bridge started again reads what was said while it was gone.
+async fn sync_forever(client: Client) {
+    let settings = SyncSettings::default().timeout(SYNC_TIMEOUT);
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        match client.sync_once(settings.clone()).await {
+            Ok(_) => backoff = Duration::from_secs(1),
+            Err(err) => {
+                tracing::warn!(
+                    "sync failed (trying again in {} s): {err}",
+                    backoff.as_secs()
+                );
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    him::channels::unix_ms()
+}
+
+impl Bridge {
+    async fn send_host(&mut self, message: &ExtensionToHost) -> Result<(), BoxError> {
+        self.to_host.send(protocol::encode(message)).await?;
+        Ok(())
+    }
+
+    async fn host_frame(&mut self, bytes: &Bytes) -> Result<(), BoxError> {
+        let message = match protocol::decode::<HostToExtension>(bytes) {
+            Ok(message) => message,
+            Err(err) => {
+                tracing::warn!("ignoring a bad frame from the host: {err}");
+                return Ok(());
+            }
+        };
+        match message {
+            HostToExtension::Hello { .. } => {}
+            HostToExtension::Ask(ask) => self.ask(ask).await?,
+            HostToExtension::Withdraw { id, reason } => {
+                let why = match reason {
+                    WithdrawReason::Answered => "Answered elsewhere: no longer needed here.",
+                    WithdrawReason::Timeout => "Timed out: no longer needed.",
+                    WithdrawReason::Cancelled | WithdrawReason::Shutdown => {
+                        "Withdrawn by the agent: no longer needed."
+                    }
+                };
+                self.close(&id, why).await;
+            }
+            HostToExtension::Accepted { id } => {
+                let who = self
+                    .open
+                    .get(&id)
+                    .and_then(|o| o.judged.as_ref())
+                    .map(|(who, _)| who.to_string())
+                    .unwrap_or_else(|| "someone".into());
+                self.close(&id, &format!("Answered by {who}.")).await;
+            }
+            HostToExtension::Refused(refusal) => {
+                if let Some(open) = self.open.get_mut(&refusal.id)
+                    && let Some((_, event)) = open.judged.take()
+                {
+                    let text = format!(
+                        "The agent did not take that answer: {}. Answer again.",
+                        refusal.message
+                    );
+                    self.reply(&event, &text).await;
+                }
+            }
+            HostToExtension::Error {
+                id: Some(id),
+                message,
+            } => {
+                if let Some(open) = self.open.get(&id)
+                    && let Some((_, event)) = open.judged.clone()
+                {
+                    self.reply(
+                        &event,
+                        &format!("That answer did not reach the agent: {message}"),
+                    )
+                    .await;
+                }
+                self.close(&id, "No longer open.").await;
+            }
+            HostToExtension::Error { id: None, message } => {
+                tracing::warn!("the host reported: {message}");
+            }
+        }
+        Ok(())
+    }
+
+    async fn ask(&mut self, ask: LabelledAsk) -> Result<(), BoxError> {
+        let id = ask.ask.id.clone();
+        if self.open.contains_key(&id) {
+            // An agent that linked again re-sends its questions under the same ids.
+            return self.send_host(&ExtensionToHost::Shown { id }).await;
+        }
+        let form: Form = match serde_json::from_value(ask.ask.form.clone()) {
+            Ok(form) => form,
+            Err(err) => {
+                tracing::warn!(id, "a question whose form is not one: {err}");
+                return Ok(());
+            }
+        };
+        if form.permission.is_some() {
+            // Permission prompts are answered at the desk only, for now (DESIGN.md §9).
+            tracing::info!(id, "a permission prompt: not posted to Matrix");
+            return Ok(());
+        }
+        let shape = render::shape(&form);
+        let body = render::body(&ask, &form, &shape, now_ms());
+        let sent = match render::poll_content(&form, &shape, &body) {
+            Some(mut content) => {
+                content["org.matrix.msc3381.poll.start"]["question"]["org.matrix.msc1767.text"] =
+                    json!(format!(
+                        "{} {}",
+                        render::header(&ask, now_ms()),
+                        render::poll_question(&form)
+                    ));
+                self.room
+                    .send_raw("org.matrix.msc3381.poll.start", content)
+                    .await
+            }
+            None => {
+                self.room
+                    .send_raw("m.room.message", json!({"msgtype": "m.text", "body": body}))
+                    .await
+            }
+        };
+        let event = match sent {
+            Ok(sent) => sent.response.event_id,
+            Err(err) => {
+                tracing::warn!(id, "cannot post the question: {err}");
+                return Ok(());
+            }
+        };
+        tracing::info!(id, event = %event, "question posted");
+        self.by_event.insert(event.clone(), id.clone());
+        self.open.insert(
+            id.clone(),
+            Open {
+                form,
+                shape,
+                event,
+                body,
+                judged: None,
+            },
+        );
+        self.send_host(&ExtensionToHost::Shown { id }).await
+    }
+
+    async fn room_event(&mut self, event: FromRoom) -> Result<(), BoxError> {
+        let Some(id) = self.by_event.get(event.target()).cloned() else {
+            return Ok(());
+        };
+        let (sender, event_id) = match &event {
+            FromRoom::Reply { sender, event, .. } | FromRoom::Vote { sender, event, .. } => {
+                (sender.clone(), event.clone())
+            }
+        };
+        if sender == self.me {
+            return Ok(());
+        }
+        if !self.answerers.contains(&sender) {
+            tracing::info!(id, %sender, "ignored: not one of the room's answerers");
+            return Ok(());
+        }
+        let Some(open) = self.open.get(&id) else {
+            return Ok(());
+        };
+        if open.judged.is_some() {
+            // The agent is judging an earlier answer; the first one decides.
+            return Ok(());
+        }
+        let reply = match &event {
+            FromRoom::Reply { body, .. } => {
+                render::from_text(&open.shape, render::reply_text(body))
+            }
+            FromRoom::Vote { answers, .. } => render::from_vote(&open.shape, answers),
+        };
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(why) => {
+                self.reply(&event_id, &format!("{why}. Answer again."))
+                    .await;
+                return Ok(());
+            }
+        };
+        // Checked here as the agent will (bounds, options), so a poll vote that picked too
+        // few is said at once; the agent judges it again.
+        if let Err(err) = open.form.check_reply(&reply.values, reply.note.as_deref()) {
+            self.reply(&event_id, &format!("{}. Answer again.", err.message))
+                .await;
+            return Ok(());
+        }
+        if let Some(open) = self.open.get_mut(&id) {
+            open.judged = Some((sender.clone(), event_id));
+        }
+        let answer = Answer {
+            id,
+            action: Action::Submit,
+            values: Some(reply.values),
+            note: reply.note,
+            answered_by: Some(sender.to_string()),
+        };
+        self.send_host(&ExtensionToHost::Answer(answer)).await
+    }
+
+    /// Ends a question here: the message says why (a poll is ended with that text).
+    async fn close(&mut self, id: &str, why: &str) {
+        let Some(open) = self.open.remove(id) else {
+            return;
+        };
+        self.by_event.remove(&open.event);
+        let result = if matches!(open.shape, Shape::Poll { .. }) {
+            self.room
+                .send_raw(
+                    "org.matrix.msc3381.poll.end",
+                    json!({
+                        "m.relates_to": {"rel_type": "m.reference", "event_id": open.event},
+                        "org.matrix.msc3381.poll.end": {},
+                        "org.matrix.msc1767.text": why,
+                    }),
+                )
+                .await
+        } else {
+            let body = format!("{}\n\n— {why}", open.body);
+            self.room
+                .send_raw(
+                    "m.room.message",
+                    json!({
+                        "msgtype": "m.text",
+                        "body": format!("* {body}"),
+                        "m.new_content": {"msgtype": "m.text", "body": body},
+                        "m.relates_to": {"rel_type": "m.replace", "event_id": open.event},
+                    }),
+                )
+                .await
+        };
+        if let Err(err) = result {
+            tracing::warn!(id, "cannot mark the question closed in the room: {err}");
+        }
+    }
+
+    /// A short reply to `to` in the room (why an answer was not taken).
+    async fn reply(&self, to: &OwnedEventId, text: &str) {
+        let content = json!({
+            "msgtype": "m.notice",
+            "body": text,
+            "m.relates_to": {"m.in_reply_to": {"event_id": to}},
+        });
+        if let Err(err) = self.room.send_raw("m.room.message", content).await {
+            tracing::warn!("cannot reply in the room: {err}");
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! Answering from the phone: a real Synapse, the person's phone played by matrix-js-sdk with
+//! its Rust crypto in an encrypted room, the real `him` binary set up with `him matrix login`
+//! and `him matrix room`, and an agent (rmcp's client running `him serve`) that asks. The
+//! bridge is started by `him serve` itself, on demand.
+//!
+//! Each test has its own users, room, state and runtime directories; one Synapse serves the
+//! whole file (`support::matrix`). Skipped with a message when Synapse or the phone's packages
+//! are missing, except under `HIM_E2E=1`.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use support::matrix::{Phone, Synapse, him_matrix, phone_available, synapse, unique};
+use support::{Agent, FakeExtension, call, start_agent};
+
+/// One person's set-up: a bot account logged in with `him matrix login`, a room made with
+/// `him matrix room`, the phone logged in and in the room.
+struct Setup {
+    home: tempfile::TempDir,
+    bot: String,
+    room: String,
+    phone: Phone,
+}
+
+impl Setup {
+    fn runtime(&self) -> std::path::PathBuf {
+        self.home.path().join("run")
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        vec![(
+            "XDG_STATE_HOME".into(),
+            self.home.path().join("state").display().to_string(),
+        )]
+    }
+
+    async fn agent(&self, name: &str) -> Agent {
+        let env = self.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        start_agent(&self.runtime(), name, &env).await.0
+    }
+}
+
+fn private_dir(path: &Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .expect("private dir");
+}
+
+/// Logs a new bot in and makes a room with the phone's user in it; `others` are invited too
+/// (each a (name, phone) pair that joins), and `answerers` (default: every invitee) may answer.
+async fn set_up(server: &Synapse, answerers: Option<&str>) -> Setup {
+    let home = tempfile::tempdir().expect("home");
+    private_dir(&home.path().join("run"));
+    private_dir(&home.path().join("state"));
+    let mut phone = Phone::start().await;
+    let bot_name = unique("bot");
+    let me_name = unique("me");
+    let bot = phone.register(server, &bot_name, "bot-password").await;
+    let me = phone.register(server, &me_name, "me-password").await;
+    phone.login(server, &me_name, "me-password").await;
+    let password_file = home.path().join("password");
+    std::fs::write(&password_file, "bot-password\n").expect("password file");
+    let (ok, out, err) = him_matrix(
+        home.path(),
+        &[
+            "login",
+            "--homeserver",
+            &server.url,
+            "--user",
+            &bot,
+            "--password-file",
+            &password_file.display().to_string(),
+        ],
+    );
+    assert!(ok, "him matrix login failed: {out}\n{err}");
+    assert!(out.contains(&bot), "login says who it logged in: {out}");
+    assert!(!err.contains("bot-password") && !out.contains("bot-password"));
+    let mut args = vec!["room", "--invite", &me];
+    if let Some(answerers) = answerers {
+        args.extend(["--answerers", answerers]);
+    }
+    let (ok, out, err) = him_matrix(home.path(), &args);
+    assert!(ok, "him matrix room failed: {out}\n{err}");
+    let joined = phone
+        .event("the phone joining the bot's room", |e| {
+            e["event"] == "joined"
+        })
+        .await;
+    let room = joined["room"].as_str().expect("room").to_owned();
+    assert!(out.contains(&room), "room says which room: {out}");
+    Setup {
+        home,
+        bot,
+        room,
+        phone,
+    }
+}
+
+fn ready() -> Option<&'static Synapse> {
+    phone_available()?;
+    synapse()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_question_kind_is_answered_from_the_phone_by_poll_or_reply() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = s.agent("phone-test-agent").await;
+    let me = s.phone.user_id.clone();
+
+    // ask_text: a message; the answer is a reply to it.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Which *branch*?"})).await }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let body = question["content"]["body"].as_str().expect("body");
+    assert!(
+        body.contains("phone-test-agent"),
+        "the agent is named: {body}"
+    );
+    assert!(
+        body.contains("Which branch?"),
+        "Markdown as plain text: {body}"
+    );
+    assert!(body.contains("left to answer"), "time left is said: {body}");
+    s.phone.reply(&s.room, &question["event_id"], "main").await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "matrix");
+    assert_eq!(result["answer"], "main");
+    assert_eq!(result["answered_by"], me.as_str());
+    // The message now says who answered.
+    let edit = s
+        .phone
+        .event("the edit of the answered question", |e| {
+            e["content"]["m.relates_to"]["rel_type"] == "m.replace"
+                && e["content"]["m.relates_to"]["event_id"] == question["event_id"]
+        })
+        .await;
+    let edited = edit["content"]["m.new_content"]["body"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(edited.contains(&format!("Answered by {me}")), "{edited}");
+
+    // ask_choice: a poll, answered by a vote.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_choice",
+                json!({"question": "Which database?", "options": ["Postgres", "SQLite", "MySQL"]}),
+            )
+            .await
+        }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    assert_eq!(poll["type"], "org.matrix.msc3381.poll.start");
+    let start = &poll["content"]["org.matrix.msc3381.poll.start"];
+    assert_eq!(start["max_selections"], 1);
+    assert_eq!(start["answers"][1]["org.matrix.msc1767.text"], "SQLite");
+    s.phone.vote(&s.room, &poll["event_id"], &["2"]).await;
+    let result = asking.await.expect("ask_choice");
+    assert_eq!(result["via"], "matrix", "{result}");
+    assert_eq!(result["answer"], "SQLite");
+    assert_eq!(result["answered_by"], me.as_str());
+    s.phone
+        .event("the poll's end", |e| {
+            e["type"] == "org.matrix.msc3381.poll.end"
+                && e["content"]["m.relates_to"]["event_id"] == poll["event_id"]
+        })
+        .await;
+
+    // ask_choice again, answered by a text reply naming the option.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_choice",
+                json!({"question": "Which port?", "options": ["8080", "9090"]}),
+            )
+            .await
+        }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    s.phone.reply(&s.room, &poll["event_id"], "2").await;
+    let result = asking.await.expect("ask_choice by reply");
+    assert_eq!(result["answer"], "9090", "{result}");
+
+    // ask_confirm: a yes/no poll, answered by a reply.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_confirm", json!({"question": "Deploy now?"})).await }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    s.phone.reply(&s.room, &poll["event_id"], "no").await;
+    let result = asking.await.expect("ask_confirm");
+    assert_eq!(result["confirmed"], false, "{result}");
+    assert_eq!(result["via"], "matrix");
+
+    // ask_multi_select: a poll of up to `max` picks; a vote below `min` is answered with the
+    // reason and the question stays open.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(&agent, "ask_multi_select", json!({"question": "Which checks?", "options": ["lint", "test", "bench"], "min": 2, "max": 2})).await
+        }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    assert_eq!(
+        poll["content"]["org.matrix.msc3381.poll.start"]["max_selections"],
+        2
+    );
+    s.phone.vote(&s.room, &poll["event_id"], &["1"]).await;
+    let told = s
+        .phone
+        .event("the bot's reply to a vote below min", |e| {
+            e["sender"] == s.bot.as_str() && e["content"]["msgtype"] == "m.notice"
+        })
+        .await;
+    assert!(
+        told["content"]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Answer again"),
+        "{told}"
+    );
+    s.phone.vote(&s.room, &poll["event_id"], &["1", "3"]).await;
+    let result = asking.await.expect("ask_multi_select");
+    assert_eq!(result["selected"], json!(["lint", "bench"]), "{result}");
+
+    // human_input_status lists Matrix on its own, not as a browser.
+    let status = call(&agent, "human_input_status", json!({})).await;
+    assert_eq!(status["browsers"], json!([]), "{status}");
+    assert_eq!(status["matrix"]["room"], s.room.as_str());
+    assert_eq!(status["channel"], "matrix");
+    agent.cancel().await.expect("close agent");
+    s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reply_from_someone_not_among_the_answerers_is_ignored() {
+    let Some(server) = ready() else { return };
+    // The phone's user is invited but may not answer; a second account may.
+    let mut boss = Phone::start().await;
+    let boss_name = unique("boss");
+    let boss_id = boss.register(server, &boss_name, "boss-password").await;
+    let mut s = set_up(server, Some(&boss_id)).await;
+    boss.login(server, &boss_name, "boss-password").await;
+    let agent = s.agent("answerers-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Release name?"})).await }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    // Only the answerer's reply counts, though the other's came first.
+    s.phone
+        .reply(&s.room, &question["event_id"], "from the phone")
+        .await;
+    // The boss joins (the bot invited only the phone's user): the phone invites them.
+    s.phone
+        .cmd(json!({"cmd": "invite", "room": s.room, "user": boss_id}))
+        .await;
+    boss.event("the boss joining", |e| e["event"] == "joined")
+        .await;
+    boss.reply(&s.room, &question["event_id"], "from the boss")
+        .await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["answer"], "from the boss", "{result}");
+    assert_eq!(result["answered_by"], boss_id.as_str());
+    agent.cancel().await.expect("close agent");
+    s.phone.stop().await;
+    boss.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn answered_in_the_panel_first_the_message_says_so_and_the_poll_ends() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let mut panel = FakeExtension::start(&s.runtime()).await;
+    let agent = s.agent("panel-first-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_choice",
+                json!({"question": "Ship it?", "options": ["yes", "later"]}),
+            )
+            .await
+        }
+    });
+    let ask = panel.take_ask().await;
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    panel.submit(&ask["id"], json!({"choice": "later"})).await;
+    let result = asking.await.expect("ask_choice");
+    assert_eq!(result["via"], "extension", "{result}");
+    assert_eq!(result["answer"], "later");
+    assert_eq!(result["answered_by"], Value::Null);
+    let end = s
+        .phone
+        .event("the poll's end", |e| {
+            e["type"] == "org.matrix.msc3381.poll.end"
+                && e["content"]["m.relates_to"]["event_id"] == poll["event_id"]
+        })
+        .await;
+    assert!(
+        end["content"]["org.matrix.msc1767.text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Answered elsewhere"),
+        "{end}"
+    );
+    // A vote after the end answers nothing: the agent already has its answer.
+    agent.cancel().await.expect("close agent");
+    s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_room_that_is_not_encrypted_is_refused() {
+    let Some(server) = ready() else { return };
+    let home = tempfile::tempdir().expect("home");
+    private_dir(&home.path().join("run"));
+    private_dir(&home.path().join("state"));
+    let mut phone = Phone::start().await;
+    let bot_name = unique("bot");
+    let me_name = unique("me");
+    let bot = phone.register(server, &bot_name, "bot-password").await;
+    phone.register(server, &me_name, "me-password").await;
+    phone.login(server, &me_name, "me-password").await;
+    let password_file = home.path().join("password");
+    std::fs::write(&password_file, "bot-password\n").expect("password file");
+    let (ok, out, err) = him_matrix(
+        home.path(),
+        &[
+            "login",
+            "--homeserver",
+            &server.url,
+            "--user",
+            &bot,
+            "--password-file",
+            &password_file.display().to_string(),
+        ],
+    );
+    assert!(ok, "{out}\n{err}");
+    let room = phone
+        .cmd(json!({"cmd": "create_room", "invite": [bot], "encrypted": false}))
+        .await["room"]
+        .as_str()
+        .expect("room")
+        .to_owned();
+    let (ok, out, err) = him_matrix(
+        home.path(),
+        &["room", "--room", &room, "--answerers", &phone.user_id],
+    );
+    assert!(!ok, "an unencrypted room was taken: {out}");
+    assert!(err.contains("not end-to-end encrypted"), "{err}");
+    assert!(
+        err.contains("--allow-unencrypted"),
+        "the way out is named: {err}"
+    );
+    assert!(
+        !home.path().join("state/him/matrix/room.json").exists(),
+        "Matrix counts as set up after a refusal"
+    );
+    phone.stop().await;
+}
