@@ -10,6 +10,7 @@
 mod support;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use support::matrix::{Phone, Synapse, him_matrix, phone_available, synapse, unique};
@@ -36,10 +37,11 @@ impl Setup {
         )]
     }
 
-    async fn agent(&self, name: &str) -> Agent {
+    /// `him serve` under rmcp's client, shared by the calls a test runs at once.
+    async fn agent(&self, name: &str) -> Arc<Agent> {
         let env = self.env();
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        start_agent(&self.runtime(), name, &env).await.0
+        Arc::new(start_agent(&self.runtime(), name, &env).await.0)
     }
 }
 
@@ -242,7 +244,7 @@ async fn each_question_kind_is_answered_from_the_phone_by_poll_or_reply() {
     assert_eq!(status["browsers"], json!([]), "{status}");
     assert_eq!(status["matrix"]["room"], s.room.as_str());
     assert_eq!(status["channel"], "matrix");
-    agent.cancel().await.expect("close agent");
+    drop(agent);
     s.phone.stop().await;
 }
 
@@ -276,7 +278,7 @@ async fn a_reply_from_someone_not_among_the_answerers_is_ignored() {
     let result = asking.await.expect("ask_text");
     assert_eq!(result["answer"], "from the boss", "{result}");
     assert_eq!(result["answered_by"], boss_id.as_str());
-    agent.cancel().await.expect("close agent");
+    drop(agent);
     s.phone.stop().await;
     boss.stop().await;
 }
@@ -320,7 +322,7 @@ async fn answered_in_the_panel_first_the_message_says_so_and_the_poll_ends() {
         "{end}"
     );
     // A vote after the end answers nothing: the agent already has its answer.
-    agent.cancel().await.expect("close agent");
+    drop(agent);
     s.phone.stop().await;
 }
 
@@ -372,4 +374,85 @@ async fn a_room_that_is_not_encrypted_is_refused() {
         "Matrix counts as set up after a refusal"
     );
     phone.stop().await;
+}
+
+/// The pid of the bridge listening in `runtime`, as its `welcome` says.
+async fn bridge_pid(runtime: &Path) -> i32 {
+    use futures::{SinkExt, StreamExt};
+    use him::frame::{FrameCodec, MAX_INBOUND};
+    let socket = him::runtime::matrix_socket(runtime);
+    let stream = tokio::net::UnixStream::connect(&socket)
+        .await
+        .expect("the bridge listens");
+    let mut framed = tokio_util::codec::Framed::new(stream, FrameCodec::new(MAX_INBOUND));
+    let hello = json!({"type": "hello", "protocol": 1, "agent": {"name": "probe"}, "pid": std::process::id()});
+    framed
+        .send(bytes::Bytes::from(hello.to_string()))
+        .await
+        .expect("hello");
+    loop {
+        let frame = framed.next().await.expect("welcome").expect("frame");
+        let value: Value = serde_json::from_slice(&frame).expect("json");
+        if value["type"] == "welcome" {
+            assert_eq!(value["host"]["kind"], "matrix", "{value}");
+            return value["host"]["pid"].as_i64().expect("pid") as i32;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bridge_killed_while_the_person_votes_loses_nothing() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = s.agent("restart-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_choice",
+                json!({"question": "Which region?", "options": ["eu", "us"]}),
+            )
+            .await
+        }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    let pid = nix::unistd::Pid::from_raw(bridge_pid(&s.runtime()).await);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the bridge");
+    // Its parent (him serve) reaps it; until then it is not gone.
+    support::eventually("the bridge gone", || {
+        nix::sys::signal::kill(pid, None).is_err()
+    })
+    .await;
+    // The person votes while no bridge runs.
+    s.phone.vote(&s.room, &poll["event_id"], &["2"]).await;
+    let mut bridge = tokio::process::Command::new(support::him_bin())
+        .args(["matrix", "bridge"])
+        .env("XDG_STATE_HOME", s.home.path().join("state"))
+        .env("HIM_RUNTIME_DIR", s.runtime())
+        .env("HIM_LOG", "info")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the bridge again");
+    let result = asking.await.expect("ask_choice");
+    assert_eq!(result["answer"], "us", "{result}");
+    assert_eq!(result["via"], "matrix");
+    // One question in the room: the bridge started again did not post it a second time.
+    s.phone
+        .event("the poll's end", |e| {
+            e["type"] == "org.matrix.msc3381.poll.end"
+                && e["content"]["m.relates_to"]["event_id"] == poll["event_id"]
+        })
+        .await;
+    assert!(
+        !s.phone
+            .events
+            .iter()
+            .any(|e| e["type"] == "org.matrix.msc3381.poll.start"),
+        "the question was posted again: {:#?}",
+        s.phone.events
+    );
+    drop(agent);
+    let _ = bridge.kill().await;
+    s.phone.stop().await;
 }

@@ -7,7 +7,11 @@
 //! says so (a poll is ended).
 //!
 //! It exits once no question has been open for `HIM_MATRIX_IDLE_MS` (default 10 minutes);
-//! the next question starts it again.
+//! the next question starts it again. A bridge stopped while questions are open loses
+//! nothing: each posted question's event is kept in `<state>/matrix/posted.json`, the sync
+//! position in the store, so a bridge started again takes the agent's re-sent question (same
+//! id) as the one already in the room, and the votes and replies given meanwhile as its
+//! answers.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -39,6 +43,20 @@ use him::runtime;
 
 use super::render::{self, Shape};
 use super::store::{self, ROOM_FIRST, RoomConfig};
+
+/// Where each question posted and still open is kept, id → event.
+const POSTED_FILE: &str = "posted.json";
+
+/// A question in the room, as kept across restarts.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Posted {
+    event: OwnedEventId,
+    /// When its agent stops waiting (Unix ms): forgotten after.
+    until_ms: u64,
+}
+
+/// At most this many votes and replies wait for a question not yet re-sent after a restart.
+const EARLY_MAX: usize = 256;
 
 /// How long the bridge stays with no question open, unless `HIM_MATRIX_IDLE_MS` says.
 const IDLE: Duration = Duration::from_secs(600);
@@ -148,6 +166,12 @@ struct Open {
 }
 
 struct Bridge {
+    dir: PathBuf,
+    /// Questions posted and not yet closed, kept across restarts.
+    posted: HashMap<String, Posted>,
+    /// Votes and replies to an event of no open question, kept for one re-sent after a
+    /// restart.
+    early: Vec<FromRoom>,
     room: Room,
     me: OwnedUserId,
     answerers: HashSet<OwnedUserId>,
@@ -198,7 +222,12 @@ async fn run_room(
     }
     tokio::spawn(sync_forever(client.clone()));
 
+    let mut posted: HashMap<String, Posted> = store::read(dir, POSTED_FILE, "").unwrap_or_default();
+    posted.retain(|_, p| p.until_ms > now_ms());
     let mut bridge = Bridge {
+        dir: dir.to_owned(),
+        posted,
+        early: Vec::new(),
         room,
         me,
         answerers,
@@ -409,6 +438,31 @@ impl Bridge {
         }
         let shape = render::shape(&form);
         let body = render::body(&ask, &form, &shape, now_ms());
+        if let Some(event) = self.posted.get(&id).map(|p| p.event.clone()) {
+            // Posted by a bridge before this one: the same question, asked again by its
+            // agent; what the room said meanwhile answers it.
+            tracing::info!(id, event = %event, "question already in the room");
+            self.by_event.insert(event.clone(), id.clone());
+            self.open.insert(
+                id.clone(),
+                Open {
+                    form,
+                    shape,
+                    event: event.clone(),
+                    body,
+                    judged: None,
+                },
+            );
+            self.send_host(&ExtensionToHost::Shown { id }).await?;
+            let early = std::mem::take(&mut self.early);
+            let (mine, others): (Vec<_>, Vec<_>) =
+                early.into_iter().partition(|e| e.target() == &event);
+            self.early = others;
+            for event in mine {
+                Box::pin(self.room_event(event)).await?;
+            }
+            return Ok(());
+        }
         let sent = match render::poll_content(&form, &shape, &body) {
             Some(mut content) => {
                 content["org.matrix.msc3381.poll.start"]["question"]["org.matrix.msc1767.text"] =
@@ -435,6 +489,15 @@ impl Bridge {
             }
         };
         tracing::info!(id, event = %event, "question posted");
+        let until_ms = ask.ask.asked_at_ms.saturating_add(ask.ask.timeout_ms);
+        self.posted.insert(
+            id.clone(),
+            Posted {
+                event: event.clone(),
+                until_ms,
+            },
+        );
+        self.keep_posted();
         self.by_event.insert(event.clone(), id.clone());
         self.open.insert(
             id.clone(),
@@ -451,6 +514,10 @@ impl Bridge {
 
     async fn room_event(&mut self, event: FromRoom) -> Result<(), BoxError> {
         let Some(id) = self.by_event.get(event.target()).cloned() else {
+            let kept = self.posted.values().any(|p| &p.event == event.target());
+            if kept && self.early.len() < EARLY_MAX {
+                self.early.push(event);
+            }
             return Ok(());
         };
         let (sender, event_id) = match &event {
@@ -512,6 +579,8 @@ impl Bridge {
             return;
         };
         self.by_event.remove(&open.event);
+        self.posted.remove(id);
+        self.keep_posted();
         let result = if matches!(open.shape, Shape::Poll { .. }) {
             self.room
                 .send_raw(
@@ -539,6 +608,12 @@ impl Bridge {
         };
         if let Err(err) = result {
             tracing::warn!(id, "cannot mark the question closed in the room: {err}");
+        }
+    }
+
+    fn keep_posted(&self) {
+        if let Err(err) = store::write(&self.dir, POSTED_FILE, &self.posted) {
+            tracing::warn!("cannot keep the posted questions: {err}");
         }
     }
 

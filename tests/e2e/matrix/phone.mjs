@@ -13,8 +13,14 @@
 import { createHmac } from 'node:crypto';
 import { createInterface } from 'node:readline';
 
+// The SDK logs its every step through console; only warnings and errors are kept, unless
+// PHONE_LOG=debug.
+const verbose = process.env.PHONE_LOG === 'debug';
 for (const level of ['log', 'info', 'warn', 'error', 'debug', 'trace']) {
-  console[level] = (...args) => process.stderr.write(args.map(String).join(' ') + '\n');
+  const keep = verbose || level === 'warn' || level === 'error';
+  console[level] = keep
+    ? (...args) => process.stderr.write(`phone: ${args.map(String).join(' ')}\n`)
+    : () => {};
 }
 const sdk = await import('matrix-js-sdk');
 const { logger } = await import('matrix-js-sdk/lib/logger.js');
@@ -42,6 +48,20 @@ async function emitTimeline(ev, room) {
     decryption_failure: ev.isDecryptionFailure(),
     content: ev.getOriginalContent(),
   });
+}
+
+// Resolves once a sync has brought the room as joined, and its encryption (if any) is
+// configured: sending into it before that fails ("Cannot encrypt event in unconfigured room").
+async function roomReady(roomId) {
+  const ready = async () => {
+    const room = client.getRoom(roomId);
+    if (room?.getMyMembership() !== 'join') return false;
+    const encrypted = room.currentState.getStateEvents('m.room.encryption', '');
+    return !encrypted || (await client.getCrypto().isEncryptionEnabledInRoom(roomId));
+  };
+  while (!(await ready())) {
+    await new Promise((resolve) => client.once(sdk.ClientEvent.Sync, resolve));
+  }
 }
 
 async function register({ homeserver, secret, user, password }) {
@@ -84,7 +104,7 @@ async function login({ homeserver, user, password, join = true }) {
     if (member.userId !== client.getUserId()) return;
     if (member.membership === 'invite' && autojoin) {
       client.joinRoom(member.roomId).then(
-        () => out({ event: 'joined', room: member.roomId }),
+        () => roomReady(member.roomId).then(() => out({ event: 'joined', room: member.roomId })),
         (err) => process.stderr.write(`phone: cannot join ${member.roomId}: ${err}\n`),
       );
     }
@@ -131,7 +151,7 @@ const commands = {
   register,
   login,
   create_room: createRoom,
-  join: async ({ room }) => (await client.joinRoom(room), {}),
+  join: async ({ room }) => (await client.joinRoom(room), await roomReady(room), {}),
   invite: async ({ room, user }) => (await client.invite(room, user), {}),
   send,
   reply,
