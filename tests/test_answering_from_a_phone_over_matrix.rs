@@ -456,3 +456,69 @@ async fn the_bridge_killed_while_the_person_votes_loses_nothing() {
     let _ = bridge.kill().await;
     s.phone.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_password_is_never_asked_over_matrix_and_stays_open_at_the_desk() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let mut panel = FakeExtension::start(&s.runtime()).await;
+    let agent = s.agent("password-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_form",
+                json!({"title": "Database login", "fields": [
+                {"name": "password", "type": "password", "label": "Password", "required": true}]}),
+            )
+            .await
+        }
+    });
+    let ask = panel.take_ask().await;
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let body = question["content"]["body"].as_str().expect("body");
+    assert!(body.contains("never goes over Matrix"), "{body}");
+    assert!(body.contains("at your desk"), "{body}");
+    // A reply in the room is not taken: the bot says why, and the question stays open.
+    s.phone
+        .reply(&s.room, &question["event_id"], "hunter2")
+        .await;
+    let told = s
+        .phone
+        .event("the bot's reply to a password sent in the room", |e| {
+            e["sender"] == s.bot.as_str() && e["content"]["msgtype"] == "m.notice"
+        })
+        .await;
+    assert!(
+        told["content"]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("at your desk"),
+        "{told}"
+    );
+    panel
+        .submit(&ask["id"], json!({"password": "from-the-desk"}))
+        .await;
+    let result = asking.await.expect("ask_form");
+    assert_eq!(result["via"], "extension", "{result}");
+    assert_eq!(result["values"]["password"], "from-the-desk");
+    // The message then says it was answered elsewhere, and names no secret.
+    let edit = s
+        .phone
+        .event("the edit of the question", |e| {
+            e["content"]["m.relates_to"]["rel_type"] == "m.replace"
+                && e["content"]["m.relates_to"]["event_id"] == question["event_id"]
+        })
+        .await;
+    let edited = edit["content"]["m.new_content"]["body"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(edited.contains("Answered elsewhere"), "{edited}");
+    assert!(
+        !edited.contains("from-the-desk") && !edited.contains("hunter2"),
+        "{edited}"
+    );
+    drop(agent);
+    s.phone.stop().await;
+}

@@ -548,8 +548,12 @@ impl Bridge {
         let reply = match reply {
             Ok(reply) => reply,
             Err(why) => {
-                self.reply(&event_id, &format!("{why}. Answer again."))
-                    .await;
+                let text = match open.shape {
+                    // Nothing said here answers it.
+                    Shape::AtTheDesk(_) => why,
+                    _ => format!("{why}. Answer again."),
+                };
+                self.reply(&event_id, &text).await;
                 return Ok(());
             }
         };
