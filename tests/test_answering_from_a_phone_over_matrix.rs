@@ -522,3 +522,38 @@ async fn a_password_is_never_asked_over_matrix_and_stays_open_at_the_desk() {
     drop(agent);
     s.phone.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_that_times_out_says_so_in_the_room() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = s.agent("timeout-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_text",
+                json!({"question": "Anyone there?", "timeout_ms": 3000}),
+            )
+            .await
+        }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["status"], "timeout", "{result}");
+    assert_eq!(result["via"], "matrix");
+    let edit = s
+        .phone
+        .event("the edit of the timed-out question", |e| {
+            e["content"]["m.relates_to"]["rel_type"] == "m.replace"
+                && e["content"]["m.relates_to"]["event_id"] == question["event_id"]
+        })
+        .await;
+    let edited = edit["content"]["m.new_content"]["body"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(edited.contains("Timed out"), "{edited}");
+    drop(agent);
+    s.phone.stop().await;
+}
