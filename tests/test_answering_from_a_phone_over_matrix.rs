@@ -321,7 +321,21 @@ async fn answered_in_the_panel_first_the_message_says_so_and_the_poll_ends() {
             .contains("Answered elsewhere"),
         "{end}"
     );
-    // A vote after the end answers nothing: the agent already has its answer.
+    // A vote after the end is told it came too late.
+    s.phone.vote(&s.room, &poll["event_id"], &["1"]).await;
+    let told = s
+        .phone
+        .event("the bot's reply to a late vote", |e| {
+            e["sender"] == s.bot.as_str() && e["content"]["msgtype"] == "m.notice"
+        })
+        .await;
+    assert!(
+        told["content"]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Too late"),
+        "{told}"
+    );
     drop(agent);
     s.phone.stop().await;
 }

@@ -55,6 +55,9 @@ struct Posted {
     until_ms: u64,
 }
 
+/// At most this many closed questions are remembered, to tell a late answer it is late.
+const CLOSED_MAX: usize = 256;
+
 /// At most this many votes and replies wait for a question not yet re-sent after a restart.
 const EARLY_MAX: usize = 256;
 
@@ -172,6 +175,8 @@ struct Bridge {
     /// Votes and replies to an event of no open question, kept for one re-sent after a
     /// restart.
     early: Vec<FromRoom>,
+    /// Questions closed here lately, by event: why, for an answer that comes after.
+    closed: std::collections::VecDeque<(OwnedEventId, String)>,
     room: Room,
     me: OwnedUserId,
     answerers: HashSet<OwnedUserId>,
@@ -228,6 +233,7 @@ async fn run_room(
         dir: dir.to_owned(),
         posted,
         early: Vec::new(),
+        closed: std::collections::VecDeque::new(),
         room,
         me,
         answerers,
@@ -513,6 +519,26 @@ impl Bridge {
     }
 
     async fn room_event(&mut self, event: FromRoom) -> Result<(), BoxError> {
+        let late = self
+            .closed
+            .iter()
+            .find(|(e, _)| e == event.target())
+            .map(|(_, why)| why.clone());
+        if let Some(why) = late {
+            let (sender, answer) = match &event {
+                FromRoom::Reply { sender, event, .. } | FromRoom::Vote { sender, event, .. } => {
+                    (sender, event.clone())
+                }
+            };
+            if sender != &self.me && self.answerers.contains(sender) {
+                self.reply(
+                    &answer,
+                    &format!("Too late: this question is closed. {why}"),
+                )
+                .await;
+            }
+            return Ok(());
+        }
         let Some(id) = self.by_event.get(event.target()).cloned() else {
             let kept = self.posted.values().any(|p| &p.event == event.target());
             if kept && self.early.len() < EARLY_MAX {
@@ -585,6 +611,10 @@ impl Bridge {
         self.by_event.remove(&open.event);
         self.posted.remove(id);
         self.keep_posted();
+        if self.closed.len() == CLOSED_MAX {
+            self.closed.pop_front();
+        }
+        self.closed.push_back((open.event.clone(), why.to_owned()));
         let result = if matches!(open.shape, Shape::Poll { .. }) {
             self.room
                 .send_raw(
