@@ -54,17 +54,31 @@ pub async fn ensure_running(runtime_dir: &Path) {
             .ok()
     });
     let stderr = log.map_or_else(Stdio::null, Stdio::from);
-    if crate::gateway::spawn_detached(&["matrix", "bridge"], stderr).is_none() {
+    let Some(pid) = crate::gateway::spawn_detached(&["matrix", "bridge"], stderr) else {
         return;
-    }
+    };
+    let pid = nix::unistd::Pid::from_raw(pid as i32);
     let deadline = tokio::time::Instant::now() + START_WAIT;
     while tokio::time::Instant::now() < deadline {
         if answers(runtime_dir).await {
             return;
         }
+        // One that left at once (set-up incomplete, another bridge holds the lock) is not
+        // waited for: its reason is in its log, and the question goes on without it.
+        if nix::sys::signal::kill(pid, None).is_err() {
+            tracing::warn!("the Matrix bridge did not start; see {}", log_hint());
+            return;
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tracing::warn!("the Matrix bridge did not start listening within {START_WAIT:?}");
+}
+
+fn log_hint() -> String {
+    state_dir().map_or_else(
+        || "its log".to_owned(),
+        |dir| dir.join("bridge.log").display().to_string(),
+    )
 }
 
 /// Files of the Matrix state are the person's alone.

@@ -107,6 +107,8 @@ fn bind(runtime_dir: &Path) -> Result<(UnixListener, PathBuf), HostError> {
 async fn serve(runtime_dir: &Path, idle: Duration) -> Result<(), BoxError> {
     let dir = store::dir()?;
     let room: RoomConfig = store::read(&dir, him::matrix_link::ROOM_FILE, ROOM_FIRST)?;
+    // Refused before listening: agents would link to a bridge about to leave.
+    let _: store::Session = store::read(&dir, store::SESSION_FILE, store::LOGIN_FIRST)?;
     let (host_end, bridge_end) = tokio::io::duplex(256 * 1024);
     let (host_read, host_write) = tokio::io::split(host_end);
     let info = HostInfo {
