@@ -1,6 +1,7 @@
-//! `him matrix`: answering from the phone and with a team, through a Matrix room. In the
-//! binary only: the library (every other role, every test that links it) has no Matrix code,
-//! so `him serve` and the native host start and stay as small as before.
+//! `him-matrix`, run as `him matrix …`: answering from the phone and with a team, through a
+//! Matrix room. A binary of its own: `him` (every other role) and the library (every test that
+//! links it) have no Matrix code, so `him serve` and the native host start and stay as small
+//! as before; `him matrix ARGS` executes `him-matrix ARGS`, installed beside `him`.
 //!
 //! ```text
 //!  him serve / him ask ──§3 link──► <runtime>/matrix/bridge.sock ─► host side (host.rs +
@@ -23,11 +24,31 @@ mod store;
 
 use std::process::ExitCode;
 
+use clap::Parser;
 use him::BoxError;
-use him::cli::{MatrixArgs, MatrixCommand};
+use him::cli::MatrixCommand;
 
-pub fn run(args: MatrixArgs) -> Result<ExitCode, BoxError> {
-    match args.command {
+/// The same subcommands as `him matrix` (`him::cli::MatrixArgs`).
+#[derive(Debug, Parser)]
+#[command(name = "him matrix", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: MatrixCommand,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("him: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: MatrixCommand) -> Result<ExitCode, BoxError> {
+    match command {
         MatrixCommand::Login(args) => setup::login(&args),
         MatrixCommand::Room(args) => setup::room(&args),
         MatrixCommand::Bridge => bridge::run(),
