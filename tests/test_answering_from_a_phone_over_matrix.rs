@@ -31,10 +31,15 @@ impl Setup {
     }
 
     fn env(&self) -> Vec<(String, String)> {
-        vec![(
-            "XDG_STATE_HOME".into(),
-            self.home.path().join("state").display().to_string(),
-        )]
+        vec![
+            (
+                "XDG_STATE_HOME".into(),
+                self.home.path().join("state").display().to_string(),
+            ),
+            // The bridge that `him serve` starts leaves soon after the test's last question
+            // (a question asked after it left starts another).
+            ("HIM_MATRIX_IDLE_MS".into(), "5000".into()),
+        ]
     }
 
     /// `him serve` under rmcp's client, shared by the calls a test runs at once.
@@ -445,6 +450,7 @@ async fn the_bridge_killed_while_the_person_votes_loses_nothing() {
         .env("XDG_STATE_HOME", s.home.path().join("state"))
         .env("HIM_RUNTIME_DIR", s.runtime())
         .env("HIM_LOG", "info")
+        .env("HIM_MATRIX_IDLE_MS", "5000")
         .kill_on_drop(true)
         .spawn()
         .expect("start the bridge again");
