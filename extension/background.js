@@ -42,6 +42,7 @@ import { queueChanges, queueFromStorage, storageWrites, withFailedWrites } from 
 import { backoffMs, describeHostProblem } from './lib/hosterror.js';
 import { postIfOpen } from './lib/port.js';
 import { t } from './lib/i18n.js';
+import { markedString } from './lib/display.js';
 import { addRecent, dropRecent, normaliseRecent, recentEntry } from './lib/recent.js';
 
 const api = globalThis.browser ?? globalThis.chrome;
@@ -441,12 +442,14 @@ function updateBadge() {
 function notify(question) {
   if (!question || !api.notifications) return;
   if ([...panels.values()].some((visible) => visible)) return;
-  const who = agentLabel(question.agent);
+  // Names the agent's client wrote, marked as the panel draws them (lib/display.js).
+  const who = markedString(agentLabel(question.agent));
+  const project = question.project ? markedString(question.project) : null;
   api.notifications
     .create(`him:${question.id}`, {
       type: 'basic',
       iconUrl: api.runtime.getURL('icons/icon-128.png'),
-      title: question.project ? t('notificationTitleInProject', who, question.project) : t('notificationTitle', who),
+      title: project ? t('notificationTitleInProject', who, project) : t('notificationTitle', who),
       message: plainTitle(question.form.title) || t('notificationNoTitle'),
     })
     .catch(() => {});

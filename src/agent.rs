@@ -61,12 +61,21 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// The working directory's name labels the question with its project.
+    /// The working directory's name labels the question with its project (unless the
+    /// question names its own, `crate::asker`).
     pub fn with_cwd_project(agent: AgentInfo) -> Identity {
         let project = std::env::current_dir()
             .ok()
-            .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()));
+            .and_then(|dir| crate::asker::project_of_dir(&dir));
         Identity { agent, project }
+    }
+
+    /// This identity for one question that names its own project, if it does.
+    pub fn for_project(&self, project: Option<&str>) -> Identity {
+        Identity {
+            agent: self.agent.clone(),
+            project: project.map(str::to_owned).or_else(|| self.project.clone()),
+        }
     }
 }
 
@@ -99,6 +108,93 @@ struct Link {
 struct Entry {
     ask_frame: Bytes,
     events: mpsc::UnboundedSender<HostEvent>,
+    /// How to keep it should its call end unanswered; `None` for what is never kept.
+    keep: Option<KeepPlan>,
+    /// A host said the extension shows it. Only a question a browser has (shown, or sent to
+    /// a host that is linked still) is kept: one no browser had goes back to the chat.
+    shown: bool,
+}
+
+/// How a question is kept for its agent when its call ends without an answer (issue 24,
+/// `keep.rs`): the agent writes it to the answer store, then every host keeps its card.
+#[derive(Debug, Clone)]
+pub struct KeepPlan {
+    /// The answer store, or why there is none.
+    pub store: Result<crate::keep::Store, String>,
+    /// The ask tool, so a late answer comes back in its result's shape.
+    pub tool: String,
+    /// `HIM_KEEP_MS`.
+    pub keep: Duration,
+    /// Asked again from the store (`get_answer`, or the same call again): it is kept again
+    /// however this wait ends unanswered, shown or not, and leaves the store once answered.
+    pub from_store: bool,
+    /// A cancelled call keeps its question too: a client's own time limit cancels the call,
+    /// and the person may still answer. Not a task ended by `tasks/cancel`: there the agent
+    /// said it no longer wants the answer, and the question is withdrawn everywhere.
+    pub if_cancelled: bool,
+}
+
+/// Whether one of these links reaches a browser's own host, which keeps a card for a late
+/// answer: a gateway (this agent is on another machine) or a socket forwarded from one
+/// withdraws it, so a question kept only there would have nowhere to be answered.
+fn a_host_keeps<'a>(links: impl IntoIterator<Item = &'a Link>) -> bool {
+    links
+        .into_iter()
+        .any(|link| link.status.machine.is_none() && !link.status.forwarded)
+}
+
+/// What became of a question kept at the end of its call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kept {
+    /// Kept until then (Unix ms); the person's answer waits in the store.
+    Until(u64),
+    /// It could not be kept, for this reason.
+    Failed(String),
+}
+
+/// Writes question `id` (its `ask_frame`) to the store as `plan` says.
+fn keep_in_store(identity: &Identity, id: &str, ask_frame: &[u8], plan: &KeepPlan) -> Kept {
+    let store = match &plan.store {
+        Ok(store) => store,
+        Err(why) => return Kept::Failed(why.clone()),
+    };
+    let Ok(AgentToHost::Ask(ask)) = protocol::decode::<AgentToHost>(ask_frame) else {
+        return Kept::Failed("the question could not be read back".into());
+    };
+    let now = crate::channels::unix_ms();
+    let record = crate::keep::Record {
+        id: id.to_owned(),
+        tool: plan.tool.clone(),
+        form: ask.form,
+        agent: identity.agent.clone(),
+        // The question's own project, else its agent's: as the card named it.
+        project: ask.project.or_else(|| identity.project.clone()),
+        asked_at_ms: ask.asked_at_ms,
+        kept_at_ms: now,
+        until_ms: now.saturating_add(plan.keep.as_millis() as u64),
+        answer: None,
+    };
+    match store.keep(&record, now) {
+        Ok(until) => Kept::Until(until),
+        Err(err) => {
+            tracing::warn!(id, "a question was not kept: {err}");
+            Kept::Failed(err.to_string())
+        }
+    }
+}
+
+/// The withdrawal every host gets for `id`: `keep` when it was kept.
+fn withdraw_frame(id: &str, reason: WithdrawReason, kept: Option<&Kept>) -> Bytes {
+    let until = match kept {
+        Some(Kept::Until(until)) => Some(*until),
+        _ => None,
+    };
+    protocol::encode(&AgentToHost::Withdraw {
+        id: id.to_owned(),
+        reason,
+        keep: until.is_some(),
+        keep_until_ms: until,
+    })
 }
 
 impl State {
@@ -319,6 +415,8 @@ impl Pool {
                 Entry {
                     ask_frame,
                     events: events_tx,
+                    keep: None,
+                    shown: false,
                 },
             );
             if !state.scanner {
@@ -336,6 +434,7 @@ impl Pool {
             closed: false,
             pool_gone: false,
             answered_by: None,
+            kept: None,
         }
     }
 
@@ -355,13 +454,20 @@ impl Pool {
     /// when its queue's sender is dropped here. Without this, every ended HTTP session
     /// would keep a socket and two tasks per host for as long as the host runs.
     pub fn shutdown(&self) {
+        // One hold of the lock, the store written under it: a call that closes its question
+        // meanwhile must find it gone, and send nothing before these withdrawals.
         let mut state = self.shared.state();
-        let ids: Vec<String> = state.questions.drain().map(|(id, _)| id).collect();
-        for id in ids {
-            let frame = protocol::encode(&AgentToHost::Withdraw {
-                id,
-                reason: WithdrawReason::Shutdown,
-            });
+        let linked = !state.links.is_empty();
+        let host_keeps = a_host_keeps(state.links.values());
+        let entries: Vec<(String, Entry)> = state.questions.drain().collect();
+        for (id, entry) in entries {
+            // The client went away without its answers: those a browser has stay answerable.
+            let kept = entry
+                .keep
+                .as_ref()
+                .filter(|plan| plan.from_store || host_keeps && (entry.shown || linked))
+                .map(|plan| keep_in_store(&self.shared.identity, &id, &entry.ask_frame, plan));
+            let frame = withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref());
             for link in state.links.values() {
                 let _ = link.outgoing.send(frame.clone());
             }
@@ -407,6 +513,7 @@ pub struct Question {
     pool_gone: bool,
     /// Who answered, as the Matrix bridge said (`Answer::answered_by`).
     answered_by: Option<String>,
+    kept: Option<Kept>,
 }
 
 impl Question {
@@ -417,6 +524,19 @@ impl Question {
 
     pub fn set_answered_by(&mut self, who: Option<String>) {
         self.answered_by = who;
+    }
+
+    /// Keep this question as `plan` says should its call end unanswered (timed out or
+    /// cancelled) once a person saw it.
+    pub fn keep_if_unanswered(&self, plan: KeepPlan) {
+        if let Some(entry) = self.shared.state().questions.get_mut(&self.id) {
+            entry.keep = Some(plan);
+        }
+    }
+
+    /// Whether, and until when, the question was kept when it closed.
+    pub fn kept(&self) -> Option<&Kept> {
+        self.kept.as_ref()
     }
 
     pub fn id(&self) -> &str {
@@ -474,17 +594,59 @@ impl Question {
     /// Ends the question and withdraws it from every host but `answered_by`, whose answer
     /// ended it: that host is told the answer was accepted (one that takes no verdicts
     /// already forgot the question when it relayed the answer).
+    ///
+    /// Closed unanswered (`timeout`, `cancelled`), a question with a keep plan that a person
+    /// saw is kept (see [`Question::kept`]); answered, one asked again from the store leaves it.
     pub fn close(&mut self, reason: WithdrawReason, answered_by: Option<&Path>) {
+        self.close_keeping(reason, answered_by, true);
+    }
+
+    /// As [`Question::close`], never keeping it: it was not in front of the person.
+    pub fn close_unkept(&mut self, reason: WithdrawReason) {
+        self.close_keeping(reason, None, false);
+    }
+
+    fn close_keeping(
+        &mut self,
+        reason: WithdrawReason,
+        answered_by: Option<&Path>,
+        may_keep: bool,
+    ) {
         if self.closed {
             return;
         }
         self.closed = true;
+        // One hold of the lock, as in `Pool::shutdown`: the store is written under it.
         let mut state = self.shared.state();
-        state.questions.remove(&self.id);
-        let frame = protocol::encode(&AgentToHost::Withdraw {
-            id: self.id.clone(),
-            reason,
-        });
+        let entry = state.questions.remove(&self.id);
+        let linked = !state.links.is_empty();
+        let host_keeps = a_host_keeps(state.links.values());
+        if let Some(Entry {
+            keep: Some(plan),
+            shown,
+            ask_frame,
+            ..
+        }) = &entry
+        {
+            let unanswered = reason == WithdrawReason::Timeout
+                || (reason == WithdrawReason::Cancelled && plan.if_cancelled);
+            if may_keep && unanswered && (plan.from_store || host_keeps && (*shown || linked)) {
+                self.kept = Some(keep_in_store(
+                    &self.shared.identity,
+                    &self.id,
+                    ask_frame,
+                    plan,
+                ));
+            } else if plan.from_store
+                && (reason == WithdrawReason::Answered
+                    || reason == WithdrawReason::Cancelled && !plan.if_cancelled)
+                && let Ok(store) = &plan.store
+            {
+                // Answered, or a task cancelled by its agent: the question is over.
+                store.remove(&self.id);
+            }
+        }
+        let frame = withdraw_frame(&self.id, reason, self.kept.as_ref());
         for (path, link) in &state.links {
             if Some(path.as_path()) != answered_by {
                 let _ = link.outgoing.send(frame.clone());
@@ -500,7 +662,8 @@ impl Question {
 
 impl Drop for Question {
     fn drop(&mut self) {
-        self.close(WithdrawReason::Cancelled, None);
+        // Dropped without a word (the question went back to the chat): nothing is kept.
+        self.close_keeping(WithdrawReason::Cancelled, None, false);
     }
 }
 
@@ -923,6 +1086,9 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
             shared.welcomes.send_replace(());
         }
         HostToAgent::Shown { id } => {
+            if let Some(entry) = state.questions.get_mut(&id) {
+                entry.shown = true;
+            }
             to_question(
                 &state,
                 &id,

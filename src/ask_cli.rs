@@ -22,7 +22,22 @@ const EXIT_BAD_ARGUMENTS: u8 = 2;
 
 pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
     crate::logging::init();
-    let (tool, form, form_timeout_ms) = match build_form(args.kind) {
+    let kind = match (args.kind, &args.answer_of) {
+        (None, Some(id)) => return answer_of(id, args.timeout_ms),
+        (Some(kind), None) => kind,
+        (Some(_), Some(_)) => {
+            eprintln!("him ask: give either a question or --answer-of, not both");
+            return Ok(ExitCode::from(EXIT_BAD_ARGUMENTS));
+        }
+        (None, None) => {
+            eprintln!(
+                "him ask: say what to ask (text, choice, multi, confirm, form), or give \
+                 --answer-of QUESTION_ID"
+            );
+            return Ok(ExitCode::from(EXIT_BAD_ARGUMENTS));
+        }
+    };
+    let (tool, form, form_timeout_ms) = match build_form(kind) {
         Ok(built) => built,
         Err(err) => {
             eprintln!("him ask: {err}");
@@ -45,12 +60,7 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
         .enable_all()
         .build()?;
     let result = runtime.block_on(async {
-        let agent = AgentInfo {
-            name: "him ask".into(),
-            title: None,
-            version: Some(env!("CARGO_PKG_VERSION").into()),
-        };
-        let pool = Pool::for_runtime(&config.runtime, Identity::with_cwd_project(agent));
+        let pool = Pool::for_runtime(&config.runtime, Identity::with_cwd_project(him_ask()));
         // Ctrl-C withdraws the question rather than leaving it in the panel; so does
         // SIGTERM (`timeout`, a script's kill), which also gives a terminal prompt the chance
         // to put the terminal back.
@@ -79,6 +89,59 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `him ask --answer-of ID`: get_answer from a shell. Prints the result as JSON; exit 0
+/// when it holds the person's answer.
+fn answer_of(id: &str, timeout_ms: Option<u64>) -> Result<ExitCode, BoxError> {
+    let config = Config::from_env()?;
+    let wait = match timeout_ms {
+        Some(0) => std::time::Duration::ZERO,
+        given => config.wait_for(given),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(async {
+        let pool = Pool::for_runtime(&config.runtime, Identity::with_cwd_project(him_ask()));
+        let interrupted = crate::mcp::http::shutdown_signal();
+        let result = crate::late::get_answer(
+            &pool,
+            &config,
+            id,
+            wait,
+            crate::ask_result::Collect::AnswerOf,
+            false,
+            interrupted,
+        )
+        .await;
+        pool.close(crate::agent::EXIT_WAIT).await;
+        result
+    });
+    let result = match result {
+        Ok(result) => result,
+        Err(err) => {
+            eprintln!("him ask: --answer-of: {}", err.message);
+            return Ok(ExitCode::from(EXIT_BAD_ARGUMENTS));
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut stdout, &result)?;
+    writeln!(stdout)?;
+    Ok(if result.is_answered() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn him_ask() -> AgentInfo {
+    AgentInfo {
+        name: "him ask".into(),
+        title: None,
+        version: Some(env!("CARGO_PKG_VERSION").into()),
+        via: None,
+    }
 }
 
 /// The form to ask, and the wait its JSON names (only `him ask form` has one).

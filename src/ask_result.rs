@@ -23,6 +23,12 @@ pub enum Status {
     InvalidResponse,
     Unsupported,
     Error,
+    /// get_answer: the question is still open in the person's browser, unanswered.
+    Pending,
+    /// get_answer: the question was kept, and its time (HIM_KEEP_MS) ran out unanswered.
+    Expired,
+    /// get_answer: nothing is kept under that id (collected already, or never kept).
+    Unknown,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -80,6 +86,11 @@ pub struct AskResult {
     /// Who answered, where the channel tells people apart: the answerer's Matrix ID when
     /// `via` is `matrix`; null on every other channel (one person at their own desk).
     pub answered_by: Option<String>,
+    /// The answer was given after the call that asked had ended, and kept for you: it
+    /// predates this call (get_answer, or the same question asked again).
+    pub late: bool,
+    /// When the person answered (RFC 3339, UTC), for a late answer.
+    pub answered_at: Option<String>,
 }
 
 /// A union, because the contract is one: a field's value has the field's type (DESIGN.md
@@ -114,7 +125,7 @@ pub struct CallContext<'a> {
 
 impl AskResult {
     /// Every field, in the contract's order (DESIGN.md §5); all are always serialised.
-    pub const FIELDS: [&'static str; 18] = [
+    pub const FIELDS: [&'static str; 20] = [
         "status",
         "via",
         "tool",
@@ -133,6 +144,8 @@ impl AskResult {
         "auto_reject_suspected",
         "question_id",
         "answered_by",
+        "late",
+        "answered_at",
     ];
 
     /// The skeleton every result starts from: nothing answered yet.
@@ -156,6 +169,8 @@ impl AskResult {
             auto_reject_suspected: false,
             question_id: cx.question_id.into(),
             answered_by: None,
+            late: false,
+            answered_at: None,
         }
     }
 
@@ -172,48 +187,125 @@ pub fn from_outcome(cx: &CallContext<'_>, via: Via, outcome: Outcome) -> AskResu
         Outcome::Declined { note } => AskResult {
             free_text: note,
             message: "The person declined to answer.".into(),
-            next_step: "Respect the decline: do not ask the same thing again right away; continue \
-                        without it or explain in chat why you need it."
+            next_step: "Respect the decline as a no: do not do what you asked about, and do not \
+                        ask the same thing again right away; continue without it or explain in \
+                        chat why you need it."
                 .into(),
             ..AskResult::blank(cx, Status::Declined, via)
         },
         Outcome::Dismissed => AskResult {
             message: "The person closed the question without answering.".into(),
-            next_step: "Do not assume an answer; ask in chat whether to continue.".into(),
+            next_step: "Nothing was answered, and that is no consent: do not assume an answer; \
+                        ask in chat whether to continue."
+                .into(),
             ..AskResult::blank(cx, Status::Cancelled, via)
         },
         Outcome::Invalid(err) => AskResult {
             message: format!("The reply did not fit the question and was discarded: {err}."),
-            next_step: format!("Do not use this reply; call {tool} again or ask in chat."),
+            next_step: format!(
+                "Do not use this reply and do not act as if answered; call {tool} again or ask \
+                 in chat."
+            ),
             ..AskResult::blank(cx, Status::InvalidResponse, via)
         },
         Outcome::Timeout => AskResult {
             message: format!("No answer within {} s.", cx.elapsed_ms / 1000),
-            next_step: "Do not guess on anything destructive or irreversible; ask again later or \
-                        in chat."
-                .into(),
+            next_step: format!("{NOT_CONSENT} Ask again later or in chat."),
             ..AskResult::blank(cx, Status::Timeout, via)
         },
         Outcome::Cancelled => AskResult {
             message: "The call was cancelled before the person answered; the question was \
                       withdrawn."
                 .into(),
-            next_step: "Nothing was answered; ask again only if it is still needed.".into(),
+            next_step: format!("{NOT_CONSENT} Ask again only if it is still needed."),
             ..AskResult::blank(cx, Status::Cancelled, via)
         },
         Outcome::Refused(reason) => AskResult {
             message: format!("The browser could not show the question: {reason}."),
-            next_step: "Do not send the same question again at once: ask a shorter one, or wait \
-                        until the person has answered the questions already waiting, or ask in \
-                        chat."
+            next_step: "Nothing was answered: do not act as if it were. Do not send the same \
+                        question again at once: ask a shorter one, or wait until the person has \
+                        answered the questions already waiting, or ask in chat."
                 .into(),
             ..AskResult::blank(cx, Status::Error, via)
         },
         Outcome::NoBrowser { .. } => AskResult {
             message: "No browser side panel is connected.".into(),
-            next_step: "Ask the person in chat.".into(),
+            next_step: "Nothing was answered: ask the person in chat, and wait for their reply \
+                        before you act on it."
+                .into(),
             ..AskResult::blank(cx, Status::Unsupported, Via::None)
         },
+    }
+}
+
+/// The rule every unanswered result starts from (README: "A timeout halts").
+pub const NOT_CONSENT: &str = "No answer is not consent: do not guess, and do not do what you \
+                               asked about.";
+
+/// How an agent collects a late answer: the MCP tool, or `him ask` from a shell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collect {
+    GetAnswer,
+    AnswerOf,
+}
+
+impl Collect {
+    /// The instruction, naming the question's id.
+    pub fn how(self, id: &str) -> String {
+        match self {
+            Collect::GetAnswer => format!("call get_answer with question_id \"{id}\""),
+            Collect::AnswerOf => format!("run `him ask --answer-of {id}`"),
+        }
+    }
+}
+
+/// Says, on a result that ended unanswered (timeout, cancelled), whether the question was
+/// kept for a late answer and how to collect it, or why it could not be kept.
+pub fn note_kept(result: &mut AskResult, kept: Option<&crate::agent::Kept>, collect: Collect) {
+    if !matches!(result.status, Status::Timeout | Status::Cancelled) {
+        return;
+    }
+    let id = result.question_id.clone();
+    match kept {
+        Some(crate::agent::Kept::Until(until)) => {
+            result.message = format!(
+                "{} The question stays open in the person's browser until {}, marked as no \
+                 longer awaited; their answer will be kept for you (question_id {id}).",
+                result.message,
+                crate::keep::rfc3339(*until)
+            );
+            result.next_step = format!(
+                "{NOT_CONSENT} Later, {} to collect the person's answer (or ask the same \
+                 question again: a kept answer comes back at once), or ask in chat.",
+                collect.how(&id)
+            );
+        }
+        Some(crate::agent::Kept::Failed(why)) => {
+            result.message = format!(
+                "{} It could not be kept for a late answer: {why}.",
+                result.message
+            );
+            result.next_step = format!(
+                "{NOT_CONSENT} A late answer cannot be kept, because {why}: ask again later or \
+                 in chat (and fix the state folder, or set HIM_KEEP_MS=0 to stop keeping)."
+            );
+        }
+        None => {}
+    }
+}
+
+/// A result that is not about an answer: the question is still open (`pending`), or
+/// expired, or unknown (get_answer).
+pub fn unanswered(
+    cx: &CallContext<'_>,
+    status: Status,
+    message: String,
+    next_step: String,
+) -> AskResult {
+    AskResult {
+        message,
+        next_step,
+        ..AskResult::blank(cx, status, Via::None)
     }
 }
 
@@ -447,7 +539,7 @@ mod tests {
         }
         assert_eq!(json.as_object().unwrap().len(), AskResult::FIELDS.len());
         assert_eq!(json["status"], "timeout");
-        assert!(result.next_step.contains("destructive"));
+        assert!(result.next_step.contains("No answer is not consent"));
     }
 
     #[test]

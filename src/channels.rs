@@ -37,7 +37,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Pool, Question};
-use crate::ask_result::{self, AskResult, CallContext, Via};
+use crate::ask_result::{self, AskResult, CallContext, Collect, Via};
 use crate::config::{Config, FallbackMode};
 use crate::fallback::loopback::{Loopback, LoopbackEnd};
 use crate::fallback::opener;
@@ -61,6 +61,8 @@ pub struct Prepared {
     pub form: Form,
     pub tool: ToolKind,
     pub timeout: Duration,
+    /// The project this question names, when not its agent's (`crate::asker`).
+    pub project: Option<String>,
 }
 
 #[derive(Debug)]
@@ -92,9 +94,25 @@ pub fn unix_ms() -> u64 {
 }
 
 pub fn prepare(tool: ToolKind, form: Form, timeout: Duration) -> Result<Prepared, PrepareError> {
+    prepare_in(tool, form, timeout, None)
+}
+
+/// As [`prepare`], for a question that names its own `project` (over the agent's `hello`).
+pub fn prepare_in(
+    tool: ToolKind,
+    form: Form,
+    timeout: Duration,
+    project: Option<String>,
+) -> Result<Prepared, PrepareError> {
     let id = crate::random::question_id().map_err(PrepareError::NoRandomness)?;
     let asked_at_ms = unix_ms();
-    let ask = AskFrame::encode(id, &form, timeout.as_millis() as u64, asked_at_ms);
+    let ask = AskFrame::encode(
+        id,
+        &form,
+        timeout.as_millis() as u64,
+        asked_at_ms,
+        project.as_deref(),
+    );
     let size = ask.bytes.len();
     if size > MAX_ASK_BYTES {
         let argument = if tool == ToolKind::Form {
@@ -117,6 +135,7 @@ pub fn prepare(tool: ToolKind, form: Form, timeout: Duration) -> Result<Prepared
         form,
         tool,
         timeout,
+        project,
     })
 }
 
@@ -154,6 +173,10 @@ pub struct Channels<'a> {
     pub terminal: Option<Terminal>,
     /// Tells the agent's side something at once (the loopback form's URL).
     pub notice: Box<dyn Fn(String) + Send + Sync + 'a>,
+    /// How the agent collects a late answer (named in an unanswered result).
+    pub collect: Collect,
+    /// Whether a cancelled call keeps its question (see `KeepPlan::if_cancelled`).
+    pub keep_if_cancelled: bool,
 }
 
 impl<'a> Channels<'a> {
@@ -167,6 +190,8 @@ impl<'a> Channels<'a> {
             elicitation: Elicitation::None,
             terminal,
             notice,
+            collect: Collect::AnswerOf,
+            keep_if_cancelled: true,
         }
     }
 }
@@ -181,12 +206,49 @@ pub enum Asked {
 }
 
 /// Asks the person through the channel chain and returns the finished result. `cancelled`
-/// resolves when the caller gives up.
+/// resolves when the caller gives up. A question that ends unanswered after a person saw
+/// it is kept for a late answer (`late.rs`), and the result says how to collect it; the
+/// same question asked again returns its kept answer, or waits on the kept question.
 pub async fn ask(
+    pool: &Pool,
+    config: &Config,
+    mut prepared: Box<Prepared>,
+    channels: Channels<'_>,
+    cancelled: impl Future<Output = ()>,
+) -> Asked {
+    let collect = channels.collect;
+    let mut plan = crate::late::plan(config, &prepared);
+    if let Some(plan) = &mut plan
+        && let Some(late) =
+            crate::late::same_again(pool, plan, &mut prepared, channels.client_elicitation)
+    {
+        return Asked::Done(Box::new(late));
+    }
+    if !config.runtime.dir.as_os_str().is_empty() {
+        crate::matrix_link::ensure_running(&config.runtime.dir).await;
+    }
+    // Opened once: it stays open to every browser, now or later, until the chain ends.
+    let mut question = pool.open(prepared.ask.clone()).await;
+    if let Some(mut plan) = plan {
+        plan.if_cancelled = channels.keep_if_cancelled;
+        question.keep_if_unanswered(plan);
+    }
+    match chain(pool, config, prepared, channels, &mut question, cancelled).await {
+        Asked::Done(mut result) => {
+            ask_result::note_kept(&mut result, question.kept(), collect);
+            Asked::Done(result)
+        }
+        other => other,
+    }
+}
+
+/// The channel chain for `question`, opened on `pool`.
+async fn chain(
     pool: &Pool,
     config: &Config,
     prepared: Box<Prepared>,
     channels: Channels<'_>,
+    question: &mut Question,
     cancelled: impl Future<Output = ()>,
 ) -> Asked {
     let started = Instant::now();
@@ -205,25 +267,8 @@ pub async fn ask(
         deadline,
         reconnect_grace: config.reconnect_grace,
     };
-    if !config.runtime.dir.as_os_str().is_empty() {
-        crate::matrix_link::ensure_running(&config.runtime.dir).await;
-    }
-    // Opened once: it stays open to every browser, now or later, until the chain ends.
-    let mut question = pool.open(prepared.ask.clone()).await;
     let (outcome, answered_by) =
-        wait::wait(pool, &mut question, form, &options, cancelled.as_mut()).await;
-    // The channel of a host's answer: the Matrix bridge's says who answered.
-    let via_host = |question: &Question, host: Option<&std::path::Path>, result: AskResult| {
-        if host.is_some_and(|h| question.is_matrix(h)) {
-            AskResult {
-                via: Via::Matrix,
-                answered_by: question.answered_by().map(str::to_owned),
-                ..result
-            }
-        } else {
-            result
-        }
-    };
+        wait::wait(pool, question, form, &options, cancelled.as_mut()).await;
     let mut reason = match outcome {
         Outcome::NoBrowser { was_connected } => if was_connected {
             "The browser went away before the person answered."
@@ -232,9 +277,9 @@ pub async fn ask(
         }
         .to_owned(),
         other => {
-            question.close(wait::withdraw_reason(&other), answered_by.as_deref());
+            wait::close_as(question, &other, answered_by.as_deref());
             let result = ask_result::from_outcome(&cx(started), Via::Extension, other);
-            return done(via_host(&question, answered_by.as_deref(), result));
+            return done(via_host(question, answered_by.as_deref(), result));
         }
     };
 
@@ -247,13 +292,7 @@ pub async fn ask(
         Elicitation::OnRetry if elicitable => return Asked::InputRequired(prepared),
         Elicitation::Request(request) if elicitable => {
             let shown = Instant::now();
-            let race = beside_browser(
-                &mut question,
-                &prepared,
-                deadline,
-                cancelled.as_mut(),
-                request,
-            );
+            let race = beside_browser(question, &prepared, deadline, cancelled.as_mut(), request);
             match race.await {
                 Race::Channel(ElicitEnd::Reply(answer)) => {
                     return done(elicitation_result(
@@ -283,7 +322,7 @@ pub async fn ask(
                 }
                 Race::Browser(outcome, host) => {
                     let result = ask_result::from_outcome(&cx(started), Via::Extension, outcome);
-                    return done(via_host(&question, host.as_deref(), result));
+                    return done(via_host(question, host.as_deref(), result));
                 }
             }
         }
@@ -299,7 +338,7 @@ pub async fn ask(
                 .as_millis() as u64,
         };
         let race = beside_browser(
-            &mut question,
+            question,
             &prepared,
             deadline,
             cancelled.as_mut(),
@@ -333,7 +372,7 @@ pub async fn ask(
             }
             Race::Browser(outcome, host) => {
                 let result = via_host(
-                    &question,
+                    question,
                     host.as_deref(),
                     ask_result::from_outcome(&cx, Via::Extension, outcome),
                 );
@@ -353,15 +392,15 @@ pub async fn ask(
     if pool.matrix().is_some() {
         // The phone has had the question from the start; it is the one channel left, so the
         // question waits for it (and any browser that comes) to the deadline.
-        let (outcome, host) = wait::beside(&mut question, form, deadline, cancelled.as_mut()).await;
-        question.close(wait::withdraw_reason(&outcome), host.as_deref());
+        let (outcome, host) = wait::beside(question, form, deadline, cancelled.as_mut()).await;
+        wait::close_as(question, &outcome, host.as_deref());
         let result = ask_result::from_outcome(&cx(started), Via::Matrix, outcome);
         let result = match host {
             Some(host) if !question.is_matrix(&host) => AskResult {
                 via: Via::Extension,
                 ..result
             },
-            Some(host) => via_host(&question, Some(&host), result),
+            Some(host) => via_host(question, Some(&host), result),
             None => result,
         };
         return done(result);
@@ -370,7 +409,8 @@ pub async fn ask(
     if config.fallback != FallbackMode::Http {
         return done(fallback(&cx(started), config.fallback, &reason));
     }
-    let loopback = match Loopback::bind(form, &prepared.ask.id, pool.identity(), deadline).await {
+    let asker = pool.identity().for_project(prepared.project.as_deref());
+    let loopback = match Loopback::bind(form, &prepared.ask.id, &asker, deadline).await {
         Ok(loopback) => loopback,
         Err(err) => {
             tracing::warn!("the loopback form could not start: {err}");
@@ -390,7 +430,7 @@ pub async fn ask(
     let told = format!("{reason} Answer in the browser: {url}");
     let notice = &channels.notice;
     let race = beside_browser(
-        &mut question,
+        question,
         &prepared,
         deadline,
         cancelled.as_mut(),
@@ -408,7 +448,7 @@ pub async fn ask(
         }
         Race::Timeout => ask_result::from_outcome(&cx, Via::Http, Outcome::Timeout),
         Race::Browser(outcome, host) => via_host(
-            &question,
+            question,
             host.as_deref(),
             ask_result::from_outcome(&cx, Via::Extension, outcome),
         ),
@@ -416,6 +456,24 @@ pub async fn ask(
     result.form_url = Some(url);
     result.fallback = Some(FallbackMode::Http.name().into());
     done(result)
+}
+
+/// `result` as the host that answered gives it: the Matrix bridge's answer is `via: "matrix"`
+/// and says who answered; a browser's is left as it is.
+pub fn via_host(
+    question: &Question,
+    host: Option<&std::path::Path>,
+    result: AskResult,
+) -> AskResult {
+    if host.is_some_and(|h| question.is_matrix(h)) {
+        AskResult {
+            via: Via::Matrix,
+            answered_by: question.answered_by().map(str::to_owned),
+            ..result
+        }
+    } else {
+        result
+    }
 }
 
 /// Serves the loopback form while its opener is judged (`opener::Verdict`): once the page is
@@ -558,7 +616,7 @@ async fn beside_browser<'a, T: ChannelEnd>(
             return Race::Channel(end);
         }
         (outcome, host) = wait::beside(question, &prepared.form, deadline, cancelled) => {
-            question.close(wait::withdraw_reason(&outcome), host.as_deref());
+            wait::close_as(question, &outcome, host.as_deref());
             match outcome {
                 Outcome::Timeout => Race::Timeout,
                 Outcome::Cancelled => Race::Cancelled,

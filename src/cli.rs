@@ -189,7 +189,12 @@ pub struct ServeArgs {
 #[derive(Debug, Args)]
 pub struct AskArgs {
     #[command(subcommand)]
-    pub kind: AskKind,
+    pub kind: Option<AskKind>,
+    /// Instead of asking: collect the person's answer to an earlier question whose call
+    /// ended unanswered (the question_id its result named), waiting up to --timeout-ms while
+    /// it is still open (0: look only).
+    #[arg(long, value_name = "QUESTION_ID", conflicts_with = "no_tty")]
+    pub answer_of: Option<String>,
     /// How long to wait for the person, in milliseconds (default: HIM_TIMEOUT_MS).
     #[arg(long, global = true, value_name = "MS")]
     pub timeout_ms: Option<u64>,
@@ -300,9 +305,21 @@ pub enum Client {
     Codex,
     Gemini,
     Windsurf,
+    /// OpenCode: an `mcp` block in opencode.json (it ignores `mcpServers`).
+    Opencode,
+    /// Qwen Code: `mcpServers` in ~/.qwen/settings.json.
+    Qwen,
     Http,
     /// MCP SuperAssistant (web chats), which cannot send headers: a URL with a path token.
     Superassistant,
+    /// fast-agent's `fastagent.config.yaml` (YAML).
+    FastAgent,
+    /// LangChain's `langchain-mcp-adapters` (`MultiServerMCPClient`), a Python snippet.
+    Langchain,
+    /// The OpenAI Agents SDK (`MCPServerStdio`), a Python snippet.
+    OpenaiAgents,
+    /// Pydantic AI (`MCPToolset`), a Python snippet.
+    PydanticAi,
 }
 
 #[derive(Debug, Args)]

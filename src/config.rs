@@ -25,19 +25,48 @@ impl FallbackMode {
     }
 }
 
+/// Which clients that declare the MCP tasks extension get a task from an ask tool
+/// (`HIM_TASKS`, `mcp/tasks.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TasksMode {
+    /// Every one but Claude Code, whose terminal UI (2.1.332) moves a task to the background
+    /// at once and hands its result to the model marked as not the user's input.
+    Auto,
+    /// Every one.
+    On,
+    /// None: every call blocks, as for a client that declares nothing.
+    Off,
+}
+
+impl TasksMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            TasksMode::Auto => "auto",
+            TasksMode::On => "on",
+            TasksMode::Off => "off",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub timeout: Duration,
     pub fallback: FallbackMode,
+    pub tasks: TasksMode,
     pub auto_reject: Duration,
     pub heartbeat: Duration,
     pub reconnect_grace: Duration,
+    /// How long a question whose call ended unanswered stays answerable, its answer kept
+    /// for the agent (`HIM_KEEP_MS`; zero keeps nothing).
+    pub keep: Duration,
     /// Where hosts listen and agents look (DESIGN.md §1).
     pub runtime: Located,
 }
 
 pub const MIN_WAIT: Duration = Duration::from_secs(1);
 pub const MAX_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
+/// The longest a question is kept for its agent (`HIM_KEEP_MS`).
+pub const MAX_KEEP: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
 /// A `HIM_*_MS` variable: `default` when unset or blank, else a whole number of
 /// milliseconds.
@@ -112,9 +141,22 @@ impl Config {
                 });
             }
         };
+        let tasks = match lookup("HIM_TASKS").as_deref().map(str::trim) {
+            None | Some("") | Some("auto") => TasksMode::Auto,
+            Some("on") => TasksMode::On,
+            Some("off") => TasksMode::Off,
+            Some(other) => {
+                return Err(ConfigError {
+                    variable: "HIM_TASKS",
+                    value: other.to_owned(),
+                    expected: "auto, on or off",
+                });
+            }
+        };
         Ok(Config {
             timeout: clamp_wait(millis("HIM_TIMEOUT_MS", 300_000)?),
             fallback,
+            tasks,
             auto_reject: Duration::from_millis(millis("HIM_AUTO_REJECT_MS", 400)?),
             // A zero period would spin; 100 ms is already far more often than any client needs.
             heartbeat: Duration::from_millis(millis("HIM_HEARTBEAT_MS", 10_000)?.max(100))
@@ -122,6 +164,12 @@ impl Config {
             // Bounded like every wait: a huge value would overflow the clock arithmetic.
             reconnect_grace: Duration::from_millis(millis("HIM_RECONNECT_GRACE_MS", 15_000)?)
                 .min(MAX_WAIT),
+            // Bounded so that the clock arithmetic cannot overflow.
+            keep: Duration::from_millis(millis(
+                "HIM_KEEP_MS",
+                crate::keep::DEFAULT_KEEP.as_millis() as u64,
+            )?)
+            .min(MAX_KEEP),
             runtime: located,
         })
     }
@@ -165,9 +213,11 @@ mod tests {
         let c = config(&[]).unwrap();
         assert_eq!(c.timeout, Duration::from_secs(300));
         assert_eq!(c.fallback, FallbackMode::Return);
+        assert_eq!(c.tasks, TasksMode::Auto);
         assert_eq!(c.auto_reject, Duration::from_millis(400));
         assert_eq!(c.heartbeat, Duration::from_secs(10));
         assert_eq!(c.reconnect_grace, Duration::from_secs(15));
+        assert_eq!(c.keep, Duration::from_secs(24 * 60 * 60));
     }
 
     #[test]
@@ -184,6 +234,9 @@ mod tests {
         let err = config(&[("HIM_FALLBACK", "email")]).unwrap_err();
         assert_eq!(err.variable, "HIM_FALLBACK");
         assert!(err.to_string().contains("return, http or off"));
+        let err = config(&[("HIM_TASKS", "yes")]).unwrap_err();
+        assert_eq!(err.variable, "HIM_TASKS");
+        assert!(err.to_string().contains("auto, on or off"));
         let err = config(&[("HIM_HEARTBEAT_MS", "soon")]).unwrap_err();
         assert_eq!(err.variable, "HIM_HEARTBEAT_MS");
     }

@@ -294,6 +294,8 @@ pub async fn serve(
         host_read,
         host_write,
         crate::host::AGENT_STALL,
+        // Its "extension" is the local hosts, which keep questions themselves.
+        None,
     );
     let bridge = bridge::run(bridge_end, search.to_vec(), grace);
     tokio::select! {

@@ -168,6 +168,7 @@ fn ask(
         name: agent.label().into(),
         title: None,
         version: None,
+        via: None,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

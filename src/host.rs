@@ -27,8 +27,9 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::frame::{FrameCodec, FrameError, MAX_INBOUND, MAX_TO_BROWSER};
+use crate::keep::{Lookup, Store};
 use crate::link;
-use crate::protocol::{self, HostInfo, HostToAgent, HostToExtension};
+use crate::protocol::{self, HostInfo, HostToAgent, HostToExtension, WithdrawReason};
 use crate::relay::{AgentId, Effect, Relay, undelivered};
 use crate::runtime;
 
@@ -52,6 +53,12 @@ const STALL_CHECKS_PER_STALL: u32 = 4;
 /// What may wait for one agent however fast it reads: a backstop, far above what replies
 /// about its own questions and the odd `welcome` add up to.
 const AGENT_QUEUE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// How often the host looks in the answer store for what became of its kept questions
+/// (answered in another browser, collected by their agent, expired).
+const KEPT_SWEEP: Duration = Duration::from_secs(1);
+/// Kept answers are looked for in the store once every this many sweeps.
+const ANSWER_SWEEPS: u64 = 30;
 
 /// `sun_path` holds 104 bytes on macOS and 108 on Linux, the terminating NUL included.
 const SOCKET_PATH_MAX: usize = if cfg!(target_os = "macos") { 104 } else { 108 };
@@ -224,7 +231,17 @@ where
         machine: None,
         kind: None,
     };
-    run_on(|| bind(runtime_dir, pid), info, stdin, stdout, agent_stall).await
+    // Without a state folder questions are not kept: agents hear that when they keep one.
+    let store = Store::locate().ok();
+    run_on(
+        || bind(runtime_dir, pid),
+        info,
+        stdin,
+        stdout,
+        agent_stall,
+        store,
+    )
+    .await
 }
 
 /// The host on the socket `bind` gives, calling itself `info`; the gateway runs the same
@@ -235,12 +252,16 @@ pub async fn run_on<R, W>(
     stdin: R,
     stdout: W,
     agent_stall: Duration,
+    store: Option<Store>,
 ) -> Result<(), HostError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let mut relay = Relay::new(info);
+    if store.is_some() {
+        relay.keep_questions();
+    }
 
     let (to_extension, extension_queue) = mpsc::unbounded_channel::<Bytes>();
     let writer = tokio::spawn(write_to_extension(stdout, extension_queue));
@@ -275,47 +296,66 @@ where
     let mut stall_check =
         tokio::time::interval((agent_stall / STALL_CHECKS_PER_STALL).max(Duration::from_millis(1)));
     stall_check.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut kept_sweep = tokio::time::interval(KEPT_SWEEP);
+    let mut sweeps: u64 = 0;
+    kept_sweep.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // The questions kept before this host started (by an earlier one, or another browser's).
+    let mut offered = match &store {
+        Some(store) => relay.offer_kept(store.list(crate::channels::unix_ms())),
+        None => Vec::new(),
+    };
 
     loop {
-        let effects = tokio::select! {
-            frame = from_extension.next() => match frame {
-                Some(Ok(bytes)) => relay.extension_frame(&bytes),
-                Some(Err(err)) => {
-                    tracing::warn!("extension link closed: {err}");
-                    break;
-                }
-                None => break,
-            },
-            accepted = listener.accept() => {
-                match accepted {
-                    Ok((stream, _)) if peer_is_us(&stream) => {
-                        next_agent += 1;
-                        let (queue, rx) = mpsc::unbounded_channel();
-                        let progress = Arc::new(WriteProgress::new());
-                        let outgoing = Outgoing { queue: rx, progress: progress.clone() };
-                        let task = tokio::spawn(serve_agent(next_agent, stream, outgoing, events_tx.clone()));
-                        let link = AgentLink { queue, progress, task: task.abort_handle(), answers: VecDeque::new() };
-                        agents.links.insert(next_agent, link);
-                        relay.agent_connected(next_agent);
+        let effects = if !offered.is_empty() {
+            std::mem::take(&mut offered)
+        } else {
+            tokio::select! {
+                frame = from_extension.next() => match frame {
+                    Some(Ok(bytes)) => relay.extension_frame(&bytes),
+                    Some(Err(err)) => {
+                        tracing::warn!("extension link closed: {err}");
+                        break;
                     }
-                    Ok(_) => tracing::warn!("refused a connection from another user"),
-                    Err(err) => tracing::warn!("accept failed: {err}"),
+                    None => break,
+                },
+                accepted = listener.accept() => {
+                    match accepted {
+                        Ok((stream, _)) if peer_is_us(&stream) => {
+                            next_agent += 1;
+                            let (queue, rx) = mpsc::unbounded_channel();
+                            let progress = Arc::new(WriteProgress::new());
+                            let outgoing = Outgoing { queue: rx, progress: progress.clone() };
+                            let task = tokio::spawn(serve_agent(next_agent, stream, outgoing, events_tx.clone()));
+                            let link = AgentLink { queue, progress, task: task.abort_handle(), answers: VecDeque::new() };
+                            agents.links.insert(next_agent, link);
+                            relay.agent_connected(next_agent);
+                        }
+                        Ok(_) => tracing::warn!("refused a connection from another user"),
+                        Err(err) => tracing::warn!("accept failed: {err}"),
+                    }
+                    Vec::new()
                 }
-                Vec::new()
+                Some(event) = events.recv() => match event {
+                    // Frames still in flight from a link the host already cut off must not
+                    // bring that agent back.
+                    Event::AgentFrame(agent, bytes) if agents.links.contains_key(&agent) => {
+                        relay.agent_frame(agent, &bytes)
+                    }
+                    Event::AgentFrame(..) => Vec::new(),
+                    Event::AgentClosed(agent) => {
+                        agents.end(&mut relay, agent, "it closed its link to the host first")
+                    }
+                },
+                _ = stall_check.tick() => agents.cut_off_stalled(&mut relay),
+                _ = kept_sweep.tick(), if store.is_some() => match &store {
+                    Some(store) => {
+                    sweeps += 1;
+                    sweep_kept(&mut relay, store, sweeps)
+                }
+                    None => Vec::new(),
+                },
+                _ = &mut terminate => break,
             }
-            Some(event) = events.recv() => match event {
-                // Frames still in flight from a link the host already cut off must not
-                // bring that agent back.
-                Event::AgentFrame(agent, bytes) if agents.links.contains_key(&agent) => {
-                    relay.agent_frame(agent, &bytes)
-                }
-                Event::AgentFrame(..) => Vec::new(),
-                Event::AgentClosed(agent) => {
-                    agents.end(&mut relay, agent, "it closed its link to the host first")
-                }
-            },
-            _ = stall_check.tick() => agents.cut_off_stalled(&mut relay),
-            _ = &mut terminate => break,
         };
         let mut effects = VecDeque::from(effects);
         while let Some(effect) = effects.pop_front() {
@@ -329,11 +369,47 @@ where
                 Effect::ToAgent(agent, message) => {
                     effects.extend(agents.deliver(&mut relay, agent, message));
                 }
+                Effect::SaveKept(answer) => {
+                    let saved = match &store {
+                        Some(store) => store
+                            .answer(&answer, crate::channels::unix_ms())
+                            .map_err(|err| err.to_string()),
+                        None => Err("this host keeps no answers".into()),
+                    };
+                    if let Err(why) = &saved {
+                        tracing::warn!(id = %answer.id, "a late answer was not kept: {why}");
+                    }
+                    effects.extend(relay.kept_saved(answer, saved));
+                }
             }
         }
     }
     tracing::info!(pending = relay.pending(), "extension gone; host exits");
     Ok(())
+}
+
+/// What became of the kept questions in the store: one answered in another browser, or
+/// collected, or expired, leaves this panel too. The answers this host kept are let go once
+/// collected, looked at every [`ANSWER_SWEEPS`]th time only: they are only memory.
+fn sweep_kept(relay: &mut Relay, store: &Store, round: u64) -> Vec<Effect> {
+    let now = crate::channels::unix_ms();
+    let mut effects = Vec::new();
+    for (id, until_ms) in relay.kept_cards() {
+        let reason = match store.lookup(&id, now) {
+            Lookup::Open(_) if until_ms > now => continue,
+            Lookup::Answered(_) | Lookup::Unknown => WithdrawReason::Answered,
+            Lookup::Open(_) | Lookup::Expired => WithdrawReason::Timeout,
+        };
+        effects.extend(relay.kept_gone(&id, reason));
+    }
+    if round.is_multiple_of(ANSWER_SWEEPS) {
+        for id in relay.kept_answer_ids() {
+            if matches!(store.lookup(&id, now), Lookup::Unknown | Lookup::Expired) {
+                effects.extend(relay.kept_gone(&id, WithdrawReason::Answered));
+            }
+        }
+    }
+    effects
 }
 
 /// The host's open agent links. An agent that has read nothing for `stall` while frames

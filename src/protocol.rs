@@ -20,6 +20,22 @@ pub struct AgentInfo {
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The bridge the client came through, when the bridge named itself in `clientInfo`
+    /// (`asker::BRIDGES`): the card says "via" it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+}
+
+impl AgentInfo {
+    /// An agent known by its name alone.
+    pub fn named(name: impl Into<String>) -> AgentInfo {
+        AgentInfo {
+            name: name.into(),
+            title: None,
+            version: None,
+            via: None,
+        }
+    }
 }
 
 /// A question on its way to the person. The form travels as JSON: the host relays it
@@ -30,6 +46,10 @@ pub struct Ask {
     pub form: Value,
     pub timeout_ms: u64,
     pub asked_at_ms: u64,
+    /// This question's project, over the `hello`'s: one `him serve --http` carries many
+    /// sessions, and a client may name the project in the call itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 /// An `ask` encoded once, for every host it goes to now and every host that appears while
@@ -42,7 +62,13 @@ pub struct AskFrame {
 
 impl AskFrame {
     pub fn new(ask: Ask) -> AskFrame {
-        AskFrame::encode(ask.id, &ask.form, ask.timeout_ms, ask.asked_at_ms)
+        AskFrame::encode(
+            ask.id,
+            &ask.form,
+            ask.timeout_ms,
+            ask.asked_at_ms,
+            ask.project.as_deref(),
+        )
     }
 
     /// The `ask` for a form of any serialisable type, encoded straight from it rather than
@@ -52,12 +78,14 @@ impl AskFrame {
         form: &impl Serialize,
         timeout_ms: u64,
         asked_at_ms: u64,
+        project: Option<&str>,
     ) -> AskFrame {
         let wire = AskWire {
             id: &id,
             form,
             timeout_ms,
             asked_at_ms,
+            project,
         };
         // Exactly as long as it is: it is kept for as long as the question waits, and the
         // encoder grows its buffer by doubling.
@@ -78,6 +106,8 @@ struct AskWire<'a, F> {
     form: &'a F,
     timeout_ms: u64,
     asked_at_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    project: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,6 +189,14 @@ pub enum AgentToHost {
     Withdraw {
         id: String,
         reason: WithdrawReason,
+        /// The call ended without an answer and the agent wrote the question to the answer
+        /// store (`keep.rs`): the host keeps the card answerable until `keep_until_ms` and
+        /// writes the answer there. A host that cannot keep it withdraws it as usual.
+        #[serde(default, skip_serializing_if = "is_false")]
+        keep: bool,
+        /// Unix ms: when a kept question expires (`HIM_KEEP_MS` after it was kept).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        keep_until_ms: Option<u64>,
     },
     /// The answer to `id` fit its form: the question is over (no `withdraw` follows).
     Accepted {
@@ -215,7 +253,8 @@ pub enum HostToAgent {
     Pong,
 }
 
-/// `ask` as the extension sees it: the agent's question plus who asked.
+/// `ask` as the extension sees it: the agent's question plus who asked. The host moves the
+/// ask's own `project` here (over its agent's `hello`'s), so the ask inside has none.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabelledAsk {
     #[serde(flatten)]
@@ -226,8 +265,16 @@ pub struct LabelledAsk {
     /// The other machine the agent runs on (from its `hello`), absent for a local agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
+    /// Unix ms: set on a question whose agent stopped waiting, kept for it until then
+    /// (its `timeout_ms` is stretched to end there too, so an older extension shows it
+    /// until then as well). The panel marks the card: the answer will be kept for the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_until_ms: Option<u64>,
 }
 
+// An `ask` is most of what this link carries, and one message lives at a time: boxing it
+// would only add an allocation per question.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HostToExtension {
@@ -397,14 +444,12 @@ mod tests {
                 form: json!({"title": "t", "fields": []}),
                 timeout_ms: 1000,
                 asked_at_ms: 5,
+                project: None,
             },
-            agent: AgentInfo {
-                name: "claude-code".into(),
-                title: None,
-                version: None,
-            },
+            agent: AgentInfo::named("claude-code"),
             project: Some("him".into()),
             machine: None,
+            kept_until_ms: None,
         });
         let wire: Value = serde_json::from_slice(&encode(&msg)).unwrap();
         assert_eq!(
@@ -418,13 +463,14 @@ mod tests {
     #[test]
     fn an_ask_frame_is_the_ask_message() {
         let form = json!({"title": "t", "fields": [{"name": "b", "type": "text"}, {"name": "a"}]});
-        let frame = AskFrame::encode("ab".into(), &form, 1000, 5);
+        let frame = AskFrame::encode("ab".into(), &form, 1000, 5, Some("shop"));
         let decoded: AgentToHost = decode(&frame.bytes).unwrap();
         let ask = Ask {
             id: "ab".into(),
             form,
             timeout_ms: 1000,
             asked_at_ms: 5,
+            project: Some("shop".into()),
         };
         assert_eq!(decoded, AgentToHost::Ask(ask.clone()));
         assert_eq!(frame.bytes, encode(&AgentToHost::Ask(ask)));

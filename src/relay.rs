@@ -13,6 +13,7 @@ use crate::protocol::{
     self, AgentInfo, AgentToHost, Ask, ExtensionInfo, ExtensionToHost, HostInfo, HostToAgent,
     HostToExtension, LabelledAsk, PROTOCOL, WithdrawReason,
 };
+use crate::protocol::{Answer, decode};
 
 /// A connected agent, numbered by the host in order of arrival.
 pub type AgentId = u64;
@@ -24,6 +25,9 @@ pub enum Effect {
     /// the browser's limit, and the host sends these bytes rather than encoding it again.
     AskToExtension(Bytes),
     ToAgent(AgentId, HostToAgent),
+    /// Write the person's answer to a kept question to the answer store (`keep.rs`), then
+    /// report how that went with [`Relay::kept_saved`].
+    SaveKept(Answer),
 }
 
 /// At most this many questions may wait at a host for one agent link. A person answers a
@@ -64,6 +68,24 @@ pub struct Relay {
     /// refused answer.
     extension_verdicts: bool,
     panel_open: bool,
+    /// The `ask` frame of every question an agent owns, as the extension got it: what a
+    /// question becomes if its agent stops waiting and keeps it.
+    asks: HashMap<String, Bytes>,
+    /// Whether questions may be kept here (a browser's host with an answer store; not the
+    /// gateway, whose "extension" is other hosts).
+    keeps: bool,
+    /// Questions whose agent stopped waiting: the person may still answer them, and the
+    /// answer goes to the store, checked against the form first.
+    kept: HashMap<String, KeptCard>,
+    /// Answers this host wrote to the store, handed at once to an agent that asks again.
+    kept_answers: HashMap<String, Answer>,
+}
+
+/// A kept question: the form its answer must fit, and when it expires (Unix ms).
+#[derive(Debug)]
+struct KeptCard {
+    form: crate::form::Form,
+    until_ms: u64,
 }
 
 /// Shown in the panel for an agent that asked before saying hello.
@@ -79,7 +101,16 @@ impl Relay {
             extension: None,
             extension_verdicts: false,
             panel_open: false,
+            asks: HashMap::new(),
+            keeps: false,
+            kept: HashMap::new(),
+            kept_answers: HashMap::new(),
         }
+    }
+
+    /// Questions may be kept at this host once their agent stops waiting.
+    pub fn keep_questions(&mut self) {
+        self.keeps = true;
     }
 
     /// The first message the extension gets.
@@ -117,6 +148,7 @@ impl Relay {
         ids.into_iter()
             .map(|id| {
                 self.owners.remove(&id);
+                self.asks.remove(&id);
                 if self.judging.remove(&id) {
                     undelivered(id, why)
                 } else {
@@ -149,15 +181,21 @@ impl Relay {
                 ..
             } => {
                 let state = self.agents.entry(agent).or_default();
-                state.info = Some(info);
-                state.project = project;
+                // Names a client wrote, cut to fit a card's head (`asker::MAX_LABEL_CHARS`).
+                state.info = Some(crate::asker::capped_agent(info));
+                state.project = project.as_deref().and_then(crate::asker::project_name);
                 state.machine = machine;
                 state.verdicts = verdicts;
                 reply(self.welcome())
             }
             AgentToHost::Ask(ask) => self.ask(agent, ask),
             AgentToHost::Ping => reply(HostToAgent::Pong),
-            AgentToHost::Withdraw { id, reason } => {
+            AgentToHost::Withdraw {
+                id,
+                reason,
+                keep,
+                keep_until_ms,
+            } => {
                 if self.owners.get(&id) != Some(&agent) {
                     return reply(HostToAgent::Error {
                         message: format!(
@@ -166,7 +204,15 @@ impl Relay {
                         id: Some(id),
                     });
                 }
+                // An answer on its way to the agent is not the person's to give again.
+                let frame = self.asks.get(&id).cloned().filter(|_| !self.judging(&id));
                 self.forget(&id);
+                if keep
+                    && let (Some(frame), Some(until_ms)) = (frame, keep_until_ms)
+                    && let Some(kept) = self.keep(&id, &frame, until_ms)
+                {
+                    return kept;
+                }
                 vec![Effect::ToExtension(HostToExtension::Withdraw {
                     id,
                     reason,
@@ -238,15 +284,25 @@ impl Relay {
         if let Err(why) = checked {
             return refuse(ask.id, format!("the question's form is not valid: {why}"));
         }
+        if let Some(answer) = self.kept_answers.remove(&ask.id) {
+            return self.hand_kept_answer(agent, answer);
+        }
         let state = self.agents.entry(agent).or_default();
+        let mut ask = ask;
+        // The question's own project (one `serve --http` link carries many sessions' questions)
+        // over its agent's; the label carries it, the ask inside none.
+        let project = match ask.project.take() {
+            Some(project) => crate::asker::project_name(&project),
+            None => state.project.clone(),
+        };
         let labelled = HostToExtension::Ask(LabelledAsk {
-            agent: state.info.clone().unwrap_or_else(|| AgentInfo {
-                name: UNNAMED_AGENT.into(),
-                title: None,
-                version: None,
-            }),
-            project: state.project.clone(),
+            agent: state
+                .info
+                .clone()
+                .unwrap_or_else(|| AgentInfo::named(UNNAMED_AGENT)),
+            project,
             machine: state.machine.clone(),
+            kept_until_ms: None,
             ask,
         });
         let frame = protocol::encode(&labelled);
@@ -265,8 +321,12 @@ impl Relay {
         if let Some(over) = over_limit(&state.questions, &ask.id, frame.len()) {
             return refuse(ask.id, over);
         }
+        // Asked again while kept: the agent waits for it again, on the same card (only once
+        // the ask is taken: a refused one leaves the card kept, as it was).
+        self.kept.remove(&ask.id);
         state.questions.insert(ask.id.clone(), frame.len());
-        self.owners.insert(ask.id, agent);
+        self.owners.insert(ask.id.clone(), agent);
+        self.asks.insert(ask.id, frame.clone());
         vec![Effect::AskToExtension(frame)]
     }
 
@@ -313,6 +373,7 @@ impl Relay {
                     effects.insert(0, Effect::ToAgent(owner, HostToAgent::Answer(answer)));
                     effects
                 }
+                None if self.kept.contains_key(&answer.id) => self.kept_answer(answer),
                 // The panel shows this to the person as why their answer did not arrive.
                 None => vec![Effect::ToExtension(HostToExtension::Error {
                     message: "there is no pending question of that id: its agent left, or it \
@@ -348,10 +409,164 @@ impl Relay {
 
     fn forget(&mut self, id: &str) {
         self.judging.remove(id);
+        self.asks.remove(id);
         if let Some(owner) = self.owners.remove(id)
             && let Some(state) = self.agents.get_mut(&owner)
         {
             state.questions.remove(id);
+        }
+    }
+
+    /// Keeps question `id` (its `frame` as the extension got it) until `until_ms`: the card
+    /// stays, marked, its deadline moved there. `None` when it may not be kept: this host
+    /// keeps nothing, or the form has a password field or is a permission prompt.
+    fn keep(&mut self, id: &str, frame: &Bytes, until_ms: u64) -> Option<Vec<Effect>> {
+        let Ok(HostToExtension::Ask(mut labelled)) = decode::<HostToExtension>(frame) else {
+            return None;
+        };
+        let form = crate::form::Form::deserialize(&labelled.ask.form).ok()?;
+        if !self.keeps
+            || form.validate().is_err()
+            || form.has_password()
+            || form.permission.is_some()
+        {
+            return None;
+        }
+        labelled.ask.timeout_ms = until_ms.saturating_sub(labelled.ask.asked_at_ms);
+        labelled.kept_until_ms = Some(until_ms);
+        self.kept.insert(id.to_owned(), KeptCard { form, until_ms });
+        let frame = protocol::encode(&HostToExtension::Ask(labelled));
+        Some(vec![Effect::AskToExtension(frame)])
+    }
+
+    /// The person answered a kept question: one that fits its form goes to the store; one
+    /// that does not is refused, for the person to correct, as its agent would have.
+    fn kept_answer(&mut self, mut answer: Answer) -> Vec<Effect> {
+        let Some(card) = self.kept.get(&answer.id) else {
+            return Vec::new();
+        };
+        // Who answered is written to the store from the Matrix bridge alone: the agent
+        // trusts a live answer's `answered_by` only from it too (`wait.rs`).
+        if self.host.kind.as_deref() != Some(protocol::MATRIX_KIND) {
+            answer.answered_by = None;
+        }
+        match crate::wait::judge(&card.form, answer.clone()) {
+            crate::wait::Outcome::Invalid(err) if self.extension_verdicts => {
+                vec![Effect::ToExtension(HostToExtension::Refused(
+                    protocol::Refusal {
+                        id: answer.id,
+                        field: err.field,
+                        message: err.message,
+                    },
+                ))]
+            }
+            crate::wait::Outcome::Invalid(err) => {
+                self.kept.remove(&answer.id);
+                vec![undelivered(
+                    answer.id,
+                    &format!("the answer does not fit the question: {err}"),
+                )]
+            }
+            _ => vec![Effect::SaveKept(answer)],
+        }
+    }
+
+    /// How writing the answer to a kept question went: the panel hears `accepted`, or why
+    /// the answer was not kept.
+    pub fn kept_saved(&mut self, answer: Answer, saved: Result<(), String>) -> Vec<Effect> {
+        self.kept.remove(&answer.id);
+        match saved {
+            Ok(()) => {
+                let id = answer.id.clone();
+                self.kept_answers.insert(id.clone(), answer);
+                self.verdict(HostToExtension::Accepted { id })
+            }
+            Err(why) => vec![undelivered(
+                answer.id,
+                &format!("the answer could not be kept for the agent: {why}"),
+            )],
+        }
+    }
+
+    /// An agent asked again for a question whose answer this host kept: it gets that answer
+    /// at once, as it would have, and judges it as any other.
+    fn hand_kept_answer(&mut self, agent: AgentId, answer: Answer) -> Vec<Effect> {
+        let state = self.agents.entry(agent).or_default();
+        if state.verdicts {
+            state.questions.insert(answer.id.clone(), 0);
+            self.owners.insert(answer.id.clone(), agent);
+            self.judging.insert(answer.id.clone());
+        }
+        vec![Effect::ToAgent(agent, HostToAgent::Answer(answer))]
+    }
+
+    /// Offers the kept questions of the store (a host that starts): the open ones as
+    /// marked cards, the answered ones to hand to an agent that asks again.
+    pub fn offer_kept(&mut self, records: Vec<crate::keep::Record>) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        for record in records {
+            if let Some(answer) = &record.answer {
+                self.kept_answers
+                    .insert(record.id.clone(), answer.to_answer(&record.id));
+                continue;
+            }
+            if self.owners.contains_key(&record.id) {
+                continue;
+            }
+            let labelled = HostToExtension::Ask(LabelledAsk {
+                ask: Ask {
+                    id: record.id.clone(),
+                    form: record.form,
+                    timeout_ms: 0,
+                    asked_at_ms: record.asked_at_ms,
+                    // The label below carries it, as for every ask.
+                    project: None,
+                },
+                agent: record.agent,
+                project: record.project,
+                machine: None,
+                kept_until_ms: None,
+            });
+            let frame = protocol::encode(&labelled);
+            if frame.len() <= MAX_TO_BROWSER {
+                effects.extend(
+                    self.keep(&record.id, &frame, record.until_ms)
+                        .unwrap_or_default(),
+                );
+            }
+        }
+        effects
+    }
+
+    /// The kept cards, each with its expiry (Unix ms), for the host to check against the
+    /// store now and then.
+    pub fn kept_cards(&self) -> Vec<(String, u64)> {
+        let mut ids: Vec<(String, u64)> = self
+            .kept
+            .iter()
+            .map(|(id, card)| (id.clone(), card.until_ms))
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// The kept answers this host holds, to forget once collected.
+    pub fn kept_answer_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.kept_answers.keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    /// The store no longer holds `id` open (expired, collected, or answered in another
+    /// browser): its card leaves the panel for `reason`.
+    pub fn kept_gone(&mut self, id: &str, reason: WithdrawReason) -> Vec<Effect> {
+        self.kept_answers.remove(id);
+        match self.kept.remove(id) {
+            Some(_) => vec![Effect::ToExtension(HostToExtension::Withdraw {
+                id: id.to_owned(),
+                reason,
+            })],
+            None => Vec::new(),
         }
     }
 
@@ -435,7 +650,7 @@ pub(crate) fn undelivered(id: String, why: &str) -> Effect {
 mod tests {
     use super::*;
     use crate::protocol::{Action, Answer, encode};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     const Q1: &str = "00000000000000000000000000000001";
     const Q2: &str = "00000000000000000000000000000002";
@@ -460,6 +675,7 @@ mod tests {
                 name: name.into(),
                 title: None,
                 version: None,
+                via: None,
             },
             project: Some("proj".into()),
             pid: 9,
@@ -499,6 +715,75 @@ mod tests {
         }
         r.agent_frame(1, &ask(Q1));
         r
+    }
+
+    fn withdraw_keeping(id: &str, until: u64) -> Vec<u8> {
+        encode(&AgentToHost::Withdraw {
+            id: id.into(),
+            reason: WithdrawReason::Timeout,
+            keep: true,
+            keep_until_ms: Some(until),
+        })
+        .to_vec()
+    }
+
+    #[test]
+    fn a_kept_question_stays_marked_takes_only_a_fitting_answer_and_hands_it_to_the_next_ask() {
+        let mut r = judging_relay();
+        r.keep_questions();
+        let effects = r.agent_frame(1, &withdraw_keeping(Q1, 9_000));
+        let [Effect::AskToExtension(frame)] = &effects[..] else {
+            panic!("{effects:?}")
+        };
+        let kept: Value = serde_json::from_slice(frame).unwrap();
+        assert_eq!(kept["kept_until_ms"], 9_000);
+        assert_eq!(
+            kept["timeout_ms"], 9_000,
+            "its deadline moves to the end of the keeping"
+        );
+        assert_eq!(r.pending(), 0, "no agent owns it now");
+        // A reply with a field the form lacks goes back to the card; a fitting one is saved.
+        let wrong =
+            format!(r#"{{"type":"answer","id":"{Q1}","action":"submit","values":{{"b":"x"}}}}"#);
+        assert!(matches!(
+            &r.extension_frame(wrong.as_bytes())[..],
+            [Effect::ToExtension(HostToExtension::Refused(refusal))] if refusal.field.as_deref() == Some("b")
+        ));
+        let right =
+            format!(r#"{{"type":"answer","id":"{Q1}","action":"submit","values":{{"a":"yes"}}}}"#);
+        let effects = r.extension_frame(right.as_bytes());
+        let [Effect::SaveKept(answer)] = &effects[..] else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(
+            r.kept_saved(answer.clone(), Ok(())),
+            vec![Effect::ToExtension(HostToExtension::Accepted {
+                id: Q1.into()
+            })]
+        );
+        // Its agent asks again: the kept answer comes back at once, no card.
+        let effects = r.agent_frame(2, &ask(Q1));
+        assert!(
+            matches!(&effects[..], [Effect::ToAgent(2, HostToAgent::Answer(a))] if a.id == Q1),
+            "{effects:?}"
+        );
+        assert!(r.judging(Q1), "and it judges that answer as any other");
+    }
+
+    #[test]
+    fn a_host_without_a_store_or_a_question_being_judged_is_withdrawn_not_kept() {
+        let mut r = judging_relay();
+        assert!(matches!(
+            &r.agent_frame(1, &withdraw_keeping(Q1, 9_000))[..],
+            [Effect::ToExtension(HostToExtension::Withdraw { .. })]
+        ));
+        let mut r = judging_relay();
+        r.keep_questions();
+        r.extension_frame(&submit(Q1));
+        assert!(matches!(
+            &r.agent_frame(1, &withdraw_keeping(Q1, 9_000))[..],
+            [Effect::ToExtension(HostToExtension::Withdraw { .. })]
+        ));
     }
 
     #[test]
@@ -617,13 +902,26 @@ mod tests {
     }
 
     fn ask(id: &str) -> Vec<u8> {
+        ask_in(id, None)
+    }
+
+    fn ask_in(id: &str, project: Option<&str>) -> Vec<u8> {
         encode(&AgentToHost::Ask(Ask {
             id: id.into(),
             form: json!({"title": "t", "fields": [{"name": "a", "type": "text", "label": "A"}]}),
             timeout_ms: 1000,
             asked_at_ms: 0,
+            project: project.map(str::to_owned),
         }))
         .to_vec()
+    }
+
+    /// The ask the extension was sent, as it reads it (one key of each name).
+    fn labelled(effects: &[Effect]) -> serde_json::Map<String, serde_json::Value> {
+        let [Effect::AskToExtension(frame)] = effects else {
+            panic!("{effects:?}")
+        };
+        serde_json::from_slice(frame).unwrap()
     }
 
     fn answer(id: &str) -> Vec<u8> {
@@ -655,6 +953,29 @@ mod tests {
         assert_eq!(labelled.agent.name, "cursor");
         assert_eq!(labelled.project.as_deref(), Some("proj"));
         assert_eq!(r.pending(), 1);
+    }
+
+    #[test]
+    fn an_asks_own_project_labels_that_question_over_the_hellos() {
+        let mut r = relay();
+        r.agent_connected(1);
+        r.agent_frame(1, &hello("cursor"));
+        let shop = labelled(&r.agent_frame(1, &ask_in(Q1, Some("shop"))));
+        assert_eq!(shop["project"], "shop");
+        assert_eq!(shop["agent"]["name"], "cursor");
+        // An ask without one (an older agent) is the hello's.
+        assert_eq!(labelled(&r.agent_frame(1, &ask(Q2)))["project"], "proj");
+    }
+
+    #[test]
+    fn names_from_an_agent_are_cut_to_fit_a_card() {
+        let mut r = relay();
+        r.agent_connected(1);
+        r.agent_frame(1, &hello(&"n".repeat(300)));
+        let long = labelled(&r.agent_frame(1, &ask_in(Q1, Some(&"p".repeat(300)))));
+        let chars = |v: &serde_json::Value| v.as_str().unwrap().chars().count();
+        assert_eq!(chars(&long["agent"]["name"]), crate::asker::MAX_LABEL_CHARS);
+        assert_eq!(chars(&long["project"]), crate::asker::MAX_LABEL_CHARS);
     }
 
     #[test]
@@ -707,6 +1028,8 @@ mod tests {
         let withdraw = encode(&AgentToHost::Withdraw {
             id: Q1.into(),
             reason: WithdrawReason::Timeout,
+            keep: false,
+            keep_until_ms: None,
         });
         assert!(matches!(
             &r.agent_frame(2, &withdraw)[..],
@@ -759,6 +1082,7 @@ mod tests {
             form: json!({"title": "x".repeat(MAX_TO_BROWSER)}),
             timeout_ms: 1,
             asked_at_ms: 0,
+            project: None,
         }));
         let effects = r.agent_frame(1, &big);
         assert!(matches!(
@@ -825,6 +1149,7 @@ mod tests {
                 form: json!({"title": "t", "fields": fields}),
                 timeout_ms: 1000,
                 asked_at_ms: 0,
+                project: None,
             }))
         };
         for n in 0..4 {
@@ -849,6 +1174,8 @@ mod tests {
         let withdraw = encode(&AgentToHost::Withdraw {
             id: qid(0),
             reason: WithdrawReason::Cancelled,
+            keep: false,
+            keep_until_ms: None,
         });
         r.agent_frame(1, &withdraw);
         assert!(matches!(

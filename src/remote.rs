@@ -9,7 +9,7 @@
 //! ([`ssh_rc`]). `him uninstall` removes every such block, on either machine.
 
 mod config_block;
-mod file;
+pub(crate) mod file;
 pub mod ssh_rc;
 
 use std::io::Write;

@@ -6,7 +6,7 @@
 //! and runs this wait first alone, then beside the next channel.
 
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -106,6 +106,18 @@ pub async fn beside(
     cancelled: impl Future<Output = ()>,
 ) -> (Outcome, Option<PathBuf>) {
     wait_on(question, form, deadline, Role::Beside, cancelled).await
+}
+
+/// Closes `question` as `outcome` ended it. Only a wait that ran out or was cancelled may
+/// keep it for a late answer: a question every browser refused, or that lost its browser,
+/// was not waiting in front of the person.
+pub fn close_as(question: &mut Question, outcome: &Outcome, answered_by: Option<&Path>) {
+    let reason = withdraw_reason(outcome);
+    match outcome {
+        Outcome::Timeout | Outcome::Cancelled => question.close(reason, answered_by),
+        Outcome::Refused(_) | Outcome::NoBrowser { .. } => question.close_unkept(reason),
+        _ => question.close(reason, answered_by),
+    }
 }
 
 /// What the other browsers are told when the question ends with `outcome`.

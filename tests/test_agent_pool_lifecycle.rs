@@ -15,6 +15,7 @@ fn pool(runtime: &std::path::Path) -> Pool {
         name: "pool-test".into(),
         title: None,
         version: None,
+        via: None,
     };
     Pool::new(
         vec![runtime.to_owned()],
@@ -31,6 +32,7 @@ fn ask() -> Ask {
         form: json!({"title": "t", "fields": [{"name": "a", "type": "text", "label": "A"}]}),
         timeout_ms: 60_000,
         asked_at_ms: 0,
+        project: None,
     }
 }
 

@@ -714,13 +714,21 @@ async fn the_gateway_is_a_host_to_remote_agents_and_tells_them_only_of_their_own
         .await;
     assert_eq!(ext.recv_type("accepted").await["id"], REMOTE_QUESTION);
 
-    // A remote agent that goes away has its open question withdrawn from the panel.
+    // A question that names its own project (a remote `serve --http` session's) keeps it
+    // through the gateway. A remote agent that goes away has its open question withdrawn
+    // from the panel.
     let second = "fedcba9876543210fedcba9876543210";
     remote
         .send(json!({"type": "ask", "id": second, "timeout_ms": 60000, "asked_at_ms": 0,
+                     "project": "far-session",
                      "form": {"title": "Gone?", "fields": [{"name": "a", "type": "text", "label": "A"}]}}))
         .await;
-    assert_eq!(ext.take_ask().await["id"], second);
+    let ask = ext.take_ask().await;
+    assert_eq!(
+        (&ask["id"], &ask["project"], &ask["machine"]),
+        (&json!(second), &json!("far-session"), &json!("far-box")),
+        "{ask}"
+    );
     drop(remote);
     assert_eq!(ext.recv_type("withdraw").await["id"], second);
 

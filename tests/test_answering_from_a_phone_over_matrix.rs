@@ -44,7 +44,13 @@ impl Setup {
 
     /// `him serve` under rmcp's client, shared by the calls a test runs at once.
     async fn agent(&self, name: &str) -> Arc<Agent> {
-        let env = self.env();
+        self.agent_with(name, &[]).await
+    }
+
+    /// As [`Setup::agent`], with `extra` in its environment.
+    async fn agent_with(&self, name: &str, extra: &[(&str, &str)]) -> Arc<Agent> {
+        let mut env = self.env();
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         Arc::new(start_agent(&self.runtime(), name, &env).await.0)
     }
@@ -574,6 +580,138 @@ async fn a_question_that_times_out_says_so_in_the_room() {
         .as_str()
         .unwrap_or_default();
     assert!(edited.contains("Timed out"), "{edited}");
+    drop(agent);
+    s.phone.stop().await;
+}
+
+/// The bot's edit of its message `question`, whose new text contains `text`.
+async fn edit_saying(phone: &mut Phone, question: &Value, text: &str) -> String {
+    let event = phone
+        .event(&format!("an edit of the question saying {text:?}"), |e| {
+            e["content"]["m.relates_to"]["rel_type"] == "m.replace"
+                && e["content"]["m.relates_to"]["event_id"] == question["event_id"]
+                && e["content"]["m.new_content"]["body"]
+                    .as_str()
+                    .is_some_and(|b| b.contains(text))
+        })
+        .await;
+    event["content"]["m.new_content"]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_kept_for_its_agent_stays_answerable_on_the_phone_and_the_answer_is_kept() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = s
+        .agent_with("kept-agent", &[("HIM_KEEP_MS", "600000")])
+        .await;
+    let me = s.phone.user_id.clone();
+
+    // A reply: the call times out, the message is marked kept, and the reply is kept.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_text",
+                json!({"question": "Name the release", "timeout_ms": 2000}),
+            )
+            .await
+        }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["status"], "timeout", "{result}");
+    let id = result["question_id"]
+        .as_str()
+        .expect("question_id")
+        .to_owned();
+    assert!(
+        result["next_step"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("get_answer"),
+        "the agent is told how to collect it: {result}"
+    );
+    let marked = edit_saying(&mut s.phone, &question, "kept for it").await;
+    assert!(!marked.contains("no longer needed"), "{marked}");
+    s.phone.reply(&s.room, &question["event_id"], "v2.0").await;
+    let closed = edit_saying(&mut s.phone, &question, "Answered by").await;
+    assert!(
+        closed.contains(&format!(
+            "Answered by {me}; the answer is kept for the agent"
+        )),
+        "{closed}"
+    );
+    let late = call(
+        &agent,
+        "get_answer",
+        json!({"question_id": id, "wait_ms": 0}),
+    )
+    .await;
+    assert_eq!(late["status"], "answered", "{late}");
+    assert_eq!(late["answer"], "v2.0");
+    assert_eq!(late["late"], true);
+    assert_eq!(late["via"], "matrix");
+    assert_eq!(late["answered_by"], me.as_str());
+
+    // A poll: the note is a reply to it, the vote is kept, and get_answer waiting on the
+    // open question gets it live, saying who answered.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_choice",
+                json!({"question": "Which day?", "options": ["Mon", "Tue"], "timeout_ms": 2000}),
+            )
+            .await
+        }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    let result = asking.await.expect("ask_choice");
+    assert_eq!(result["status"], "timeout", "{result}");
+    let id = result["question_id"]
+        .as_str()
+        .expect("question_id")
+        .to_owned();
+    let note = s
+        .phone
+        .event("the bot's note that the poll is kept", |e| {
+            e["sender"] == s.bot.as_str()
+                && e["content"]["m.relates_to"]["m.in_reply_to"]["event_id"] == poll["event_id"]
+                && e["content"]["body"]
+                    .as_str()
+                    .is_some_and(|b| b.contains("kept for it"))
+        })
+        .await;
+    assert_eq!(note["content"]["msgtype"], "m.notice", "{note}");
+    let collecting = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "get_answer",
+                json!({"question_id": id, "wait_ms": 60000}),
+            )
+            .await
+        }
+    });
+    s.phone.vote(&s.room, &poll["event_id"], &["2"]).await;
+    let late = collecting.await.expect("get_answer");
+    assert_eq!(late["status"], "answered", "{late}");
+    assert_eq!(late["answer"], "Tue");
+    assert_eq!(late["via"], "matrix");
+    assert_eq!(late["answered_by"], me.as_str());
+    s.phone
+        .event("the poll's end", |e| {
+            e["type"] == "org.matrix.msc3381.poll.end"
+                && e["content"]["m.relates_to"]["event_id"] == poll["event_id"]
+        })
+        .await;
     drop(agent);
     s.phone.stop().await;
 }

@@ -14,6 +14,10 @@ fn him_ask(runtime: &std::path::Path, args: &[&str]) -> Command {
     cmd.arg("ask")
         .args(args)
         .env("HIM_RUNTIME_DIR", runtime)
+        .env(
+            "XDG_STATE_HOME",
+            support::state_home(std::path::Path::new(runtime)),
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd

@@ -60,6 +60,7 @@ fn every_json_snippet_parses_and_starts_him_serve_by_absolute_path() {
         ("vscode", "servers"),
         ("gemini", "mcpServers"),
         ("windsurf", "mcpServers"),
+        ("qwen", "mcpServers"),
     ] {
         let out = config(client);
         let v: Value = serde_json::from_str(&out.stdout)
@@ -155,6 +156,62 @@ fn gemini_gets_a_request_timeout_above_hims_wait() {
     let him = &v["mcpServers"]["him"];
     assert!(him["timeout"].as_u64().unwrap() > him_timeout_ms(him));
     assert!(out.stderr.contains("~/.gemini/settings.json"));
+}
+
+#[test]
+fn gemini_and_qwen_trust_him_so_that_their_headless_runs_offer_its_tools() {
+    for (client, file, without) in [
+        ("gemini", "~/.gemini/settings.json", "`gemini -p`"),
+        ("qwen", "~/.qwen/settings.json", "`qwen -p`"),
+    ] {
+        let out = config(client);
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        let him = &v["mcpServers"]["him"];
+        assert_eq!(him["trust"], true, "{client}");
+        assert!(
+            him["timeout"].as_u64().unwrap() > him_timeout_ms(him),
+            "{client}"
+        );
+        assert!(out.stderr.contains(file), "{client}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!("Without it, {without}")),
+            "{client}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn opencode_gets_its_own_mcp_block_with_a_timeout_above_hims_wait() {
+    let out = config("opencode");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(v.get("mcpServers").is_none(), "OpenCode ignores mcpServers");
+    assert_eq!(v["$schema"], "https://opencode.ai/config.json");
+    let him = &v["mcp"]["him"];
+    assert_eq!(him["type"], "local");
+    assert_eq!(him["command"], json!([exe(), "serve"]));
+    assert_eq!(him["enabled"], true);
+    let wait: u64 = him["environment"]["HIM_TIMEOUT_MS"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(him["timeout"].as_u64().unwrap() > wait);
+    assert!(
+        out.stderr.contains("~/.config/opencode/opencode.json"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn claude_code_says_that_claude_p_needs_him_in_allowed_tools() {
+    let out = config("claude-code");
+    assert!(
+        out.stderr.contains("--allowedTools mcp__him"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

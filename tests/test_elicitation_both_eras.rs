@@ -147,6 +147,10 @@ async fn start(
     let transport = TokioChildProcess::new(Command::new(him_bin()).configure(move |cmd| {
         cmd.arg("serve")
             .env("HIM_RUNTIME_DIR", &dir)
+            .env(
+                "XDG_STATE_HOME",
+                support::state_home(std::path::Path::new(&dir)),
+            )
             .env("HIM_LOG", "debug")
             .env("HIM_RECONNECT_GRACE_MS", "0");
         for (k, v) in &env {

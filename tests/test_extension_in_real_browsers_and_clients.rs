@@ -5,8 +5,9 @@
 //! the loopback form answered in real Chromium (tests/e2e/loopback.test.mjs), the
 //! extension in Chromium started in German and in Chinese (tests/e2e/languages.test.mjs), and
 //! the side panel as an inbox with its measured contrast, targets and text sizes
-//! (tests/e2e/inbox.test.mjs), and keys and clicks on a card not yet seen deciding nothing
-//! (tests/e2e/arming.test.mjs).
+//! (tests/e2e/inbox.test.mjs), keys and clicks on a card not yet seen deciding nothing
+//! (tests/e2e/arming.test.mjs), and the card naming who asks through bridges
+//! (tests/e2e/asker.test.mjs).
 //!
 //! They need Node, the npm packages of tests/e2e (installed here with `npm ci` when they are
 //! missing), and for the end-to-end runs Debian's Chromium (`/usr/lib/chromium/chromium`, or `HIM_CHROMIUM`).
@@ -43,7 +44,7 @@ fn have(ok: bool, missing: &str) -> bool {
     false
 }
 
-const PACKAGES: [&str; 10] = [
+const PACKAGES: [&str; 12] = [
     "jsdom",
     "playwright-core",
     "@modelcontextprotocol/sdk",
@@ -55,6 +56,9 @@ const PACKAGES: [&str; 10] = [
     // The TS SDKs of protocol 2025-03-26 and 2025-06-18, as npm aliases (clients.test.mjs).
     "sdk-1-11",
     "sdk-1-17",
+    // Bridges that name themselves to the server they front (asker.test.mjs).
+    "supergateway",
+    "mcp-remote",
 ];
 
 fn packages_installed() -> bool {
@@ -199,6 +203,18 @@ fn a_person_answers_the_loopback_form_in_chromium() {
 }
 
 #[test]
+fn the_card_names_who_asks_through_supergateway_and_mcp_remote_in_chromium() {
+    if node_ready()
+        && have(
+            chromium().is_file(),
+            "Chromium is not installed (apt-get install chromium)",
+        )
+    {
+        node_test(&["asker.test.mjs"]);
+    }
+}
+
+#[test]
 fn the_extension_speaks_german_and_chinese_in_a_chromium_set_to_them() {
     if node_ready()
         && have(
@@ -278,9 +294,11 @@ fn clients_ready() -> bool {
                     "@anthropic-ai/claude-code",
                     "@openai/codex",
                     "@google/gemini-cli",
+                    "opencode-ai",
+                    "@qwen-code/qwen-code",
                 ],
             ) && node22().is_file(),
-            "Node 22, the MCP Inspector, Claude Code, Codex and Gemini CLI are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
+            "Node 22, the MCP Inspector, Claude Code, Codex, Gemini CLI, OpenCode and Qwen Code are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
         )
 }
 
@@ -319,7 +337,9 @@ fn real_claude_code_asks_him_before_running_a_command() {
 
 // Real Gemini CLI, headless, over `him serve --http` (issue 23): tests/e2e/gemini.test.mjs,
 // against a loopback stand-in of Gemini's model API. Gemini CLI speaks protocol 2025-06-18
-// and could not read the SSE priming event him sent every session.
+// and could not read the SSE priming event him sent every session. The same file runs it
+// over stdio with `him config gemini`'s entry, whose `"trust": true` makes `-p` offer him's
+// tools.
 #[test]
 fn real_gemini_cli_over_http_asks_the_panel_in_protocol_2025_06_18() {
     if clients_ready() {
@@ -327,9 +347,30 @@ fn real_gemini_cli_over_http_asks_the_panel_in_protocol_2025_06_18() {
     }
 }
 
+// Real OpenCode and Qwen Code, headless, each with him registered as `him config opencode` /
+// `him config qwen` prints it in its real config file (issue 23): tests/e2e/opencode.test.mjs
+// and qwen.test.mjs, against a loopback stand-in of the Chat Completions API. OpenCode ignores
+// the generic `mcpServers` JSON; Qwen's `-p` gets him's tools past its permission check only
+// with the snippet's `"trust": true`.
+#[test]
+fn real_opencode_asks_the_panel_configured_as_him_config_prints_it() {
+    if clients_ready() {
+        node22_test("opencode.test.mjs");
+    }
+}
+
+#[test]
+fn real_qwen_code_asks_the_panel_configured_as_him_config_prints_it() {
+    if clients_ready() {
+        node22_test("qwen.test.mjs");
+    }
+}
+
 // Real Claude Code's interactive terminal UI, driven in tmux, with `him hook claude-code` as
 // its PermissionRequest hook as `him config claude-code --hooks` prints it (issue 16):
 // tests/e2e/claude-code-tui.test.mjs. tmux is the pseudo-terminal (`.ci/run` installs it).
+// The same file has him as its MCP server: the terminal declares MCP tasks (issue 24.4), and
+// ask_text's answer must still reach the model as the tool's own result.
 #[test]
 fn real_claude_code_in_its_terminal_asks_the_panel_through_its_hook() {
     if clients_ready()

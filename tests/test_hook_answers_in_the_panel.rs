@@ -39,6 +39,10 @@ async fn start_hook(
         .arg(agent)
         .args(args)
         .env("HIM_RUNTIME_DIR", runtime)
+        .env(
+            "XDG_STATE_HOME",
+            support::state_home(std::path::Path::new(runtime)),
+        )
         .env("HIM_LOG", "info")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

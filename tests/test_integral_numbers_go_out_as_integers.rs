@@ -40,6 +40,10 @@ impl RawServe {
         let mut child = Command::new(him_bin())
             .arg("serve")
             .env("HIM_RUNTIME_DIR", runtime)
+            .env(
+                "XDG_STATE_HOME",
+                support::state_home(std::path::Path::new(runtime)),
+            )
             .env("HIM_RECONNECT_GRACE_MS", "0")
             .env("HIM_AUTO_REJECT_MS", "0")
             .env("HIM_LOG", "warn")

@@ -55,6 +55,7 @@ impl Asked {
             .arg("ask")
             .args(args)
             .env("HIM_RUNTIME_DIR", runtime.path())
+            .env("XDG_STATE_HOME", support::state_home(runtime.path()))
             .env("HIM_FALLBACK", "http")
             .env("BROWSER", &browser)
             .env("HIM_LOG", log)
@@ -872,6 +873,10 @@ async fn start_stripped_agent(runtime: &Path, env: &[(&str, &str)]) -> (Agent, T
         .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
         .collect();
     vars.push(("HIM_RUNTIME_DIR".into(), runtime.display().to_string()));
+    vars.push((
+        "XDG_STATE_HOME".into(),
+        support::state_home(runtime).display().to_string(),
+    ));
     vars.push(("HIM_FALLBACK".into(), "http".into()));
     vars.push(("HIM_LOG".into(), "info".into()));
     vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));

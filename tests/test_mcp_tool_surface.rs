@@ -29,6 +29,7 @@ async fn the_six_tools_are_listed_with_output_schemas_and_annotations() {
             "ask_form",
             "ask_multi_select",
             "ask_text",
+            "get_answer",
             "human_input_status"
         ]
     );

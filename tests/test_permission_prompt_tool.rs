@@ -29,6 +29,10 @@ async fn start_serve(runtime: &std::path::Path, args: &[&str], env: &[(&str, &st
         cmd.arg("serve")
             .args(&args)
             .env("HIM_RUNTIME_DIR", &runtime)
+            .env(
+                "XDG_STATE_HOME",
+                support::state_home(std::path::Path::new(&runtime)),
+            )
             .env("HIM_LOG", "info")
             .envs(env.iter().map(|(k, v)| (k, v)));
     });

@@ -182,20 +182,22 @@ fn opt_text() -> impl Strategy<Value = Option<String>> {
 }
 
 fn agent_info() -> impl Strategy<Value = AgentInfo> {
-    (text(), opt_text(), opt_text()).prop_map(|(name, title, version)| AgentInfo {
+    (text(), opt_text(), opt_text(), opt_text()).prop_map(|(name, title, version, via)| AgentInfo {
         name,
         title,
         version,
+        via,
     })
 }
 
 fn ask() -> impl Strategy<Value = Ask> {
-    (text(), json_value(), any::<u64>(), any::<u64>()).prop_map(
-        |(id, form, timeout_ms, asked_at_ms)| Ask {
+    (text(), json_value(), any::<u64>(), any::<u64>(), opt_text()).prop_map(
+        |(id, form, timeout_ms, asked_at_ms, project)| Ask {
             id,
             form,
             timeout_ms,
             asked_at_ms,
+            project,
         },
     )
 }
@@ -269,7 +271,12 @@ fn agent_to_host() -> impl Strategy<Value = AgentToHost> {
                 }
             }),
         ask().prop_map(AgentToHost::Ask),
-        (text(), reason()).prop_map(|(id, reason)| AgentToHost::Withdraw { id, reason }),
+        (text(), reason()).prop_map(|(id, reason)| AgentToHost::Withdraw {
+            id,
+            reason,
+            keep: false,
+            keep_until_ms: None
+        }),
         text().prop_map(|id| AgentToHost::Accepted { id }),
         refusal().prop_map(AgentToHost::Refused),
     ]
@@ -309,11 +316,16 @@ fn host_to_extension() -> impl Strategy<Value = HostToExtension> {
             }
         }),
         (ask(), agent_info(), opt_text(), opt_text()).prop_map(|(ask, agent, project, machine)| {
+            // The host moves an ask's own project to the label (`relay.rs`).
             HostToExtension::Ask(LabelledAsk {
-                ask,
+                ask: Ask {
+                    project: None,
+                    ..ask
+                },
                 agent,
                 project,
                 machine,
+                kept_until_ms: None,
             })
         }),
         (text(), reason()).prop_map(|(id, reason)| HostToExtension::Withdraw { id, reason }),

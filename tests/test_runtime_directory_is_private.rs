@@ -34,6 +34,10 @@ async fn refused_host(runtime: &std::path::Path) -> std::process::Output {
     let output = tokio::process::Command::new(him_bin())
         .arg(origin())
         .env("HIM_RUNTIME_DIR", runtime)
+        .env(
+            "XDG_STATE_HOME",
+            support::state_home(std::path::Path::new(runtime)),
+        )
         .stdin(Stdio::piped())
         .output()
         .await

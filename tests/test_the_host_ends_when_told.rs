@@ -35,6 +35,7 @@ fn sigterm_ends_a_host_whose_stdin(stdin: Stdio, stdout: Stdio, mut read_hello: 
     let mut host = Command::new(him_bin())
         .arg(origin())
         .env("HIM_RUNTIME_DIR", runtime.path())
+        .env("XDG_STATE_HOME", support::state_home(runtime.path()))
         .env("HIM_LOG", "warn")
         .stdin(stdin)
         .stdout(stdout)

@@ -36,6 +36,7 @@ fn minimal(tool: &str) -> Value {
             json!({"title": "T", "fields": [{"name": "a", "type": "text", "label": "A"}]})
         }
         "human_input_status" => json!({}),
+        "get_answer" => json!({"question_id": "0123456789abcdef0123456789abcdef"}),
         other => panic!("no tool {other}"),
     }
 }

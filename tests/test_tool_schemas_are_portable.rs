@@ -89,7 +89,7 @@ async fn every_tool_schema_uses_only_2020_12_formats_and_single_types() {
     let runtime = runtime_dir();
     let (agent, _) = start_agent(runtime.path(), "schema-walker", &[]).await;
     let tools = agent.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 6);
+    assert_eq!(tools.len(), TOOLS.len());
     let mut found = Vec::new();
     for tool in &tools {
         let input = Value::Object(tool.input_schema.as_ref().clone());

@@ -230,7 +230,7 @@ async fn a_timeout_withdraws_the_question() {
         result["next_step"]
             .as_str()
             .unwrap()
-            .contains("destructive")
+            .contains("No answer is not consent")
     );
     // A late answer is refused by the host, not relayed.
     ext.submit(&ask["id"], json!({"answer": "late"})).await;

@@ -7,7 +7,7 @@
 // state = {
 //   questions: [{id, form, timeout_ms, asked_at_ms, deadline_ms, agent, project,
 //                received_at_ms, draft, unconfirmed_since_ms, undelivered?, judging?, refused?,
-//                lost?, closed?}],
+//                lost?, closed?, kept?}],
 //   notices:   [{key, id, title, agent, text, kind, at_ms}],
 //   sent:      [{question, notice, at_ms}],
 // }
@@ -26,6 +26,9 @@
 // host went away (crashed, killed, or the worker restarted) before a verdict came will get
 // none: it is marked `lost: {at_ms}`, answerable again with the answer as its draft, and
 // the card says the answer did not reach the agent, once the agent has asked again.
+// A question whose agent stopped waiting (its call timed out or ended) may be kept for it
+// (DESIGN.md §3, the host's `ask` with `kept_until_ms`): `kept: {until_ms}`, answerable as
+// any other until then (its deadline), the answer kept for the agent to collect later.
 // A question that ends without the person's answer (withdrawn, timed out, its agent gone)
 // after they started typing stays in place as `closed: {reason, text, at_ms}`, no longer
 // answerable, so that what they typed can still be copied, until they dismiss it.
@@ -66,12 +69,16 @@ export function normaliseQueue(value) {
 }
 
 /**
- * The agent's display name: its title, else its name; "@ machine" after it when the agent runs on
- * another machine (reached through SSH or a container: the host puts `machine` in the ask).
+ * The agent's display name: its title, else its name; "via bridge" after it when its client came
+ * through a bridge that named itself (him serve knows which, src/asker.rs, and says so in
+ * `agent.via`); "@ machine" after that when the agent runs on another machine (reached through
+ * SSH or a container: the host puts `machine` in the ask). Text the agent's client wrote: draw
+ * it marked (lib/display.js).
  */
 export function agentLabel(agent) {
   const name = (agent && (agent.title || agent.name)) || t('agentUnnamed');
-  return agent && isRemote(agent.machine) ? `${name} @ ${machineName(agent.machine)}` : name;
+  const via = agent && typeof agent.via === 'string' && agent.via.trim() ? t('agentVia', name, agent.via.trim()) : name;
+  return agent && isRemote(agent.machine) ? `${via} @ ${machineName(agent.machine)}` : via;
 }
 
 /**
@@ -142,6 +149,8 @@ export function addQuestion(state, ask, now) {
     unconfirmed_since_ms: null,
     // Asked again while its answer waited for a verdict: the agent did not take that answer.
     ...(existing?.lost || existing?.judging ? { lost: existing.lost ?? { at_ms: now } } : {}),
+    // Its agent stopped waiting; the host keeps the answer for it (until the deadline).
+    ...(typeof ask.kept_until_ms === 'number' ? { kept: { until_ms: ask.kept_until_ms } } : {}),
   };
   if (question.deadline_ms !== null && question.deadline_ms <= now) {
     return { state, added: false, error: `ask ${ask.id} arrived after its deadline` };

@@ -18,6 +18,7 @@ import { sendBlockedReason } from '../lib/hosterror.js';
 import { postIfOpen } from '../lib/port.js';
 import { t } from '../lib/i18n.js';
 import { agentMark, chooseActive, inboxOrder, stepActive } from '../lib/inbox.js';
+import { appendMarked, markedString } from '../lib/display.js';
 import { recentJson } from '../lib/recent.js';
 import { applyChanges } from '../lib/queuestore.js';
 
@@ -183,7 +184,7 @@ function renderNotices(notices) {
       const what = document.createElement('span');
       what.className = 'what';
       what.textContent = t('panel_notice_title', titleText(notice.title));
-      p.append(what, document.createTextNode(` ${t('panel_notice_text', notice.agent, notice.text)}`));
+      p.append(what, document.createTextNode(` ${t('panel_notice_text', markedString(notice.agent), notice.text)}`));
       // An answer that went through says what it was, so a slip shows at once.
       const sent = notice.kind === 'submit' ? recent.find((e) => e.id === notice.id) : null;
       const echo = sent ? echoOf(sent, ECHO_MAX) : '';
@@ -242,7 +243,8 @@ function renderRecent(recent) {
       const head = document.createElement('p');
       head.className = 'recent-head';
       const who = [entry.agent, entry.project].filter(Boolean).join(' · ');
-      head.append(markElement(entry.agent, entry.project), document.createTextNode(who));
+      head.append(markElement(entry.agent, entry.project));
+      appendMarked(document, head, who);
       const when = document.createElement('time');
       when.dateTime = new Date(entry.at_ms).toISOString();
       when.textContent = new Date(entry.at_ms).toLocaleTimeString(t('panel_lang'), { hour: '2-digit', minute: '2-digit' });
@@ -440,12 +442,14 @@ function createCard(question) {
   row.hidden = true;
   const rowWho = document.createElement('span');
   rowWho.className = 'row-who';
-  rowWho.textContent = label;
+  // Names the agent's client wrote, marked (lib/display.js): a bidi override or a control
+  // character in them must not reorder or hide what the card says.
+  appendMarked(document, rowWho, label);
   if (question.project) {
     // In a narrow panel the project gives way to the title; the mark's colour still tells.
     const project = document.createElement('span');
     project.className = 'row-project';
-    project.textContent = ` · ${question.project}`;
+    appendMarked(document, project, ` · ${question.project}`);
     rowWho.append(project);
   }
   const rowTitle = document.createElement('span');
@@ -460,7 +464,8 @@ function createCard(question) {
   head.className = 'card-head';
   const who = document.createElement('span');
   who.className = 'who';
-  who.append(markElement(label, question.project), document.createTextNode([label, question.project].filter(Boolean).join(' · ')));
+  who.append(markElement(label, question.project));
+  appendMarked(document, who, [label, question.project].filter(Boolean).join(' · '));
   const timeEl = document.createElement('span');
   timeEl.className = 'time';
   timeEl.setAttribute('role', 'timer');
@@ -605,10 +610,17 @@ function updateCard(card) {
   // Every card is updated after each change; writing only what differs keeps one arrival
   // from re-laying out every card already waiting (issue 22.12).
   const label = left === null ? t('panel_no_time_limit') : t('panel_time_left_long', formatTimeLeft(left));
-  if (card.timeEl.textContent !== text || card.rowTime.textContent !== text || card.timeEl.getAttribute('aria-label') !== label) {
+  // A kept question says so in its inbox row too, where the status line is not shown.
+  const kept = Boolean(card.question.kept);
+  const rowText = kept && left !== null ? t('panel_kept_row', formatTimeLeft(left)) : text;
+  if (card.timeEl.textContent !== text || card.rowTime.textContent !== rowText || card.timeEl.getAttribute('aria-label') !== label) {
     card.timeEl.textContent = text;
-    card.rowTime.textContent = text;
+    card.rowTime.textContent = rowText;
     card.timeEl.setAttribute('aria-label', label);
+  }
+  if (card.element.hasAttribute('data-kept') !== kept) {
+    card.element.toggleAttribute('data-kept', kept);
+    card.row.toggleAttribute('data-kept', kept);
   }
   if (left !== null && left < URGENT_MS) {
     card.timeEl.dataset.urgent = '';
@@ -625,8 +637,9 @@ function updateCard(card) {
   }
   if (card.expired) return;
   const blocked = sendBlockedReason(state.host, card.question);
-  // Once it can be sent again, a card whose answer was lost with the host says so.
-  const status = blocked ?? lostText(card);
+  // Once it can be sent again, a card whose answer was lost with the host says so; a kept
+  // one, that its agent no longer waits but will get the answer.
+  const status = blocked ?? lostText(card) ?? (kept ? t('panel_kept') : null);
   if (status) card.view.setStatus(status);
   else if (card.waiting) card.view.setStatus('');
   // The fields stay editable, so the draft goes on; only sending waits.

@@ -648,10 +648,19 @@ fn take(body: &[u8], shared: &Shared) -> Handled {
 /// when the page is served; the page counts down from its own load, so no clocks need agree.
 /// The page's words are `locale`'s, its whole table inline as data for `lib/i18n.js`.
 fn page(form: &Form, base: &str, asker: &Identity, remaining: Duration, locale: &Locale) -> String {
+    // Names a client wrote, marked as the panel marks them (`display::marked`): the page
+    // draws them as plain text, where a bidi override would reorder what the person reads.
+    let mark = |text: &str| crate::display::marked(text);
+    let agent = crate::protocol::AgentInfo {
+        name: mark(&asker.agent.name),
+        title: asker.agent.title.as_deref().map(mark),
+        version: asker.agent.version.clone(),
+        via: asker.agent.via.as_deref().map(mark),
+    };
     let data = json!({
         "form": form,
-        "agent": asker.agent,
-        "project": asker.project,
+        "agent": agent,
+        "project": asker.project.as_deref().map(mark),
         "remaining_ms": remaining.as_millis() as u64,
     })
     .to_string();
@@ -921,6 +930,7 @@ mod tests {
                 name: "</script><b>".into(),
                 title: None,
                 version: None,
+                via: None,
             },
             project: Some("<!-- p".into()),
         };
@@ -938,6 +948,37 @@ mod tests {
     }
 
     #[test]
+    fn who_asks_is_marked_in_the_page_data() {
+        let form: Form = serde_json::from_value(json!({
+            "title": "t", "fields": [{"name": "a", "type": "text", "label": "A"}]
+        }))
+        .unwrap();
+        let asker = Identity {
+            agent: crate::protocol::AgentInfo {
+                via: Some("mcp-remote".into()),
+                ..crate::protocol::AgentInfo::named("agent\u{202e}gpj")
+            },
+            project: Some("shop\u{7}".into()),
+        };
+        let html = page(
+            &form,
+            "/q/t",
+            &asker,
+            Duration::from_secs(5),
+            locale::english(),
+        );
+        let data = html
+            .split("id=\"him-question\">")
+            .nth(1)
+            .and_then(|rest| rest.split("</script>").next())
+            .unwrap();
+        let data: serde_json::Value = serde_json::from_str(data).unwrap();
+        assert_eq!(data["agent"]["name"], "agent⟨U+202E⟩gpj");
+        assert_eq!(data["agent"]["via"], "mcp-remote");
+        assert_eq!(data["project"], "shop⟨U+0007⟩");
+    }
+
+    #[test]
     fn the_page_s_title_is_the_question_in_plain_text() {
         let form: Form = serde_json::from_value(json!({
             "title": "Deploy **v2** to `prod/*`?\u{202e}\n\nMore words",
@@ -949,6 +990,7 @@ mod tests {
                 name: "codex".into(),
                 title: None,
                 version: None,
+                via: None,
             },
             project: None,
         };
@@ -986,6 +1028,7 @@ mod tests {
                 name: "codex".into(),
                 title: None,
                 version: None,
+                via: None,
             },
             project: None,
         };

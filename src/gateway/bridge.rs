@@ -97,6 +97,7 @@ pub async fn run(io: DuplexStream, search: Vec<PathBuf>, grace: Duration) {
                 name: "him gateway".into(),
                 title: None,
                 version: Some(env!("CARGO_PKG_VERSION").into()),
+                via: None,
             },
             project: None,
         },
@@ -224,6 +225,7 @@ impl Bridge {
             agent,
             project,
             machine,
+            ..
         } = labelled;
         let machine = machine_label(machine.as_deref());
         let key = json!([agent, project, machine]).to_string();

@@ -1,7 +1,8 @@
 //! `him config <client>`: the snippet that registers `him serve` with an MCP client.
 //!
 //! Pure: the binary path and OS come in, text comes out. The body is a complete,
-//! parseable file (JSON, or TOML for Codex), so `him config codex > snippet.toml` works;
+//! parseable file (JSON, TOML for Codex, YAML for fast-agent, a short Python file for the
+//! Python SDKs: `python.rs`), so `him config codex > snippet.toml` works;
 //! where it lives and why each setting is there go in `notes`, printed to stderr.
 //!
 //! Every snippet sets two clocks so that him's ends first and the agent gets a clean
@@ -14,7 +15,13 @@
 //! Desktop `claude_desktop_config.json`; Cursor `mcp.json`; VS Code `mcp.json` with
 //! `servers` and `type`; Codex `[mcp_servers.<name>]` with `tool_timeout_sec` (default 60 s);
 //! Gemini CLI `settings.json` with `timeout` in ms (default 600000); Windsurf
-//! `mcp_config.json` (`serverUrl` for remote servers).
+//! `mcp_config.json` (`serverUrl` for remote servers). OpenCode 1.18 and Qwen Code 0.24 were
+//! read in their shipped code and run (tests/e2e/opencode.test.mjs, qwen.test.mjs): OpenCode's
+//! `mcp` entry (`McpLocalConfig`) and Qwen's `mcpServers` entry with `trust` and `timeout`.
+//!
+//! Headless runs have allow-lists of their own, which the notes name: `claude -p` denies an
+//! MCP tool not in `--allowedTools`, and `gemini -p` offers the model no tool of a server
+//! without `"trust": true`, which the Gemini and Qwen snippets therefore carry.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -23,6 +30,8 @@ use serde::Serialize;
 
 use super::browsers::Os;
 use crate::cli::Client;
+
+mod python;
 
 /// Where `him serve --http` listens by default (see `ServeArgs::http`).
 pub const HTTP_URL: &str = "http://127.0.0.1:7676/mcp";
@@ -37,6 +46,10 @@ pub enum Format {
     Toml,
     /// One URL to paste into a form.
     Url,
+    /// fast-agent's `fastagent.config.yaml`.
+    Yaml,
+    /// A short Python file that builds the client's server object.
+    Python,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +89,9 @@ struct StdioServer<'a> {
     env: BTreeMap<&'static str, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     timeout: Option<u64>,
+    /// Gemini CLI and Qwen Code: call the server's tools without their confirmation prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trust: Option<bool>,
 }
 
 #[derive(Serialize)]
@@ -116,6 +132,7 @@ fn stdio<'a>(
         },
         env,
         timeout,
+        trust: None,
     }
 }
 
@@ -215,10 +232,16 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
                 "For interactive sessions, `him config claude-code --hooks` prints the PermissionRequest hook \
                  for ~/.claude/settings.json."
                     .into(),
+                "Headless: `claude -p` denies every MCP tool it was not allowed; add `--allowedTools \
+                 mcp__him` (all of him's tools), or \"permissions\": {\"allow\": [\"mcp__him\"]} in \
+                 ~/.claude/settings.json."
+                    .into(),
                 format!(
-                    "Timeout: Claude Code gives a tool MCP_TOOL_TIMEOUT ms; set it above him's wait, e.g. \
-                     \"env\": {{\"MCP_TOOL_TIMEOUT\": \"{CLIENT_TIMEOUT_MS}\"}} in ~/.claude/settings.json, \
-                     or start `MCP_TOOL_TIMEOUT={CLIENT_TIMEOUT_MS} claude`."
+                    "Timeout: Claude Code ends a tool call after MCP_TOOL_TIMEOUT ms (default 100000000, \
+                     about 28 h; a \"timeout\" in ms on the entry overrides it; progress does not \
+                     extend it). If you set it, keep it above him's wait, e.g. \"env\": \
+                     {{\"MCP_TOOL_TIMEOUT\": \"{CLIENT_TIMEOUT_MS}\"}} in ~/.claude/settings.json. Its \
+                     terminal UI moves a call still running at 120 s to the background; `claude -p` waits."
                 ),
                 wait_note,
                 "Claude Code supports elicitation: with no browser connected, him asks in the terminal.".into(),
@@ -318,20 +341,28 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
                 ],
             }
         }
-        Client::Gemini => Snippet {
-            title: "Gemini CLI",
-            place: "~/.gemini/settings.json (or .gemini/settings.json in a project)".into(),
-            format: Format::Json,
-            body: wrap("mcpServers", stdio(client, None, exe_json, Some(CLIENT_TIMEOUT_MS))),
-            notes: vec![
-                "Merge the \"him\" entry into the file's \"mcpServers\"; /mcp in Gemini CLI lists it."
-                    .into(),
-                format!(
-                    "Timeout: \"timeout\" is Gemini's per-request limit in ms (default 600000); keep it \
-                     above him's wait. {wait_note}"
-                ),
-            ],
-        },
+        Client::Gemini => {
+            let mut server = stdio(client, None, exe_json, Some(CLIENT_TIMEOUT_MS));
+            server.trust = Some(true);
+            Snippet {
+                title: "Gemini CLI",
+                place: "~/.gemini/settings.json (or .gemini/settings.json in a project)".into(),
+                format: Format::Json,
+                body: wrap("mcpServers", server),
+                notes: vec![
+                    "Merge the \"him\" entry into the file's \"mcpServers\"; /mcp in Gemini CLI lists it."
+                        .into(),
+                    trust_note(
+                        "Gemini CLI",
+                        "`gemini -p` does not even offer them to the model",
+                    ),
+                    format!(
+                        "Timeout: \"timeout\" is Gemini's per-request limit in ms (default 600000); keep \
+                         it above him's wait. {wait_note}"
+                    ),
+                ],
+            }
+        }
         Client::Windsurf => Snippet {
             title: "Windsurf",
             place: r"~/.codeium/windsurf/mcp_config.json (Windows: %USERPROFILE%\.codeium\windsurf\mcp_config.json)"
@@ -348,6 +379,8 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
                 ),
             ],
         },
+        Client::Opencode => opencode(exe_json, wait_note),
+        Client::Qwen => qwen(client, exe_json, wait_note),
         Client::Http => {
             let mut headers = BTreeMap::new();
             headers.insert("Authorization", format!("Bearer {TOKEN_PLACEHOLDER}"));
@@ -379,6 +412,10 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
                 ],
             }
         }
+        Client::FastAgent => python::fast_agent(exe_json, wait_note),
+        Client::Langchain => python::langchain(exe_json, wait_note),
+        Client::OpenaiAgents => python::openai_agents(exe_json, wait_note),
+        Client::PydanticAi => python::pydantic_ai(exe_json, wait_note),
         Client::Superassistant => Snippet {
             title: "MCP SuperAssistant (web chats in Chrome), over Streamable HTTP",
             place: "SuperAssistant's sidebar: server settings, transport Streamable HTTP, this URL"
@@ -413,13 +450,115 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
     }
 }
 
+/// Why the Gemini and Qwen snippets carry `"trust": true`, and what happens without it.
+fn trust_note(client: &str, without: &str) -> String {
+    format!(
+        "\"trust\": true lets {client} call him's tools without its confirmation prompt: they only \
+         ask you a question, which you can still decline in the side panel. Without it, {without}. \
+         Remove it to confirm each question in the terminal before it is asked."
+    )
+}
+
+/// OpenCode's entry for a local server (`McpLocalConfig` in OpenCode 1.18): the command and
+/// its arguments in one array, `environment` rather than `env`.
+#[derive(Serialize)]
+struct OpencodeServer<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    command: [&'a str; 2],
+    environment: BTreeMap<&'static str, String>,
+    enabled: bool,
+    timeout: u64,
+}
+
+#[derive(Serialize)]
+struct OpencodeConfig<'a> {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    mcp: BTreeMap<&'static str, OpencodeServer<'a>>,
+}
+
+/// `him config opencode`: OpenCode reads servers from its own `mcp` block and ignores a
+/// pasted `mcpServers` without a word, so the snippet is a whole opencode.json of that shape.
+fn opencode(exe: &str, wait_note: String) -> Snippet {
+    let mut environment = BTreeMap::new();
+    environment.insert(
+        "HIM_TIMEOUT_MS",
+        him_timeout_ms(Client::Opencode).to_string(),
+    );
+    let server = OpencodeServer {
+        kind: "local",
+        command: [exe, "serve"],
+        environment,
+        enabled: true,
+        timeout: CLIENT_TIMEOUT_MS,
+    };
+    let mut mcp = BTreeMap::new();
+    mcp.insert("him", server);
+    let config = OpencodeConfig {
+        schema: "https://opencode.ai/config.json",
+        mcp,
+    };
+    let mut body = serde_json::to_string_pretty(&config).unwrap_or_default();
+    body.push('\n');
+    Snippet {
+        title: "OpenCode",
+        place:
+            "~/.config/opencode/opencode.json (all projects) or opencode.json at a project's root"
+                .into(),
+        format: Format::Json,
+        body,
+        notes: vec![
+            "Merge the \"him\" entry into the file's \"mcp\" (OpenCode ignores an \"mcpServers\" \
+             block without a word); `opencode mcp list` shows it."
+                .into(),
+            format!(
+                "Timeout: \"timeout\" is OpenCode's limit in ms for each request to the server. \
+                 Without it a tool call gets 60 s, counted again from each progress notification \
+                 (him sends one every 10 s, HIM_HEARTBEAT_MS); {CLIENT_TIMEOUT_MS} holds above \
+                 him's wait even without them. {wait_note}"
+            ),
+            "Headless: `opencode run` calls him's tools without asking (OpenCode allows MCP tools \
+             unless its \"permission\" setting says otherwise)."
+                .into(),
+        ],
+    }
+}
+
+/// `him config qwen`: Qwen Code's settings.json takes Gemini CLI's `mcpServers` entry.
+fn qwen(client: Client, exe: &str, wait_note: String) -> Snippet {
+    let mut server = stdio(client, None, exe, Some(CLIENT_TIMEOUT_MS));
+    server.trust = Some(true);
+    Snippet {
+        title: "Qwen Code",
+        place: "~/.qwen/settings.json (or .qwen/settings.json in a project)".into(),
+        format: Format::Json,
+        body: wrap("mcpServers", server),
+        notes: vec![
+            "Merge the \"him\" entry into the file's \"mcpServers\"; `qwen mcp list` lists it."
+                .into(),
+            trust_note(
+                "Qwen Code",
+                "`qwen -p` puts each call to its auto-mode check (one more model request) and \
+                 declines it when that check blocks it (always, with --approval-mode default)",
+            ),
+            format!(
+                "Timeout: \"timeout\" is Qwen's limit in ms for a whole tool call (default 600000; \
+                 progress does not extend it); keep it above him's wait. Qwen also ends a call \
+                 silent for QWEN_CODE_MCP_TOOL_IDLE_TIMEOUT_MS (default 300000), which him's \
+                 progress every 10 s keeps from running out. {wait_note}"
+            ),
+        ],
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::Value;
 
-    const ALL: [Client; 9] = [
+    const ALL: [Client; 15] = [
         Client::ClaudeCode,
         Client::ClaudeDesktop,
         Client::Cursor,
@@ -427,8 +566,14 @@ mod tests {
         Client::Codex,
         Client::Gemini,
         Client::Windsurf,
+        Client::Opencode,
+        Client::Qwen,
         Client::Http,
         Client::Superassistant,
+        Client::FastAgent,
+        Client::Langchain,
+        Client::OpenaiAgents,
+        Client::PydanticAi,
     ];
 
     #[test]
@@ -448,7 +593,7 @@ mod tests {
         for client in ALL {
             let s = snippet(client, exe, Os::Linux);
             assert!(s.body.ends_with('\n'));
-            if s.format == Format::Json && client != Client::Http {
+            if s.format == Format::Json && ![Client::Http, Client::Opencode].contains(&client) {
                 let v: Value = serde_json::from_str(&s.body).unwrap();
                 let key = if client == Client::Vscode {
                     "servers"

@@ -624,6 +624,7 @@ pub fn hello_welcome(stream: &mut (impl Read + Write)) -> Result<Welcome, NoWelc
             name: "him doctor".into(),
             title: None,
             version: Some(env!("CARGO_PKG_VERSION").into()),
+            via: None,
         },
         project: None,
         pid: std::process::id(),

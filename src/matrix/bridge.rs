@@ -125,6 +125,9 @@ async fn serve(runtime_dir: &Path, idle: Duration) -> Result<(), BoxError> {
         host_read,
         host_write,
         him::host::AGENT_STALL,
+        // Questions kept for their agent after its call ended stay answerable here, the
+        // answer written to the same store as a browser's host writes it (`him::keep`).
+        him::keep::Store::locate().ok(),
     );
     let room_side = run_room(bridge_end, &dir, room, idle);
     tokio::select! {
@@ -168,6 +171,16 @@ struct Open {
     body: String,
     /// The answerer whose answer awaits the agent's verdict, and the event that gave it.
     judged: Option<(OwnedUserId, OwnedEventId)>,
+    /// Its agent stopped waiting and kept it: the answer goes to the store (`him::keep`).
+    kept: bool,
+}
+
+/// What a question kept for its agent says in the room.
+fn kept_note(until_ms: u64) -> String {
+    format!(
+        "The agent stopped waiting; your answer will be kept for it until {}.",
+        him::keep::rfc3339(until_ms)
+    )
 }
 
 struct Bridge {
@@ -391,7 +404,13 @@ impl Bridge {
                     .and_then(|o| o.judged.as_ref())
                     .map(|(who, _)| who.to_string())
                     .unwrap_or_else(|| "someone".into());
-                self.close(&id, &format!("Answered by {who}.")).await;
+                let kept = self.open.get(&id).is_some_and(|o| o.kept);
+                let why = if kept {
+                    format!("Answered by {who}; the answer is kept for the agent.")
+                } else {
+                    format!("Answered by {who}.")
+                };
+                self.close(&id, &why).await;
             }
             HostToExtension::Refused(refusal) => {
                 if let Some(open) = self.open.get_mut(&refusal.id)
@@ -428,6 +447,11 @@ impl Bridge {
 
     async fn ask(&mut self, ask: LabelledAsk) -> Result<(), BoxError> {
         let id = ask.ask.id.clone();
+        if let Some(until_ms) = ask.kept_until_ms
+            && (self.open.contains_key(&id) || !self.posted.contains_key(&id))
+        {
+            return self.kept(&id, until_ms).await;
+        }
         if self.open.contains_key(&id) {
             // An agent that linked again re-sends its questions under the same ids.
             return self.send_host(&ExtensionToHost::Shown { id }).await;
@@ -451,6 +475,12 @@ impl Bridge {
             // agent; what the room said meanwhile answers it.
             tracing::info!(id, event = %event, "question already in the room");
             self.by_event.insert(event.clone(), id.clone());
+            // A kept one was marked so in the room by the bridge before.
+            let kept = ask.kept_until_ms.is_some();
+            let body = match ask.kept_until_ms {
+                Some(until_ms) => format!("{body}\n\n{}", kept_note(until_ms)),
+                None => body,
+            };
             self.open.insert(
                 id.clone(),
                 Open {
@@ -459,6 +489,7 @@ impl Bridge {
                     event: event.clone(),
                     body,
                     judged: None,
+                    kept,
                 },
             );
             self.send_host(&ExtensionToHost::Shown { id }).await?;
@@ -515,9 +546,43 @@ impl Bridge {
                 event,
                 body,
                 judged: None,
+                kept: false,
             },
         );
         self.send_host(&ExtensionToHost::Shown { id }).await
+    }
+
+    /// The agent stopped waiting for question `id` and kept it (`him::keep`): it stays open
+    /// here until `until_ms`, the message marked so, and the answer goes to the store for the
+    /// agent. A kept question this bridge never posted (the host offers every kept one when
+    /// it starts) is not posted now: it waits in the browsers.
+    async fn kept(&mut self, id: &str, until_ms: u64) -> Result<(), BoxError> {
+        if let Some(posted) = self.posted.get_mut(id) {
+            posted.until_ms = until_ms;
+            self.keep_posted();
+        }
+        let Some(open) = self.open.get_mut(id) else {
+            return Ok(());
+        };
+        if open.kept {
+            return Ok(());
+        }
+        open.kept = true;
+        let note = kept_note(until_ms);
+        open.body = format!("{}\n\n{note}", open.body);
+        let (event, body, poll) = (
+            open.event.clone(),
+            open.body.clone(),
+            matches!(open.shape, Shape::Poll { .. }),
+        );
+        if poll {
+            // A poll's question cannot be edited in the clients people use: the note is a
+            // reply to it, and the poll stays open.
+            self.reply(&event, &note).await;
+        } else {
+            self.edit(&event, &body).await;
+        }
+        Ok(())
     }
 
     async fn room_event(&mut self, event: FromRoom) -> Result<(), BoxError> {
@@ -629,21 +694,25 @@ impl Bridge {
                 )
                 .await
         } else {
-            let body = format!("{}\n\n— {why}", open.body);
-            self.room
-                .send_raw(
-                    "m.room.message",
-                    json!({
-                        "msgtype": "m.text",
-                        "body": format!("* {body}"),
-                        "m.new_content": {"msgtype": "m.text", "body": body},
-                        "m.relates_to": {"rel_type": "m.replace", "event_id": open.event},
-                    }),
-                )
-                .await
+            self.edit(&open.event, &format!("{}\n\n— {why}", open.body))
+                .await;
+            return;
         };
         if let Err(err) = result {
             tracing::warn!(id, "cannot mark the question closed in the room: {err}");
+        }
+    }
+
+    /// Replaces the text of the bot's message `event` with `body` (an `m.replace` edit).
+    async fn edit(&self, event: &OwnedEventId, body: &str) {
+        let content = json!({
+            "msgtype": "m.text",
+            "body": format!("* {body}"),
+            "m.new_content": {"msgtype": "m.text", "body": body},
+            "m.relates_to": {"rel_type": "m.replace", "event_id": event},
+        });
+        if let Err(err) = self.room.send_raw("m.room.message", content).await {
+            tracing::warn!(event = %event, "cannot edit the question in the room: {err}");
         }
     }
 

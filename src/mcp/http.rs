@@ -385,6 +385,8 @@ struct Gate {
     idle: Duration,
     same_user_only: bool,
     stopping: CancellationToken,
+    /// The process's tasks outlive every session; `stop` withdraws their questions.
+    shared: Arc<SharedParts>,
 }
 
 impl Gate {
@@ -415,6 +417,7 @@ impl Gate {
         // One requestState key (and one set of redeemed states) for every server: a
         // 2026-07-28 retry is a new sessionless request, served by a new server.
         let shared = SharedParts::new(config);
+        let tasks_owner = shared.clone();
         let factory = move || {
             let server = HimServer::with_shared(shared.clone());
             let _ = NEW_SERVERS.try_with(|slot| {
@@ -438,6 +441,7 @@ impl Gate {
             hosts,
             idle: options.idle,
             same_user_only: options.same_user_only,
+            shared: tasks_owner,
             stopping,
         })
     }
@@ -816,6 +820,7 @@ impl Gate {
             server.shutdown();
         }
         self.stopping.cancel();
+        self.shared.close_tasks().await;
         if !sessions.is_empty() {
             // The withdrawals are queued to each host link's writer task; let them go out
             // before the runtime (and those tasks) end. Hosts would withdraw on the broken

@@ -6,9 +6,11 @@
 pub mod elicitation;
 pub mod http;
 mod params;
+mod project;
 pub mod schema;
 mod server;
 mod stdio;
+mod tasks;
 
 use std::process::ExitCode;
 
@@ -50,12 +52,16 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         let on_eof = server.clone();
         let transport = stdio::WithdrawOnEof::new(
             rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout),
-            Box::new(move || on_eof.shutdown()),
+            Box::new(move || {
+                on_eof.shutdown();
+                on_eof.shutdown_tasks();
+            }),
         );
         let service = server.serve(transport).await?;
         let reason = service.waiting().await;
         // The client is gone: whatever it asked can no longer be answered to anyone.
         pool_owner.close().await;
+        pool_owner.close_tasks().await;
         tracing::debug!(?reason, "MCP session ended");
         Ok::<_, BoxError>(())
     })?;

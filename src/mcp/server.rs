@@ -10,13 +10,14 @@ use futures::StreamExt;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ClientResult, ConstString, ContentBlock, CustomRequest,
-    CustomResult, ElicitRequest, ElicitResult, ElicitationCreateRequestMethod, ErrorData,
-    Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
-    ServerRequest,
+    CallToolResponse, CallToolResult, CancelTaskParams, ClientResult, ConstString, ContentBlock,
+    CreateTaskResult, CustomRequest, CustomResult, ElicitRequest, ElicitResult,
+    ElicitationCreateRequestMethod, ErrorData, GetTaskParams, GetTaskResult, Implementation,
+    InitializeRequestParams, InitializeResult, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
+    ServerConfig, ServerRequest, UpdateTaskParams,
 };
-use rmcp::service::{Peer, PeerRequestOptions, RequestContext, ServiceError};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -25,10 +26,13 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::elicitation::{self, INPUT_KEY, RetryState, StateCodec};
+use super::project::SessionProject;
+use super::tasks::{self, Tasks};
 use crate::agent::{HostStatus, Identity, Pool};
 use crate::ask_result::{self, AskResult, CallContext, Via};
+use crate::asker;
 use crate::channels::{self, Asked, Channels, ElicitEnd, Elicitation, PrepareError};
-use crate::config::{Config, FallbackMode};
+use crate::config::{Config, FallbackMode, TasksMode};
 use crate::form::{AnswerError, Form};
 use crate::protocol::{AgentInfo, ExtensionInfo};
 use crate::tools::{
@@ -43,6 +47,8 @@ pub struct HimServer {
     pool: Arc<OnceLock<Pool>>,
     /// The session's heartbeat clock, started by the first question.
     ticks: Arc<OnceLock<watch::Receiver<()>>>,
+    /// What the session says of its project (URL, roots), for each question's label.
+    project: Arc<SessionProject>,
     tool_router: ToolRouter<HimServer>,
 }
 
@@ -55,6 +61,8 @@ pub struct SharedParts {
     /// Seals the 2026-07-28 `requestState`; `None` if no key could be made (then such
     /// sessions skip elicitation).
     states: Option<StateCodec>,
+    /// The questions asked as MCP tasks, which a `tasks/get` from any session may follow.
+    tasks: Tasks,
 }
 
 impl SharedParts {
@@ -68,7 +76,17 @@ impl SharedParts {
                 None
             }
         };
-        Arc::new(SharedParts { config, states })
+        Arc::new(SharedParts {
+            config,
+            states,
+            tasks: Tasks::default(),
+        })
+    }
+
+    /// Withdraws the question of every task still running and waits a little for the
+    /// withdrawals to be written, for a process about to exit.
+    pub async fn close_tasks(&self) {
+        self.tasks.close().await;
     }
 }
 
@@ -116,6 +134,20 @@ pub struct MatrixStatus {
     pub socket: String,
     /// The room its questions go to, once the bridge has said.
     pub room: Option<String>,
+}
+
+/// `get_answer`'s arguments.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetAnswerArgs {
+    /// The question_id of an earlier result that was not answered (timeout, cancelled,
+    /// pending).
+    pub question_id: String,
+    /// How long to wait for the person while the question is still open, in milliseconds
+    /// (0 answers at once; default HIM_TIMEOUT_MS, 5 min; at most 24 h).
+    #[serde(default)]
+    #[schemars(with = "u64")]
+    pub wait_ms: Option<u64>,
 }
 
 /// `human_input_status` takes no arguments, and says so to a client that gives some.
@@ -208,6 +240,7 @@ impl HimServer {
             shared,
             pool: Arc::new(OnceLock::new()),
             ticks: Arc::new(OnceLock::new()),
+            project: Arc::default(),
             tool_router: Self::tool_router(),
         }
     }
@@ -235,25 +268,39 @@ impl HimServer {
         }
     }
 
+    /// Withdraws the question of every task still running (the process is going away).
+    pub fn shutdown_tasks(&self) {
+        self.shared.tasks.shutdown();
+    }
+
+    /// As [`HimServer::shutdown_tasks`], for a process about to exit.
+    pub async fn close_tasks(&self) {
+        self.shared.close_tasks().await;
+    }
+
+    /// `work`, with progress heartbeats to the client while it runs; for a wait that has no
+    /// notices to announce (no loopback form): `get_answer` and the permission prompt.
+    async fn with_heartbeat<T>(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        let (_notices, notice_rx) = futures::channel::mpsc::unbounded();
+        let heartbeat = heartbeat(
+            ctx.peer.clone(),
+            ctx.meta.get_progress_token(),
+            self.ticks(),
+            notice_rx,
+        );
+        tokio::select! {
+            done = work => done,
+            never = heartbeat => match never {},
+        }
+    }
+
     fn pool(&self, ctx: &RequestContext<RoleServer>) -> &Pool {
-        self.pool.get_or_init(|| {
-            let agent = match ctx.client_info() {
-                Some(info) => AgentInfo {
-                    name: info.name,
-                    title: info.title,
-                    version: Some(info.version).filter(|v| !v.is_empty()),
-                },
-                None => AgentInfo {
-                    name: "MCP client".into(),
-                    title: None,
-                    version: None,
-                },
-            };
-            Pool::for_runtime(
-                &self.shared.config.runtime,
-                Identity::with_cwd_project(agent),
-            )
-        })
+        self.pool
+            .get_or_init(|| Pool::for_runtime(&self.shared.config.runtime, identity(ctx)))
     }
 
     /// A receiver of the session's heartbeat clock that waits for its next tick.
@@ -307,11 +354,18 @@ impl HimServer {
         if let Some(state) = retry.state {
             return self.finish_retry(tool, form, &state, retry.responses, &ctx);
         }
-        let prepared = channels::prepare(tool, form, self.shared.config.wait_for(timeout_ms))
-            .map_err(|err| match err {
+        let project = self.project.of_call(&ctx).await;
+        let timeout = self.shared.config.wait_for(timeout_ms);
+        let prepared =
+            channels::prepare_in(tool, form, timeout, project).map_err(|err| match err {
                 PrepareError::TooLarge { error, .. } => invalid_params(error),
                 other => ErrorData::internal_error(other.to_string(), None),
             })?;
+        // A password's value must not stay readable from a finished task (rmcp keeps a task's
+        // result for its lifetime): such a form gets the blocking call.
+        if tasks::offered(self.shared.config.tasks, &ctx) && !prepared.form.has_password() {
+            return self.ask_as_task(prepared, &ctx).await;
+        }
         tracing::info!(tool = tool.tool_name(), id = %prepared.ask.id, "asking");
         let (notices, notice_rx) = futures::channel::mpsc::unbounded();
         let elicitation = match self.elicitation_mode(&ctx) {
@@ -334,6 +388,8 @@ impl HimServer {
             notice: Box::new(move |message: String| {
                 let _ = notices.unbounded_send(message);
             }),
+            collect: crate::ask_result::Collect::GetAnswer,
+            keep_if_cancelled: true,
         };
         let asking = channels::ask(
             self.pool(&ctx),
@@ -355,6 +411,28 @@ impl HimServer {
         self.asked(tool, asked)
     }
 
+    /// A client that declared the tasks extension gets a task at once; the question goes
+    /// through the same chain, and `tasks/get` ends with the result this call would return.
+    async fn ask_as_task(
+        &self,
+        prepared: channels::Prepared,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (tool, id) = (prepared.tool, prepared.ask.id.clone());
+        let task = self
+            .shared
+            .tasks
+            .start(
+                &self.shared.config,
+                identity(ctx),
+                prepared,
+                Self::client_elicitation(ctx),
+            )
+            .await;
+        tracing::info!(tool = tool.tool_name(), %id, task = %task.task_id, ttl_ms = ?task.ttl_ms, "asking as a task");
+        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+    }
+
     /// The tool result for how the question ended.
     fn asked(&self, tool: ToolKind, asked: Asked) -> Result<CallToolResponse, ErrorData> {
         let result = match asked {
@@ -371,7 +449,7 @@ impl HimServer {
             }
         };
         tracing::info!(tool = tool.tool_name(), id = %result.question_id, status = ?result.status, via = ?result.via, "asked");
-        structured(&result)
+        structured(&result).map(Into::into)
     }
 
     /// The 2026-07-28 elicitation: the form as an input request, the question's state
@@ -450,7 +528,7 @@ impl HimServer {
             }
         };
         tracing::info!(tool = tool.tool_name(), id = %result.question_id, status = ?result.status, "asked through the client");
-        structured(&result)
+        structured(&result).map(Into::into)
     }
 
     /// Ask the person for a short free-text answer (a name, a value, a sentence).
@@ -580,6 +658,44 @@ impl HimServer {
             ctx,
         )
         .await
+    }
+
+    /// Collect the person's answer to a question whose call ended unanswered (its result
+    /// said `timeout` or `cancelled` and named a question_id): the question stays open in
+    /// their browser for a while and their answer is kept for you. Returns the same result
+    /// as the ask tool would have, with `late: true` and `answered_at`; or `pending` (still
+    /// open: this call waits up to wait_ms for the person first), `expired`, or `unknown`.
+    /// Never guess an answer that is not here.
+    #[tool(
+        name = "get_answer",
+        annotations(title = "Collect a late answer", read_only_hint = true, open_world_hint = true),
+        output_schema = output_schema::<AskResult>()
+    )]
+    async fn get_answer(
+        &self,
+        Parameters(args): Parameters<GetAnswerArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let config = &self.shared.config;
+        let wait = match args.wait_ms {
+            Some(0) => Duration::ZERO,
+            given => config.wait_for(given),
+        };
+        let getting = crate::late::get_answer(
+            self.pool(&ctx),
+            config,
+            &args.question_id,
+            wait,
+            crate::ask_result::Collect::GetAnswer,
+            Self::client_elicitation(&ctx),
+            ctx.ct.clone().cancelled_owned(),
+        );
+        let result = self
+            .with_heartbeat(&ctx, getting)
+            .await
+            .map_err(invalid_params)?;
+        tracing::info!(id = %result.question_id, status = ?result.status, "get_answer");
+        structured(&result)
     }
 
     /// Report, without asking anything, how a question would reach the person right now:
@@ -763,20 +879,9 @@ impl HimServer {
             &prompt,
             config.timeout,
             config.reconnect_grace,
-            ctx.ct.cancelled_owned(),
+            ctx.ct.clone().cancelled_owned(),
         );
-        // No notices: the permission prompt has no loopback form to announce.
-        let (_notices, notice_rx) = futures::channel::mpsc::unbounded();
-        let heartbeat = heartbeat(
-            ctx.peer.clone(),
-            ctx.meta.get_progress_token(),
-            self.ticks(),
-            notice_rx,
-        );
-        let outcome = tokio::select! {
-            outcome = asking => outcome,
-            never = heartbeat => match never {},
-        };
+        let outcome = self.with_heartbeat(&ctx, asking).await;
         let decision = crate::permission::decide(&request, &prompt, outcome);
         // The decision only: the tool's input may hold secrets (a command line, a file).
         tracing::info!(decision = decision.name(), "permission prompt decided");
@@ -789,26 +894,89 @@ impl HimServer {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for HimServer {
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // The default's own step; the URL's project is ours.
+        context.peer.set_peer_info(request.clone());
+        self.project.initialized(&context.extensions);
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        self.project.roots_changed().await;
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = match self.shared.config.tasks {
+            TasksMode::Off => ServerCapabilities::builder().enable_tools().build(),
+            TasksMode::Auto | TasksMode::On => ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 env!("CARGO_PKG_NAME"),
                 env!("CARGO_PKG_VERSION"),
             ))
             .with_instructions(INSTRUCTIONS)
     }
+
+    // rmcp answers these only for a client that declared the tasks extension.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.shared
+            .tasks
+            .get(&request.task_id)
+            .map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared
+            .tasks
+            .update(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared.tasks.cancel(&request.task_id)
+    }
+}
+
+/// Who asks, as the hosts are told: the MCP client's `clientInfo` and the project.
+fn identity(ctx: &RequestContext<RoleServer>) -> Identity {
+    let agent = match ctx.client_info() {
+        Some(info) => {
+            asker::agent_of_client(&info.name, info.title.as_deref(), Some(&info.version))
+        }
+        None => AgentInfo::named(asker::UNNAMED_CLIENT),
+    };
+    Identity::with_cwd_project(agent)
 }
 
 /// The result as structured content and its text copy (MCP asks for both). The text is
 /// written from the result itself, the same bytes as from the JSON tree but without
 /// walking it a second time.
-fn structured(result: &AskResult) -> Result<CallToolResponse, ErrorData> {
+pub(super) fn structured(result: &AskResult) -> Result<CallToolResult, ErrorData> {
     let internal = |e: serde_json::Error| ErrorData::internal_error(e.to_string(), None);
     let value = serde_json::to_value(result).map_err(internal)?;
     let text = serde_json::to_string(result).map_err(internal)?;
     let mut call_result = CallToolResult::success(vec![ContentBlock::text(text)]);
     call_result.structured_content = Some(value);
-    Ok(call_result.into())
+    Ok(call_result)
 }
 
 /// One `elicitation/create` (protocol ≤ 2025-11-25), withdrawn with a cancellation when

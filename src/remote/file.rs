@@ -15,7 +15,7 @@ const MAX_LINKS: usize = 40;
 
 /// Where `path` leads: itself, or the file its chain of links ends at (which may not exist
 /// yet: a link to a file that is to be created is written there, not replaced by a file).
-pub(super) fn through_links(path: &Path) -> io::Result<PathBuf> {
+pub(crate) fn through_links(path: &Path) -> io::Result<PathBuf> {
     let mut at = path.to_owned();
     for _ in 0..MAX_LINKS {
         match std::fs::symlink_metadata(&at) {
@@ -37,7 +37,7 @@ pub(super) fn through_links(path: &Path) -> io::Result<PathBuf> {
 
 /// Replaces the file at `path` (through links) with `text`, keeping its mode; a new file gets
 /// `new_mode`, and a new folder for it 0700. Returns the file written.
-pub(super) fn replace(path: &Path, text: &str, new_mode: u32) -> io::Result<PathBuf> {
+pub(crate) fn replace(path: &Path, text: &str, new_mode: u32) -> io::Result<PathBuf> {
     let target = through_links(path)?;
     let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
         return Err(io::Error::other(format!(

@@ -41,7 +41,7 @@ before(async () => {
   const transport = new StdioClientTransport({
     command: HIM_BIN,
     args: ['serve', '--permission-tool'],
-    env: { HIM_RUNTIME_DIR: launched.runtimeDir, HIM_LOG: 'warn', HIM_FALLBACK: 'off' },
+    env: { HIM_RUNTIME_DIR: launched.runtimeDir, HIM_LOG: 'warn', HIM_FALLBACK: 'off', HIM_KEEP_MS: '0' },
     stderr: 'inherit',
   });
   client = new Client({ name: 'claude-code', version: '2.1.332' });

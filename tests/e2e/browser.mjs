@@ -18,13 +18,15 @@ export const PANEL_URL = `chrome-extension://${EXTENSION_ID}/panel/panel.html`;
 /**
  * Launches Chromium (`chromiumPath`) with the extension; `args` are Chromium flags beyond
  * the two that load the extension, `viewport` as playwright takes it. Resolves
- * {tmp, runtimeDir, context, worker, problems}; `tmp` holds the profile and the runtime
- * directory, for the caller to remove.
+ * {tmp, runtimeDir, stateHome, context, worker, problems}; `tmp` holds the profile, the
+ * runtime directory and the host's state folder (`XDG_STATE_HOME`), for the caller to remove.
  */
 export async function launchWithExtension({ himBin, chromiumPath, prefix, args = [], viewport }) {
   const tmp = mkdtempSync(path.join(tmpdir(), prefix));
   const runtimeDir = path.join(tmp, 'run');
   mkdirSync(runtimeDir, { mode: 0o700 });
+  // The host's state folder (its kept answers) is the test's own, never the user's.
+  const stateHome = path.join(tmp, 'state');
   const profile = path.join(tmp, 'profile');
   mkdirSync(path.join(profile, 'NativeMessagingHosts'), { recursive: true });
   const manifest = execFileSync(himBin, ['manifest', 'chromium'], { encoding: 'utf8' });
@@ -33,7 +35,7 @@ export async function launchWithExtension({ himBin, chromiumPath, prefix, args =
     executablePath: chromiumPath,
     headless: true,
     ...(viewport ? { viewport } : {}),
-    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir },
+    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir, XDG_STATE_HOME: stateHome },
     args: [`--disable-extensions-except=${EXT_DIR}`, `--load-extension=${EXT_DIR}`, ...args],
   });
   const problems = [];
@@ -42,7 +44,7 @@ export async function launchWithExtension({ himBin, chromiumPath, prefix, args =
   });
   context.on('weberror', (err) => problems.push(`uncaught: ${err.error()}`));
   const worker = context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'));
-  return { tmp, runtimeDir, context, worker, problems };
+  return { tmp, runtimeDir, stateHome, context, worker, problems };
 }
 
 /**

@@ -178,8 +178,9 @@ before(async () => {
   context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    // The browser passes its environment to the host it spawns.
-    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir },
+    // The browser passes its environment to the host it spawns; its kept answers go to the
+    // test's own state folder.
+    env: { ...process.env, HIM_RUNTIME_DIR: runtimeDir, XDG_STATE_HOME: path.join(tmp, 'state') },
     args: [
       `--disable-extensions-except=${EXT_DIR}`,
       `--load-extension=${EXT_DIR}`,
@@ -207,7 +208,7 @@ before(async () => {
     command: HIM_BIN,
     args: ['serve'],
     cwd: project,
-    env: { HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn', HIM_FALLBACK: 'off' },
+    env: { HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn', HIM_FALLBACK: 'off', HIM_KEEP_MS: '0' },
     stderr: 'pipe',
   });
   transport.stderr?.on('data', (chunk) => {
@@ -1113,6 +1114,58 @@ test('a question arriving writes as much to storage.session and posts as much to
 
   for (const agent of agents) agent.destroy();
   await until('the cards to go', async () => (await page.locator('article.card').count()) === 0, 60_000);
+});
+
+test('a question whose agent stopped waiting stays answerable, marked kept on its card and its inbox row, and get_answer brings the late answer (issue 24)', { timeout: 40_000 }, async () => {
+  // An agent that keeps unanswered questions, with the browser's state folder.
+  const transport = new StdioClientTransport({
+    command: HIM_BIN,
+    args: ['serve'],
+    cwd: tmp,
+    env: { HIM_RUNTIME_DIR: runtimeDir, XDG_STATE_HOME: path.join(tmp, 'state'), HIM_LOG: 'warn', HIM_FALLBACK: 'off', HIM_KEEP_MS: '600000' },
+    stderr: 'pipe',
+  });
+  const keeper = new Client({ name: 'keeper', version: '1.0.0' });
+  await keeper.connect(transport);
+  try {
+    const title = 'Which region should the backup go to?';
+    const other = 'Keep the old snapshots?';
+    const timedOut = keeper.callTool({ name: 'ask_text', arguments: { question: title, timeout_ms: 1500 } });
+    const c = card(title);
+    const box = c.getByRole('textbox', { name: title });
+    await box.waitFor();
+    const r = (await timedOut).structuredContent;
+    assert.equal(r.status, 'timeout');
+    assert.match(r.next_step, new RegExp(`get_answer with question_id "${r.question_id}"`));
+    await c.getByText('The agent stopped waiting; your answer will be kept for it.').waitFor({ timeout: 5000 });
+    assert.equal(await c.getAttribute('data-kept'), '', 'the card is marked kept');
+    assert.equal(await box.isEditable(), true, 'still answerable');
+    // With another question open, its inbox row says it is kept.
+    const second = ask('ask_confirm', { question: other });
+    await inboxCard(other).waitFor();
+    await openCard(other);
+    await until('the kept card to fold into its row', async () => inboxCard(title).locator('.card-row').isVisible());
+    assert.match(await inboxCard(title).locator('.row-time').textContent(), /^kept · \d/);
+    await armed();
+    await card(other).getByRole('button', { name: 'No', exact: true }).click();
+    assert.equal((await second.result()).confirmed, false);
+
+    await openCard(title);
+    await armed();
+    await box.fill('eu-west-2');
+    await box.press('Enter');
+    assert.match(await noticeFor(title), /Answer sent/);
+    // The notice is shown as the answer leaves the panel, before the host has stored it:
+    // get_answer waits for it (it returns the moment the answer is there), as an agent
+    // asking at that instant would.
+    const late = (await keeper.callTool({ name: 'get_answer', arguments: { question_id: r.question_id, wait_ms: 15_000 } })).structuredContent;
+    assert.equal(late.status, 'answered', JSON.stringify(late));
+    assert.equal(late.answer, 'eu-west-2');
+    assert.equal(late.late, true);
+    assert.match(late.answered_at, /^\d{4}-\d\d-\d\dT/);
+  } finally {
+    await keeper.close().catch(() => {});
+  }
 });
 
 test('the worker and the panel logged no error or warning throughout', () => {

@@ -4,7 +4,8 @@
 // him's native host allows or denies, or no browser is connected and Claude Code's own prompt
 // must be what is left waiting on the screen. Its own AskUserQuestion goes through the same
 // hook. Hooks do not fire in `claude -p`, so this is the only way to see the hook work where
-// people use it.
+// people use it. Last, him as its MCP server: the terminal declares MCP tasks, which `claude
+// -p` does not, and him's ask_text must still come back as the tool's own result.
 //
 // Needs HIM_BIN, tmux and the Claude Code CLI (see standins.mjs findClaude; written against
 // 2.1.332). Without them it skips, saying so — and fails instead under HIM_E2E=1.
@@ -286,4 +287,140 @@ test('answered No with a note in the terminal first, the card leaves the panel a
   host.stop();
   assert.equal(existsSync(marker), false, 'the command did not run');
   assert.equal(host.asks.length, 1, 'asked once');
+});
+
+// Claude Code's terminal declares the MCP tasks extension on every request (2.1.332), and a
+// task it gets it moves to the background at once, handing the result to the model later as
+// "[SYSTEM NOTIFICATION - NOT USER INPUT] … Do NOT interpret this as … response to any
+// pending question". So him gives Claude Code the blocking call (HIM_TASKS=auto): the
+// person's answer is the ask tool's own result. Under HIM_TASKS=on it gets a task, and the
+// second test shows what becomes of the answer then.
+
+/** The tool calls the model made in the conversation `body` carries. */
+const callsIn = (body) =>
+  body.messages.flatMap((m) => (m.role === 'assistant' && Array.isArray(m.content) ? m.content : [])).filter((c) => c.type === 'tool_use');
+
+/**
+ * The scripted model of these tests: it waits for him's tools with Claude Code's own
+ * WaitForMcpServers while him is still connecting (Claude Code connects MCP servers beside
+ * the first turn), then calls him's ask_text once, then says "done".
+ */
+function askThroughHim(body) {
+  const offered = (body.tools ?? []).map((t) => t.name);
+  const made = callsIn(body).map((c) => c.name);
+  if (made.includes('mcp__him__ask_text')) return null;
+  if (offered.includes('mcp__him__ask_text')) return { name: 'mcp__him__ask_text', input: { question: 'Which branch should I deploy?' } };
+  if (offered.includes('WaitForMcpServers') && !made.includes('WaitForMcpServers')) return { name: 'WaitForMcpServers', input: { servers: ['him'] } };
+  return null;
+}
+
+/** The tool_result Claude Code sent the model for its call of `name`, once it comes. */
+function resultOf(name) {
+  return until(`the result of ${name} to reach the model`, () => {
+    const id = model.requests.flatMap(callsIn).find((c) => c.name === name)?.id;
+    return id && model.requests.flatMap((b) => b.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []))).find((c) => c.type === 'tool_result' && c.tool_use_id === id);
+  }, 40_000);
+}
+
+/**
+ * Starts Claude Code with him as its MCP server (behind a `tee` that keeps what Claude Code
+ * sends it, in the returned file), ask_text allowed, and asks it a question.
+ */
+async function startClaudeWithHim(name, himEnv = {}) {
+  const project = path.join(tmp, name);
+  const home = path.join(tmp, `home-${name}`);
+  const tmuxDir = path.join(tmp, `tmux-${name}`);
+  mkdirSync(project);
+  mkdirSync(tmuxDir);
+  mkdirSync(path.join(home, '.claude'), { recursive: true });
+  writeFileSync(path.join(home, '.claude', 'settings.json'), JSON.stringify({ permissions: { allow: ['mcp__him__ask_text'] } }));
+  writeFileSync(
+    path.join(home, '.claude.json'),
+    JSON.stringify({
+      hasCompletedOnboarding: true,
+      theme: 'dark',
+      customApiKeyResponses: { approved: ['sk-ant-test'], rejected: [] },
+      projects: { [project]: { hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true } },
+    }),
+  );
+  const sent = path.join(tmp, `${name}-sent.jsonl`);
+  const serve = path.join(tmp, `${name}-serve.sh`);
+  writeFileSync(serve, `#!/bin/sh\ntee -a '${sent}' | "$HIM_BIN" serve\n`, { mode: 0o755 });
+  const mcpConfig = path.join(tmp, `${name}-mcp.json`);
+  const env = { HIM_BIN, HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn', ...himEnv };
+  writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { him: { command: serve, args: [], env } } }));
+  model.next = askThroughHim;
+  model.requests.length = 0;
+  const terminal = new Terminal(tmuxDir, [CLAUDE, '--model', 'claude-sonnet-4-5', '--mcp-config', mcpConfig, '--strict-mcp-config'], {
+    cwd: project,
+    env: {
+      PATH: process.env.PATH,
+      HOME: home,
+      TERM: 'xterm-256color',
+      ANTHROPIC_BASE_URL: model.url,
+      ANTHROPIC_API_KEY: 'sk-ant-test',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+      // him's tools in the model's tool list itself, not behind Claude Code's tool search.
+      ENABLE_TOOL_SEARCH: 'false',
+    },
+  });
+  terminals.push(terminal);
+  await terminal.until(/\? for shortcuts/);
+  terminal.type('Ask me which branch to deploy.');
+  terminal.press('Enter');
+  return { terminal, sent };
+}
+
+/** The capabilities Claude Code declared on its `tools/call` to him. */
+function declaredOnCall(sent) {
+  const call = readFileSync(sent, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line))
+    .find((m) => m.method === 'tools/call');
+  return call?.params?._meta?.['io.modelcontextprotocol/clientCapabilities'];
+}
+
+test("Claude Code, which declares MCP tasks, gets the panel's answer as ask_text's own result", { skip, timeout: 90_000 }, async () => {
+  const host = startHost(HIM_BIN, runtimeDir, () => ({ action: 'submit', values: { answer: 'main' } }));
+  await untilHostListens(runtimeDir);
+  const { terminal, sent } = await startClaudeWithHim('tasks-auto');
+  try {
+    const result = await resultOf('mcp__him__ask_text');
+    assert.notEqual(result.is_error, true, text(result));
+    const answer = JSON.parse(text(result).split('\n\n<system-reminder>')[0]);
+    assert.equal(answer.status, 'answered');
+    assert.equal(answer.answer, 'main');
+    assert.equal(answer.via, 'extension');
+    assert.ok(declaredOnCall(sent)?.extensions?.['io.modelcontextprotocol/tasks'], 'Claude Code declared the tasks extension on the call');
+    assert.equal(host.asks.length, 1);
+    await terminal.until(/^● done$/m);
+  } finally {
+    host.stop();
+    model.next = undefined;
+  }
+});
+
+test('under HIM_TASKS=on Claude Code gets a task, and the answer reaches the model marked as not the user\'s', { skip, timeout: 90_000 }, async () => {
+  const host = startHost(HIM_BIN, runtimeDir, () => null);
+  await untilHostListens(runtimeDir);
+  await startClaudeWithHim('tasks-on', { HIM_TASKS: 'on' });
+  try {
+    const started = text(await resultOf('mcp__him__ask_text'));
+    assert.match(started, /started server-side task .* moved to the background/s, started);
+    await until('the card to reach the panel', () => host.asks.length === 1);
+    host.answer(host.asks[0].id, { action: 'submit', values: { answer: 'main' } });
+    const notified = await until('the task notification to reach the model', () =>
+      model.requests
+        .flatMap((b) => b.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])))
+        .map((c) => c.text ?? '')
+        .find((t) => t.includes('<task-notification>')),
+    );
+    assert.match(notified, /\[SYSTEM NOTIFICATION - NOT USER INPUT\]/);
+    assert.match(notified, /"answer":"main"/);
+  } finally {
+    host.stop();
+    model.next = undefined;
+  }
 });

@@ -13,7 +13,7 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -256,4 +256,69 @@ test('a multi-select answer is written so that Claude Code reads back the very l
     'Your questions have been answered: "Which database should the service use?"="Postgres", ' +
       '"Which checks should CI run?"=""Lint, format", Fuzz". You can now continue with these answers in mind.',
   );
+});
+
+// `claude -p` has no one to ask for a permission, so it denies an MCP tool it was not allowed;
+// `him config claude-code` says to pass `--allowedTools mcp__him`. The server's entry is the
+// snippet as printed (plus HIM_RUNTIME_DIR). Claude Code 2.1.332 offers MCP tools through its
+// ToolSearch unless ENABLE_TOOL_SEARCH=false, which puts them in the request itself, where
+// the scripted model finds the tool to call.
+
+/** Runs `claude -p` with `him config claude-code`'s entry and `args`; resolves with its result. */
+function runClaudeWithSnippet(name, args) {
+  const project = path.join(tmp, name);
+  const home = path.join(tmp, `home-${name}`);
+  mkdirSync(project);
+  mkdirSync(home);
+  const snippet = JSON.parse(execFileSync(HIM_BIN, ['config', 'claude-code'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+  snippet.mcpServers.him.env.HIM_RUNTIME_DIR = runtimeDir;
+  const mcpConfig = path.join(tmp, `${name}.mcp.json`);
+  writeFileSync(mcpConfig, JSON.stringify(snippet));
+  model.call = { name: 'mcp__him__ask_choice', input: { question: 'Which colour should the button be?', options: ['red', 'blue'] } };
+  model.requests.length = 0;
+  const argv = ['-p', 'Ask me which colour the button should be.', '--mcp-config', mcpConfig, '--strict-mcp-config', '--output-format', 'json', '--model', 'claude-sonnet-4-5', ...args];
+  return new Promise((resolve, reject) => {
+    execFile(
+      CLAUDE,
+      argv,
+      {
+        cwd: project,
+        timeout: 90_000,
+        env: {
+          PATH: process.env.PATH,
+          HOME: home,
+          ANTHROPIC_BASE_URL: model.url,
+          ANTHROPIC_API_KEY: 'sk-ant-test',
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+          DISABLE_AUTOUPDATER: '1',
+          ENABLE_TOOL_SEARCH: 'false',
+        },
+      },
+      (err, stdout, stderr) => {
+        try {
+          resolve(JSON.parse(stdout));
+        } catch {
+          reject(new Error(`claude gave no JSON (${err?.message}):\n${stdout}\n${stderr}`));
+        }
+      },
+    );
+  });
+}
+
+test("claude -p calls him's tools only when --allowedTools names mcp__him, as `him config claude-code` says", { skip, timeout: 150_000 }, async () => {
+  host = startHost(() => ({ action: 'submit', values: { choice: 'blue' } }));
+  await untilHostListens();
+
+  const denied = await runClaudeWithSnippet('not-allowed', []);
+  assert.deepEqual(denied.permission_denials?.map((d) => d.tool_name), ['mcp__him__ask_choice'], JSON.stringify(denied));
+  // The model got the refusal as the tool's result, so the question never went out.
+  assert.match(JSON.stringify(toolResult()?.content), /requested permissions to use mcp__him__ask_choice/);
+  assert.equal(host.asks.length, 0);
+
+  const allowed = await runClaudeWithSnippet('allowed', ['--allowedTools', 'mcp__him']);
+  host.stop();
+  assert.deepEqual(allowed.permission_denials ?? [], [], JSON.stringify(allowed));
+  assert.equal(host.asks.length, 1);
+  const text = JSON.stringify(toolResult()?.content);
+  assert.match(text, /\\"answer\\":\\"blue\\"/, text);
 });

@@ -266,7 +266,7 @@ for (const c of CASES) {
       });
       const { tools, status } = value;
       assert.deepEqual(tools.map((t) => t.name).sort(), [
-        'ask_choice', 'ask_confirm', 'ask_form', 'ask_multi_select', 'ask_text', 'human_input_status',
+        'ask_choice', 'ask_confirm', 'ask_form', 'ask_multi_select', 'ask_text', 'get_answer', 'human_input_status',
       ]);
       assert.deepEqual(warnings, [], `the client's validator warned ${warnings.length} time(s)`);
       assert.deepEqual(strictFailures(tools), []);
@@ -334,7 +334,7 @@ for (const old of OLD_SDKS) {
       try {
         const { tools } = await client.listTools();
         assert.deepEqual(tools.map((t) => t.name).sort(), [
-          'ask_choice', 'ask_confirm', 'ask_form', 'ask_multi_select', 'ask_text', 'human_input_status',
+          'ask_choice', 'ask_confirm', 'ask_form', 'ask_multi_select', 'ask_text', 'get_answer', 'human_input_status',
         ]);
         const status = (await client.callTool({ name: 'human_input_status', arguments: {} }, undefined, { timeout: STEP_MS })).structuredContent;
         assert.equal(status.protocol_version, old.era, JSON.stringify(status));

@@ -6,7 +6,8 @@
 // and the answer comes back to the model. Gemini CLI 0.61 speaks protocol 2025-06-18 and
 // `JSON.parse`s every SSE event: an event with empty data (a priming event, which him now
 // sends only to sessions of 2025-11-25 or later) made it offer the model none of him's tools
-// (issue 23).
+// (issue 23). And over stdio with the entry `him config gemini` prints, whose `"trust": true`
+// is what makes `gemini -p` offer the model him's tools at all.
 //
 // Needs HIM_BIN and Gemini CLI: HIM_GEMINI (its gemini.js), or tests/e2e/node22 (where
 // `cargo test` installs @google/gemini-cli, pinned). Without it the test skips, saying so —
@@ -14,7 +15,7 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -75,20 +76,21 @@ function startServe() {
   });
 }
 
+/** him's entry in Gemini's settings.json, over HTTP. */
+const overHttp = () => ({ httpUrl: serve.url, headers: { Authorization: `Bearer ${TOKEN}` }, trust: true, timeout: 600000 });
+
 /**
- * Runs `gemini -p` in a fresh trusted project and home, him configured over HTTP; resolves
- * with its parsed JSON output and its stderr.
+ * Runs `gemini -p` in a fresh trusted project and home with `him` as the entry for him in its
+ * settings.json (over HTTP unless told); resolves with its parsed JSON output and its stderr.
  */
-function runGemini(prompt) {
+function runGemini(prompt, him = overHttp()) {
   const home = privateDir('home');
   const project = privateDir('project');
   mkdirSync(path.join(home, '.gemini'), { recursive: true });
   writeFileSync(
     path.join(home, '.gemini', 'settings.json'),
     JSON.stringify({
-      mcpServers: {
-        him: { httpUrl: serve.url, headers: { Authorization: `Bearer ${TOKEN}` }, trust: true, timeout: 600000 },
-      },
+      mcpServers: { him },
       security: { auth: { selectedType: 'gemini-api-key' } },
       privacy: { usageStatisticsEnabled: false },
     }),
@@ -166,4 +168,30 @@ test('Gemini CLI over HTTP is offered him\'s tools, asks, and the person\'s answ
   assert.match(text, /answered/, text);
   assert.equal(result.stats?.tools?.totalSuccess, 1, JSON.stringify(result.stats?.tools));
   assert.match(serve.stderr(), /HTTP session opened/);
+});
+
+// The stdio entry exactly as `him config gemini` prints it (plus only HIM_RUNTIME_DIR in its
+// env). Without its `"trust": true`, `gemini -p` offers the model none of him's tools at all,
+// so the call below never comes (issue 23: no snippet said so).
+test("Gemini CLI configured as `him config gemini` prints it is offered him's tools in -p, and the answer reaches the model", { skip, timeout: 150_000 }, async () => {
+  const host = startHost(HIM_BIN, runtimeDir, () => ({ action: 'submit', values: { choice: 'blue' } }));
+  await untilHostListens(runtimeDir);
+  const snippet = JSON.parse(execFileSync(HIM_BIN, ['config', 'gemini'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+  const him = snippet.mcpServers.him;
+  him.env.HIM_RUNTIME_DIR = runtimeDir;
+  model.requests.length = 0;
+  model.declared = [];
+  model.call = { name: 'mcp_him_ask_choice', args: { question: 'Which colour should the button be?', options: ['red', 'blue'] } };
+  const { result, stderr } = await runGemini('Ask me which colour the button should be.', him);
+  host.stop();
+  assert.ok(
+    model.declared.includes('mcp_him_ask_choice'),
+    `Gemini CLI offered the model none of him's tools; it declared ${JSON.stringify(model.declared)}\n${stderr}`,
+  );
+  assert.equal(host.asks.length, 1, `asks that reached the panel: ${JSON.stringify(host.asks)}`);
+  const response = functionResponse(model.requests);
+  assert.equal(response?.name, 'mcp_him_ask_choice', JSON.stringify(response));
+  const text = JSON.stringify(response.response);
+  assert.match(text, /\\"answer\\":\\"blue\\"/, text);
+  assert.equal(result.stats?.tools?.totalSuccess, 1, JSON.stringify(result.stats?.tools));
 });

@@ -69,7 +69,7 @@ async function connect(name, project, runtimeDir) {
     command: HIM_BIN,
     args: ['serve'],
     cwd,
-    env: { HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn', HIM_FALLBACK: 'off' },
+    env: { HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn', HIM_FALLBACK: 'off', HIM_KEEP_MS: '0' },
     stderr: 'inherit',
   });
   const client = new Client({ name, version: '1.0.0' });

@@ -1,11 +1,12 @@
 // Stand-ins the real-agent tests share: scripted loopback models that speak Anthropic's
 // Messages API (what Claude Code calls at ANTHROPIC_BASE_URL), OpenAI's Responses API
-// (what Codex calls at a model provider's `base_url`) and Google's Gemini API (what Gemini
-// CLI calls at GOOGLE_GEMINI_BASE_URL), and him's native host started as Chrome starts it
+// (what Codex calls at a model provider's `base_url`), Google's Gemini API (what Gemini
+// CLI calls at GOOGLE_GEMINI_BASE_URL) and OpenAI's Chat Completions API (what OpenCode and
+// Qwen Code call at a provider's base URL), and him's native host started as Chrome starts it
 // with an extension stand-in on its stdio that answers every ask.
 
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -66,6 +67,46 @@ export function findGemini() {
   return null;
 }
 
+/**
+ * OpenCode's native binary: HIM_OPENCODE, or the one npm installed with `opencode-ai` (its
+ * platform package; the `-baseline` build on an x64 CPU without AVX2, as OpenCode's own
+ * postinstall picks) in tests/e2e/node22 or tests/e2e; null when there is none.
+ */
+export function findOpencode() {
+  if (process.env.HIM_OPENCODE) return process.env.HIM_OPENCODE;
+  const platform = { win32: 'windows' }[process.platform] ?? process.platform;
+  let avx2 = process.arch !== 'x64';
+  try {
+    avx2 ||= /(^|\s)avx2(\s|$)/i.test(readFileSync('/proc/cpuinfo', 'utf8'));
+  } catch {}
+  const name = `opencode-${platform}-${process.arch}${avx2 ? '' : '-baseline'}`;
+  for (const from of ['./node22/package.json', './package.json']) {
+    try {
+      const require = createRequire(new URL(from, import.meta.url));
+      const bin = path.join(path.dirname(require.resolve(`${name}/package.json`)), 'bin', 'opencode');
+      if (existsSync(bin)) return bin;
+    } catch {}
+  }
+  return null;
+}
+
+/**
+ * Qwen Code's entry script (run it with Node 22, which it needs): HIM_QWEN, or the one npm
+ * installed in tests/e2e/node22 or tests/e2e; null when there is none.
+ */
+export function findQwen() {
+  if (process.env.HIM_QWEN) return process.env.HIM_QWEN;
+  for (const from of ['./node22/package.json', './package.json']) {
+    try {
+      const require = createRequire(new URL(from, import.meta.url));
+      const pkg = require.resolve('@qwen-code/qwen-code/package.json');
+      const bin = path.join(path.dirname(pkg), require(pkg).bin.qwen);
+      if (existsSync(bin)) return bin;
+    } catch {}
+  }
+  return null;
+}
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `check` until it returns something truthy, or fails naming `what` after `ms`. */
@@ -82,7 +123,8 @@ export async function until(what, check, ms = 20_000) {
 /**
  * The scripted model, on 127.0.0.1: while the conversation has no tool_result yet and the
  * request offers the tool `model.call.name`, it answers with one `tool_use` of `model.call`;
- * after that, "done". Every request to /v1/messages is kept, parsed, in `model.requests`.
+ * after that, "done" (or what `model.next` scripts). Every request to /v1/messages is kept,
+ * parsed, in `model.requests`.
  */
 export async function startAnthropicModel() {
   const model = { call: { name: 'Bash', input: {} }, requests: [], url: '' };
@@ -113,10 +155,12 @@ function reply(model, res, body) {
   const sawResult = content.some((c) => c.type === 'tool_result');
   const hasTool = (body.tools ?? []).some((t) => t.name === model.call.name);
   const usage = { input_tokens: 10, output_tokens: 5 };
-  const block =
-    hasTool && !sawResult
-      ? { type: 'tool_use', id: `toolu_him_${n}`, name: model.call.name, input: model.call.input }
-      : { type: 'text', text: 'done' };
+  // `model.next(body)`, when set, scripts each turn instead: a call {name, input}, or null
+  // for "done".
+  const call = model.next ? model.next(body) : hasTool && !sawResult ? model.call : null;
+  const block = call
+    ? { type: 'tool_use', id: `toolu_him_${n}`, name: call.name, input: call.input }
+    : { type: 'text', text: 'done' };
   const message = { id: `msg_${n}`, type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, usage };
   const stop = block.type === 'tool_use' ? 'tool_use' : 'end_turn';
   if (!body.stream) {
@@ -240,6 +284,82 @@ export async function startGeminiModel() {
   model.url = `http://127.0.0.1:${server.address().port}`;
   model.close = () => server.close();
   return model;
+}
+
+/** The one tool of Qwen Code's auto-mode permission check: the model answers `{shouldBlock}`. */
+export const RESPOND_IN_SCHEMA = 'respond_in_schema';
+
+/**
+ * The scripted model for clients of OpenAI's Chat Completions API (OpenCode through its
+ * `@ai-sdk/openai-compatible` provider, Qwen Code through the `openai` SDK), on 127.0.0.1 at
+ * `${model.url}/chat/completions`, streamed as SSE chunks when the request says `stream`:
+ * while the request offers the function `model.call.name` and its messages hold no `tool`
+ * message yet, it answers with one tool call of `model.call` (arguments as JSON); after that,
+ * "done". Requests without tools (titles, summaries) get "done" too. Qwen Code's auto-mode
+ * permission check, a request whose tool is `respond_in_schema` (`{shouldBlock}`, and in its
+ * second stage `thinking` and `reason` too), gets `shouldBlock: model.block`. Every request is kept, parsed, in `model.requests`;
+ * `model.declared` holds the function names of the last one that offered any.
+ */
+export async function startChatModel() {
+  const model = { call: { name: 'him_ask_text', arguments: {} }, block: true, requests: [], declared: [], url: '' };
+  const server = createServer((req, res) => {
+    let data = '';
+    req.on('data', (c) => (data += c));
+    req.on('end', () => {
+      if (req.method !== 'POST' || !req.url.endsWith('/chat/completions')) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: `no ${req.method} ${req.url} here` } }));
+        return;
+      }
+      const body = JSON.parse(data || '{}');
+      model.requests.push(body);
+      const n = model.requests.length;
+      const declared = (body.tools ?? []).map((t) => t.function?.name);
+      if (declared.length) model.declared = declared;
+      const answered = (body.messages ?? []).some((m) => m.role === 'tool');
+      const fn = (name, args) => ({ index: 0, id: `call_him_${n}`, type: 'function', function: { name, arguments: JSON.stringify(args) } });
+      const verdict = (body.tools ?? []).find((t) => t.function?.name === RESPOND_IN_SCHEMA)?.function.parameters;
+      const call = verdict
+        ? fn(RESPOND_IN_SCHEMA, { ...fillSchema(verdict), shouldBlock: model.block })
+        : declared.includes(model.call.name) && !answered
+          ? fn(model.call.name, model.call.arguments)
+          : null;
+      const finish = call ? 'tool_calls' : 'stop';
+      const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+      const head = { id: `chatcmpl-${n}`, created: Math.floor(Date.now() / 1000), model: body.model };
+      if (!body.stream) {
+        const message = call
+          ? { role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: call.function }] }
+          : { role: 'assistant', content: 'done' };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ ...head, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage }));
+        return;
+      }
+      const chunk = (choices, extra = {}) => `data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', choices, ...extra })}\n\n`;
+      const delta = call
+        ? { role: 'assistant', content: null, tool_calls: [{ ...call, function: { name: call.function.name, arguments: '' } }] }
+        : { role: 'assistant', content: 'done' };
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(chunk([{ index: 0, delta, finish_reason: null }]));
+      // The arguments come in a chunk of their own, as OpenAI streams them.
+      if (call) res.write(chunk([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: call.function.arguments } }] }, finish_reason: null }]));
+      res.write(chunk([{ index: 0, delta: {}, finish_reason: finish }]));
+      res.write(chunk([], { usage }));
+      res.end('data: [DONE]\n\n');
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  model.url = `http://127.0.0.1:${server.address().port}/v1`;
+  model.close = () => server.close();
+  return model;
+}
+
+/** The first `tool` message a Chat Completions client sent the model, in any of `requests`. */
+export function toolMessage(requests) {
+  for (const body of requests) {
+    for (const m of body.messages ?? []) if (m.role === 'tool') return m;
+  }
+  return null;
 }
 
 /** A value of JSON Schema `schema` (OpenAPI-style upper-case types too), each property filled. */

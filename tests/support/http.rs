@@ -45,6 +45,8 @@ impl HttpServer {
             .args(args)
             .env("HIM_RUNTIME_DIR", runtime)
             .env("XDG_STATE_HOME", &state_home)
+            // Kept only where a test turns it on, as `start_agent` does.
+            .env("HIM_KEEP_MS", "0")
             .env("HIM_LOG", "debug")
             .env_remove("HIM_HTTP_TOKEN")
             .stdin(Stdio::null())

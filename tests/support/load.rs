@@ -60,6 +60,7 @@ impl Browser {
         let mut child = Command::new(him_bin())
             .arg(origin())
             .env("HIM_RUNTIME_DIR", runtime)
+            .env("XDG_STATE_HOME", runtime.join("state"))
             .env("HIM_LOG", "error")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -141,6 +142,8 @@ impl AgentProcess {
         command
             .arg("serve")
             .env("HIM_RUNTIME_DIR", runtime)
+            .env("XDG_STATE_HOME", runtime.join("state"))
+            .env("HIM_KEEP_MS", "0")
             .env("HIM_LOG", "error")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

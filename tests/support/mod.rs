@@ -32,13 +32,14 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 /// Every tool him serve lists.
-pub const TOOLS: [&str; 6] = [
+pub const TOOLS: [&str; 7] = [
     "ask_text",
     "ask_choice",
     "ask_multi_select",
     "ask_confirm",
     "ask_form",
     "human_input_status",
+    "get_answer",
 ];
 
 /// Long enough for a loaded CI machine; a test that needs it has already failed.
@@ -54,6 +55,8 @@ pub fn spawn_raw_serve(runtime: &Path) -> std::process::Child {
     std::process::Command::new(him_bin())
         .arg("serve")
         .env("HIM_RUNTIME_DIR", runtime)
+        .env("XDG_STATE_HOME", state_home(runtime))
+        .env("HIM_KEEP_MS", "0")
         .env("HIM_LOG", "warn")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -63,6 +66,13 @@ pub fn spawn_raw_serve(runtime: &Path) -> std::process::Child {
 
 pub fn origin() -> String {
     format!("chrome-extension://{}/", him::EXTENSION_ID)
+}
+
+/// The state directory (`XDG_STATE_HOME`) the helpers give the agents and hosts of the
+/// test whose runtime directory is `runtime`: kept answers of one test never reach another,
+/// nor the user's own.
+pub fn state_home(runtime: &Path) -> PathBuf {
+    runtime.join("state")
 }
 
 /// A private runtime directory for one test.
@@ -132,6 +142,7 @@ impl FakeExtension {
         let mut command = Command::new(him_bin());
         command
             .env("HIM_RUNTIME_DIR", runtime)
+            .env("XDG_STATE_HOME", state_home(runtime))
             .env("HIM_LOG", "trace");
         FakeExtension::launch_saying(command, runtime, true).await
     }
@@ -141,6 +152,7 @@ impl FakeExtension {
         let mut command = Command::new(him_bin());
         command
             .env("HIM_RUNTIME_DIR", runtime)
+            .env("XDG_STATE_HOME", state_home(runtime))
             .env("HIM_LOG", "debug")
             .envs(env.iter().copied());
         FakeExtension::launch_saying(command, runtime, true).await
@@ -156,6 +168,7 @@ impl FakeExtension {
         let mut command = Command::new(him_bin());
         command
             .env("HIM_RUNTIME_DIR", runtime)
+            .env("XDG_STATE_HOME", state_home(runtime))
             .env("HIM_LOG", "trace")
             .envs(env.iter().copied())
             .stderr(stderr);
@@ -353,8 +366,12 @@ pub async fn start_agent_with_stderr(
         .collect();
     let runtime = runtime.to_owned();
     let command = Command::new(him_bin()).configure(move |cmd| {
+        // Questions are kept only where a test turns it on (HIM_KEEP_MS), in the test's
+        // own state directory.
         cmd.arg("serve")
             .env("HIM_RUNTIME_DIR", &runtime)
+            .env("XDG_STATE_HOME", state_home(&runtime))
+            .env("HIM_KEEP_MS", "0")
             .env("HIM_LOG", "trace");
         for (k, v) in &env {
             cmd.env(k, v);
@@ -403,7 +420,7 @@ pub async fn call(agent: &Agent, tool: &str, args: Value) -> Value {
 }
 
 /// Every key of the result object, always present.
-pub const RESULT_KEYS: [&str; 18] = him::ask_result::AskResult::FIELDS;
+pub const RESULT_KEYS: [&str; 20] = him::ask_result::AskResult::FIELDS;
 
 pub fn assert_complete(result: &Value) {
     for key in RESULT_KEYS {

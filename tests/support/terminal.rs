@@ -117,6 +117,10 @@ impl InTerminal {
             .arg("ask")
             .args(args)
             .env("HIM_RUNTIME_DIR", runtime)
+            .env(
+                "XDG_STATE_HOME",
+                super::state_home(std::path::Path::new(runtime)),
+            )
             .env("TERM", "xterm-256color")
             .env_remove("HIM_FALLBACK")
             .envs(env.iter().copied())

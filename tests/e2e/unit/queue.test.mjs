@@ -63,11 +63,35 @@ test('a new ask is added; the same id again keeps its draft and is not new', () 
   assert.equal(again.state.questions[0].deadline_ms, T0 + 60_000, 'the deadline comes from the agent');
 });
 
+test('a question its agent stopped waiting for is kept, answerable, with its draft; asked again it is awaited again', () => {
+  let { state } = addQuestion(emptyQueue(), ask('k1'), T0 + 10);
+  state = setDraft(state, 'k1', { values: { a: 'half' }, note: '' });
+  // The host keeps it: the same id, its deadline stretched to when the keeping ends.
+  const until = T0 + 86_400_000;
+  const kept = addQuestion(state, ask('k1', { timeout_ms: until - T0, kept_until_ms: until }), T0 + 2_000);
+  assert.equal(kept.added, false, 'no second card');
+  const question = kept.state.questions[0];
+  assert.deepEqual(question.kept, { until_ms: until });
+  assert.equal(question.deadline_ms, until);
+  assert.deepEqual(question.draft, { values: { a: 'half' }, note: '' });
+  assert.equal(waitingCount(kept.state), 1, 'still waiting for the person');
+  // Its agent asks again: awaited once more, no longer marked kept.
+  const again = addQuestion(kept.state, ask('k1'), T0 + 3_000).state.questions[0];
+  assert.equal(again.kept, undefined);
+});
+
 test('a question from another machine is labelled with it, a local one is not', () => {
   const remote = addQuestion(emptyQueue(), ask('r1', { machine: 'devbox' }), T0).state.questions[0];
   assert.equal(agentLabel(remote.agent), 'Claude Code @ devbox');
   const local = addQuestion(emptyQueue(), ask('l1'), T0).state.questions[0];
   assert.equal(agentLabel(local.agent), 'Claude Code');
+});
+
+test('an agent whose client came through a bridge is labelled "via" it; a client named mcp is not', () => {
+  assert.equal(agentLabel({ name: 'Claude Desktop', via: 'mcp-remote' }), 'Claude Desktop via mcp-remote');
+  assert.equal(agentLabel({ name: 'MCP client', via: 'supergateway', machine: 'devbox' }), 'MCP client via supergateway @ devbox');
+  assert.equal(agentLabel({ name: 'mcp' }), 'mcp');
+  assert.equal(agentLabel({ name: 'mcp', via: ' ' }), 'mcp');
 });
 
 test('a question that names any machine, even a blank or invisible one, is marked as remote', () => {
