@@ -34,6 +34,9 @@ use crate::protocol::{
 use crate::runtime;
 
 mod forward;
+mod presence;
+
+pub use presence::{DEFAULT_AWAY, MatrixRoute};
 
 /// How often the runtime directory is rescanned while a question waits. Connecting to a
 /// local socket is cheap; a person will not notice a quarter of a second.
@@ -113,6 +116,10 @@ struct Entry {
     /// A host said the extension shows it. Only a question a browser has (shown, or sent to
     /// a host that is linked still) is kept: one no browser had goes back to the chat.
     shown: bool,
+    /// When it was opened here, for the away time of [`MatrixRoute::Away`].
+    opened_at: tokio::time::Instant,
+    /// Sent to the Matrix bridge: only then does the bridge hear of it again (withdrawn).
+    to_matrix: bool,
 }
 
 /// How a question is kept for its agent when its call ends without an answer (issue 24,
@@ -202,6 +209,45 @@ impl State {
     fn browsers(&self) -> usize {
         self.links.values().filter(|l| !l.status.matrix).count()
     }
+
+    /// Sends every open question that is due there now (`presence::due`) to the Matrix
+    /// bridges linked; called whenever what it depends on changes.
+    fn route_to_matrix(&mut self) {
+        let State {
+            links,
+            questions,
+            matrix_route,
+            ..
+        } = self;
+        if !links.values().any(|l| l.status.matrix) {
+            return;
+        }
+        let browsers: Vec<presence::Browser> = links
+            .values()
+            .filter(|l| !l.status.matrix)
+            .map(|l| presence::Browser {
+                welcomed: l.welcomed,
+                panel_open: l.status.panel_open,
+            })
+            .collect();
+        for (id, entry) in questions.iter_mut() {
+            if entry.to_matrix
+                || !presence::due(*matrix_route, &browsers, entry.opened_at.elapsed())
+            {
+                continue;
+            }
+            tracing::info!(id, "the question goes to the Matrix room too");
+            entry.to_matrix = true;
+            for link in links.values().filter(|l| l.status.matrix) {
+                let _ = link.outgoing.send(entry.ask_frame.clone());
+            }
+        }
+    }
+
+    /// Whether `link` has, or had, question `entry`: the Matrix bridge only once routed there.
+    fn link_has(link: &Link, entry: &Entry) -> bool {
+        !link.status.matrix || entry.to_matrix
+    }
 }
 
 #[derive(Default)]
@@ -221,6 +267,8 @@ struct State {
     closed: bool,
     /// When the last link to a host ended, while no other was left.
     all_lost_at: Option<tokio::time::Instant>,
+    /// When questions go to the Matrix bridge.
+    matrix_route: MatrixRoute,
 }
 
 struct Shared {
@@ -291,6 +339,18 @@ impl Pool {
         let search = located.search();
         let matrix = search.iter().map(|d| runtime::matrix_socket(d)).collect();
         Pool::build(search, located.forwarded.clone(), matrix, identity, None)
+    }
+
+    /// The pool with `route` deciding when a question goes to the Matrix bridge (`HIM_MATRIX`,
+    /// `HIM_AWAY_MS`); `MatrixRoute::default()` until set.
+    pub fn with_matrix_route(self, route: MatrixRoute) -> Pool {
+        self.shared.state().matrix_route = route;
+        self
+    }
+
+    /// When questions go to the Matrix bridge.
+    pub fn matrix_route(&self) -> MatrixRoute {
+        self.shared.state().matrix_route
     }
 
     /// A gateway's pool: the local hosts only (never a forwarded socket, which could lead
@@ -407,7 +467,7 @@ impl Pool {
         let (sent_to, link_count) = {
             let mut state = self.shared.state();
             let sent_to = state.browsers();
-            for link in state.links.values() {
+            for link in state.links.values().filter(|l| !l.status.matrix) {
                 let _ = link.outgoing.send(ask_frame.clone());
             }
             state.questions.insert(
@@ -417,8 +477,21 @@ impl Pool {
                     events: events_tx,
                     keep: None,
                     shown: false,
+                    opened_at: tokio::time::Instant::now(),
+                    to_matrix: false,
                 },
             );
+            state.route_to_matrix();
+            if let MatrixRoute::Away(after) = state.matrix_route {
+                // The away time is looked at once more when it ends; the pool may be gone.
+                let shared = Arc::downgrade(&self.shared);
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    if let Some(shared) = shared.upgrade() {
+                        shared.state().route_to_matrix();
+                    }
+                });
+            }
             if !state.scanner {
                 state.scanner = true;
                 tokio::spawn(rescan_while_waiting(self.shared.clone()));
@@ -468,7 +541,7 @@ impl Pool {
                 .filter(|plan| plan.from_store || host_keeps && (entry.shown || linked))
                 .map(|plan| keep_in_store(&self.shared.identity, &id, &entry.ask_frame, plan));
             let frame = withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref());
-            for link in state.links.values() {
+            for link in state.links.values().filter(|l| State::link_has(l, &entry)) {
                 let _ = link.outgoing.send(frame.clone());
             }
         }
@@ -647,7 +720,8 @@ impl Question {
             }
         }
         let frame = withdraw_frame(&self.id, reason, self.kept.as_ref());
-        for (path, link) in &state.links {
+        let had = |link: &Link| entry.as_ref().is_none_or(|e| State::link_has(link, e));
+        for (path, link) in state.links.iter().filter(|(_, l)| had(l)) {
             if Some(path.as_path()) != answered_by {
                 let _ = link.outgoing.send(frame.clone());
             } else if link.status.verdicts.is_some() {
@@ -694,10 +768,11 @@ async fn scan(shared: &Arc<Shared>) {
             .flat_map(|dir| runtime::list_host_sockets(dir))
             .filter(|p| !state.links.contains_key(p))
             .collect();
+        let matrix_used = state.matrix_route != MatrixRoute::Never;
         let bridges: Vec<PathBuf> = shared
             .matrix_sockets
             .iter()
-            .filter(|p| !state.links.contains_key(*p) && p.exists())
+            .filter(|p| matrix_used && !state.links.contains_key(*p) && p.exists())
             .cloned()
             .collect();
         let forwarded = shared
@@ -964,7 +1039,9 @@ fn link_queue(
         let _ = outgoing.send(hello);
     }
     for entry in state.questions.values() {
-        let _ = outgoing.send(entry.ask_frame.clone());
+        if !status.matrix || entry.to_matrix {
+            let _ = outgoing.send(entry.ask_frame.clone());
+        }
     }
     // Only a forwarded link can die without a word: a local host that goes away closes it.
     let keepalive = status
@@ -979,6 +1056,7 @@ fn link_queue(
         },
     );
     shared.publish_link_count(state);
+    state.route_to_matrix();
     shared
         .link_tasks
         .spawn(run_link(shared.clone(), path, stream, queue, keepalive));
@@ -1026,6 +1104,8 @@ async fn run_link(
         state.all_lost_at = Some(tokio::time::Instant::now());
     }
     shared.publish_link_count(&state);
+    // The last browser gone: the phone is the way to the person now.
+    state.route_to_matrix();
     // A host gone before its welcome is no longer waited for.
     shared.welcomes.send_replace(());
 }
@@ -1083,6 +1163,8 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
                 link.status.machine = host.machine;
                 link.welcomed = true;
             }
+            // The panel opened or closed, or a host said so the first time.
+            state.route_to_matrix();
             shared.welcomes.send_replace(());
         }
         HostToAgent::Shown { id } => {

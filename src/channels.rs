@@ -224,7 +224,9 @@ pub async fn ask(
     {
         return Asked::Done(Box::new(late));
     }
-    if !config.runtime.dir.as_os_str().is_empty() {
+    if !config.runtime.dir.as_os_str().is_empty()
+        && config.matrix_route != crate::agent::MatrixRoute::Never
+    {
         crate::matrix_link::ensure_running(&config.runtime.dir).await;
     }
     // Opened once: it stays open to every browser, now or later, until the chain ends.

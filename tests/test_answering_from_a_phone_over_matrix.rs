@@ -715,3 +715,129 @@ async fn a_question_kept_for_its_agent_stays_answerable_on_the_phone_and_the_ans
     drop(agent);
     s.phone.stop().await;
 }
+
+/// Now, in Unix ms (the homeserver runs on this machine, on the same clock).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64
+}
+
+/// Opens the fake extension's side panel, and waits until `agent` has heard so.
+async fn open_panel(panel: &mut FakeExtension, agent: &Agent, open: bool) {
+    panel.send(json!({"type": "panel", "open": open})).await;
+    let deadline = tokio::time::Instant::now() + support::matrix::PHONE_PATIENCE;
+    loop {
+        let status = call(agent, "human_input_status", json!({})).await;
+        if status["browsers"][0]["panel_open"] == open {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the agent never heard the panel is {}: {status}",
+            if open { "open" } else { "closed" }
+        );
+        // The host re-broadcasts its welcome on the change; the next look sees it.
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_panel_open_the_phone_rings_only_when_the_person_is_away() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let mut panel = FakeExtension::start(&s.runtime()).await;
+    let agent = s
+        .agent_with("presence-agent", &[("HIM_AWAY_MS", "4000")])
+        .await;
+    open_panel(&mut panel, &agent, true).await;
+
+    // Panel open: the room gets the question once it waited HIM_AWAY_MS unanswered.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Away?"})).await }
+    });
+    let ask = panel.take_ask().await;
+    let asked_at = ask["asked_at_ms"].as_u64().expect("asked_at_ms");
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let posted = question["ts"].as_u64().expect("ts");
+    assert!(
+        posted >= asked_at + 4000,
+        "posted {} ms after the question was asked, before HIM_AWAY_MS",
+        posted.saturating_sub(asked_at)
+    );
+    s.phone.reply(&s.room, &question["event_id"], "yes").await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["via"], "matrix", "{result}");
+    // The panel's card went: answered elsewhere.
+    let withdraw = panel.recv_type("withdraw").await;
+    assert_eq!(withdraw["id"], ask["id"]);
+    drop(agent);
+
+    // A far away time, the panel open: the person closes the panel, and the phone rings.
+    let agent = s
+        .agent_with("presence-agent-2", &[("HIM_AWAY_MS", "600000")])
+        .await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_confirm", json!({"question": "Closed?"})).await }
+    });
+    let ask = panel.take_ask().await;
+    let closed_at = now_ms();
+    open_panel(&mut panel, &agent, false).await;
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    assert!(
+        poll["ts"].as_u64().expect("ts") >= closed_at,
+        "the phone got the question before the panel closed: {poll}"
+    );
+    panel.submit(&ask["id"], json!({"confirmed": true})).await;
+    let result = asking.await.expect("ask_confirm");
+    assert_eq!(result["via"], "extension", "{result}");
+    drop(agent);
+    s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn never_keeps_questions_off_the_phone_and_always_sends_them_past_an_open_panel() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let mut panel = FakeExtension::start(&s.runtime()).await;
+    let always = s
+        .agent_with("always-agent", &[("HIM_MATRIX", "always")])
+        .await;
+    open_panel(&mut panel, &always, true).await;
+    // `always`: at once, though the panel is open (the away time is a minute).
+    let asking = tokio::spawn({
+        let agent = always.clone();
+        async move { call(&agent, "ask_text", json!({"question": "First?"})).await }
+    });
+    panel.take_ask().await;
+    let first = s.phone.question(&s.room, &s.bot).await;
+    s.phone.reply(&s.room, &first["event_id"], "one").await;
+    assert_eq!(asking.await.expect("first")["via"], "matrix");
+
+    // `never`: with no browser and no other channel, the question goes back to the chat at
+    // once; the bridge never gets it.
+    panel.close().await;
+    let never = s
+        .agent_with("never-agent", &[("HIM_MATRIX", "never")])
+        .await;
+    let result = call(&never, "ask_text", json!({"question": "Never here?"})).await;
+    assert_eq!(result["status"], "needs_user_input", "{result}");
+    let status = call(&never, "human_input_status", json!({})).await;
+    assert_eq!(status["matrix"], Value::Null, "{status}");
+    // The next question in the room is the always-agent's next one, not the never-agent's.
+    let asking = tokio::spawn({
+        let agent = always.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Second?"})).await }
+    });
+    let second = s.phone.question(&s.room, &s.bot).await;
+    let body = second["content"]["body"].as_str().unwrap_or_default();
+    assert!(body.contains("Second?"), "{body}");
+    s.phone.reply(&s.room, &second["event_id"], "two").await;
+    assert_eq!(asking.await.expect("second")["answer"], "two");
+    drop(always);
+    drop(never);
+    s.phone.stop().await;
+}

@@ -299,8 +299,10 @@ impl HimServer {
     }
 
     fn pool(&self, ctx: &RequestContext<RoleServer>) -> &Pool {
-        self.pool
-            .get_or_init(|| Pool::for_runtime(&self.shared.config.runtime, identity(ctx)))
+        self.pool.get_or_init(|| {
+            Pool::for_runtime(&self.shared.config.runtime, identity(ctx))
+                .with_matrix_route(self.shared.config.matrix_route)
+        })
     }
 
     /// A receiver of the session's heartbeat clock that waits for its next tick.

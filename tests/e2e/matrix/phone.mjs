@@ -42,6 +42,8 @@ async function emitTimeline(ev, room) {
     event: 'timeline',
     room: room.roomId,
     event_id: ev.getId(),
+    // The homeserver's clock (ms) when it took the event.
+    ts: ev.getTs(),
     sender: ev.getSender(),
     type: ev.getType(),
     encrypted: ev.isEncrypted(),
