@@ -841,3 +841,98 @@ async fn never_keeps_questions_off_the_phone_and_always_sends_them_past_an_open_
     drop(never);
     s.phone.stop().await;
 }
+
+/// A client that shows forms itself (MCP elicitation) and whose person never answers there:
+/// it tells the test each form it got, and how the server ended it.
+#[derive(Clone)]
+struct ElicitingClient {
+    forms: tokio::sync::mpsc::UnboundedSender<&'static str>,
+}
+
+impl rmcp::ClientHandler for ElicitingClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities: rmcp::model::ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {"form": {}}})).expect("capabilities");
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new("eliciting-client", "1.0.0"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        cx: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::model::ErrorData> {
+        let _ = self.forms.send("shown");
+        cx.ct.cancelled().await;
+        let _ = self.forms.send("cancelled by the server");
+        Ok(rmcp::model::ElicitResult::new(
+            rmcp::model::ElicitationAction::Cancel,
+        ))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_no_browser_the_clients_own_form_comes_first_and_the_phone_alongside() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let (forms_tx, mut forms) = tokio::sync::mpsc::unbounded_channel();
+    let runtime = s.runtime();
+    let env = s.env();
+    let command = tokio::process::Command::new(support::him_bin()).configure(move |cmd| {
+        cmd.arg("serve")
+            .env("HIM_RUNTIME_DIR", &runtime)
+            .env("HIM_KEEP_MS", "0")
+            .env("HIM_LOG", "debug");
+        for (k, v) in &env {
+            cmd.env(k, v);
+        }
+    });
+    let client = ElicitingClient { forms: forms_tx }
+        .serve(TokioChildProcess::new(command).expect("spawn him serve"))
+        .await
+        .expect("initialize");
+    let client = Arc::new(client);
+    let status = client
+        .call_tool(support::params("human_input_status", json!({})))
+        .await
+        .expect("status")
+        .structured_content
+        .expect("structured");
+    assert_eq!(status["channel"], "elicitation", "{status}");
+    assert_eq!(
+        status["browsers"],
+        json!([]),
+        "Matrix is no browser: {status}"
+    );
+    let asking = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .call_tool(support::params(
+                    "ask_text",
+                    json!({"question": "Both ways?"}),
+                ))
+                .await
+                .expect("ask_text")
+                .structured_content
+                .expect("structured")
+        }
+    });
+    // The client's form and the phone both have the question; the phone answers first.
+    assert_eq!(forms.recv().await, Some("shown"));
+    let question = s.phone.question(&s.room, &s.bot).await;
+    s.phone
+        .reply(&s.room, &question["event_id"], "from the phone")
+        .await;
+    let result = asking.await.expect("the call");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "matrix");
+    assert_eq!(result["answer"], "from the phone");
+    assert_eq!(result["client_elicitation"], true);
+    assert_eq!(forms.recv().await, Some("cancelled by the server"));
+    s.phone.stop().await;
+}
