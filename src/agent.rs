@@ -348,6 +348,19 @@ impl Pool {
         self
     }
 
+    /// Starts this user's Matrix bridge when Matrix is set up, this agent uses it, and none
+    /// answers (`matrix_link::ensure_running`), so the question about to be opened reaches it.
+    pub async fn ensure_matrix(&self) {
+        if self.matrix_route() == MatrixRoute::Never {
+            return;
+        }
+        if let Some(dir) = self.shared.runtime_dirs.first()
+            && !dir.as_os_str().is_empty()
+        {
+            crate::matrix_link::ensure_running(dir).await;
+        }
+    }
+
     /// When questions go to the Matrix bridge.
     pub fn matrix_route(&self) -> MatrixRoute {
         self.shared.state().matrix_route

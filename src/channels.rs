@@ -224,11 +224,7 @@ pub async fn ask(
     {
         return Asked::Done(Box::new(late));
     }
-    if !config.runtime.dir.as_os_str().is_empty()
-        && config.matrix_route != crate::agent::MatrixRoute::Never
-    {
-        crate::matrix_link::ensure_running(&config.runtime.dir).await;
-    }
+    pool.ensure_matrix().await;
     // Opened once: it stays open to every browser, now or later, until the chain ends.
     let mut question = pool.open(prepared.ask.clone()).await;
     if let Some(mut plan) = plan {

@@ -936,3 +936,153 @@ async fn with_no_browser_the_clients_own_form_comes_first_and_the_phone_alongsid
     assert_eq!(forms.recv().await, Some("cancelled by the server"));
     s.phone.stop().await;
 }
+
+/// `him serve --permission-tool` under rmcp's client, with the set-up's environment.
+async fn permission_agent(s: &Setup) -> Arc<Agent> {
+    use rmcp::ServiceExt;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let runtime = s.runtime();
+    let env = s.env();
+    let command = tokio::process::Command::new(support::him_bin()).configure(move |cmd| {
+        cmd.args(["serve", "--permission-tool"])
+            .env("HIM_RUNTIME_DIR", &runtime)
+            .env("HIM_KEEP_MS", "0")
+            .env("HIM_LOG", "debug");
+        for (k, v) in &env {
+            cmd.env(k, v);
+        }
+    });
+    let handler = support::TestClient {
+        name: "claude-code".into(),
+        ..support::TestClient::default()
+    };
+    Arc::new(
+        handler
+            .serve(TokioChildProcess::new(command).expect("spawn him serve"))
+            .await
+            .expect("initialize"),
+    )
+}
+
+/// Calls `approve` for a Bash `command`; returns the decision JSON.
+fn approving(agent: &Arc<Agent>, command: String) -> tokio::task::JoinHandle<Value> {
+    let agent = agent.clone();
+    tokio::spawn(async move {
+        let result = agent
+            .call_tool(support::params(
+                "approve",
+                json!({"tool_name": "Bash", "input": {"command": command}, "tool_use_id": "toolu_1"}),
+            ))
+            .await
+            .expect("approve");
+        let text = result.content[0].as_text().expect("text").text.clone();
+        serde_json::from_str(&text).expect("decision JSON")
+    })
+}
+
+/// The bot's next notice that replies to `to` (why an answer was not taken).
+async fn notice_to(phone: &mut Phone, bot: &str, to: &Value) -> String {
+    let event = phone
+        .event("the bot's notice", |e| {
+            e["sender"] == bot
+                && e["content"]["msgtype"] == "m.notice"
+                && e["content"]["m.relates_to"]["m.in_reply_to"]["event_id"] == *to
+        })
+        .await;
+    event["content"]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permission_is_allowed_from_the_phone_only_with_its_code_and_denied_by_a_vote() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = permission_agent(&s).await;
+
+    // The input verbatim, marked where it would read otherwise than it runs.
+    let call = approving(&agent, "terraform apply\u{202e} -auto-approve".into());
+    let message = s.phone.question(&s.room, &s.bot).await;
+    let body = message["content"]["body"]
+        .as_str()
+        .expect("body")
+        .to_owned();
+    assert!(body.contains("Bash"), "{body}");
+    assert!(
+        body.contains("terraform apply⟨U+202E⟩ -auto-approve"),
+        "{body}"
+    );
+    assert!(body.contains("Marked:"), "{body}");
+    let html = message["content"]["formatted_body"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(html.contains("<pre><code>terraform apply"), "{html}");
+    let code = body
+        .split("reply with the code ")
+        .nth(1)
+        .and_then(|rest| rest.get(..6))
+        .expect("a code in the message")
+        .to_owned();
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    assert_eq!(poll["type"], "org.matrix.msc3381.poll.start", "{poll}");
+    // Neither a reflex reply nor a vote for Allow allows.
+    let yes = s.phone.reply(&s.room, &message["event_id"], "yes").await;
+    let told = notice_to(&mut s.phone, &s.bot, &json!(yes)).await;
+    assert!(told.contains("not the code"), "{told}");
+    s.phone.vote(&s.room, &poll["event_id"], &["2"]).await;
+    s.phone
+        .event("the bot's answer to a vote for Allow", |e| {
+            e["sender"] == s.bot.as_str()
+                && e["content"]["body"]
+                    .as_str()
+                    .is_some_and(|b| b.contains("a vote cannot allow"))
+        })
+        .await;
+    s.phone.reply(&s.room, &message["event_id"], &code).await;
+    let decision = call.await.expect("approve");
+    assert_eq!(decision["behavior"], "allow", "{decision}");
+    assert_eq!(
+        decision["updatedInput"]["command"],
+        "terraform apply\u{202e} -auto-approve"
+    );
+    s.phone
+        .event("the poll's end", |e| {
+            e["type"] == "org.matrix.msc3381.poll.end"
+                && e["content"]["m.relates_to"]["event_id"] == poll["event_id"]
+        })
+        .await;
+
+    // A vote for Deny denies.
+    let call = approving(&agent, "rm -rf /srv/data".into());
+    s.phone.question(&s.room, &s.bot).await;
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    s.phone.vote(&s.room, &poll["event_id"], &["1"]).await;
+    let decision = call.await.expect("approve");
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+
+    // Too long for a Matrix event: cut, saying how much is hidden, and no Allow on the phone.
+    let call = approving(&agent, format!("echo {}", "x".repeat(40_000)));
+    let message = s.phone.question(&s.room, &s.bot).await;
+    let body = message["content"]["body"]
+        .as_str()
+        .expect("body")
+        .to_owned();
+    assert!(
+        body.contains("bytes of the input are hidden"),
+        "{}",
+        &body[body.len() - 400..]
+    );
+    assert!(body.contains("at the desk"));
+    assert!(!body.contains("reply with the code"));
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    let answers = &poll["content"]["org.matrix.msc3381.poll.start"]["answers"];
+    assert_eq!(answers.as_array().map(Vec::len), Some(1), "{poll}");
+    let guess = s.phone.reply(&s.room, &message["event_id"], "000000").await;
+    let told = notice_to(&mut s.phone, &s.bot, &json!(guess)).await;
+    assert!(told.contains("at the desk only"), "{told}");
+    s.phone.reply(&s.room, &message["event_id"], "deny").await;
+    let decision = call.await.expect("approve");
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+    s.phone.stop().await;
+}

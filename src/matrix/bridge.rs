@@ -41,6 +41,7 @@ use him::protocol::{
 };
 use him::runtime;
 
+use super::permission;
 use super::render::{self, Shape};
 use super::store::{self, ROOM_FIRST, RoomConfig};
 
@@ -53,6 +54,11 @@ struct Posted {
     event: OwnedEventId,
     /// When its agent stops waiting (Unix ms): forgotten after.
     until_ms: u64,
+    /// A permission prompt's poll beside the message, and the code that allows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    poll: Option<OwnedEventId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    code: Option<String>,
 }
 
 /// At most this many closed questions are remembered, to tell a late answer it is late.
@@ -173,6 +179,16 @@ struct Open {
     judged: Option<(OwnedUserId, OwnedEventId)>,
     /// Its agent stopped waiting and kept it: the answer goes to the store (`him::keep`).
     kept: bool,
+    /// A permission prompt's poll (Deny), beside the message.
+    poll: Option<OwnedEventId>,
+}
+
+/// The short code that allows a permission prompt from the phone: six digits from the OS's
+/// random source, typed deliberately (no tap on a poll gives it).
+fn allow_code() -> std::io::Result<String> {
+    let hex = him::random::random_hex(4)?;
+    let n = u32::from_str_radix(&hex, 16).map_err(std::io::Error::other)?;
+    Ok(format!("{:06}", n % 1_000_000))
 }
 
 /// What a question kept for its agent says in the room.
@@ -463,18 +479,24 @@ impl Bridge {
                 return Ok(());
             }
         };
-        if form.permission.is_some() {
-            // Permission prompts are answered at the desk only, for now (DESIGN.md §9).
-            tracing::info!(id, "a permission prompt: not posted to Matrix");
-            return Ok(());
-        }
-        let shape = render::shape(&form);
+        let mut shape = render::shape(&form);
         let body = render::body(&ask, &form, &shape, now_ms());
         if let Some(event) = self.posted.get(&id).map(|p| p.event.clone()) {
             // Posted by a bridge before this one: the same question, asked again by its
             // agent; what the room said meanwhile answers it.
             tracing::info!(id, event = %event, "question already in the room");
             self.by_event.insert(event.clone(), id.clone());
+            let (poll, code) = self
+                .posted
+                .get(&id)
+                .map(|p| (p.poll.clone(), p.code.clone()))
+                .unwrap_or_default();
+            if let Some(poll) = &poll {
+                self.by_event.insert(poll.clone(), id.clone());
+            }
+            if let Shape::Permission { code: allows } = &mut shape {
+                *allows = code;
+            }
             // A kept one was marked so in the room by the bridge before.
             let kept = ask.kept_until_ms.is_some();
             let body = match ask.kept_until_ms {
@@ -490,6 +512,7 @@ impl Bridge {
                     body,
                     judged: None,
                     kept,
+                    poll,
                 },
             );
             self.send_host(&ExtensionToHost::Shown { id }).await?;
@@ -501,6 +524,9 @@ impl Bridge {
                 Box::pin(self.room_event(event)).await?;
             }
             return Ok(());
+        }
+        if let Some(permission) = form.permission.clone() {
+            return self.ask_permission(ask, form, &permission).await;
         }
         let sent = match render::poll_content(&form, &shape, &body) {
             Some(mut content) => {
@@ -534,6 +560,8 @@ impl Bridge {
             Posted {
                 event: event.clone(),
                 until_ms,
+                poll: None,
+                code: None,
             },
         );
         self.keep_posted();
@@ -547,6 +575,82 @@ impl Bridge {
                 body,
                 judged: None,
                 kept: false,
+                poll: None,
+            },
+        );
+        self.send_host(&ExtensionToHost::Shown { id }).await
+    }
+
+    /// Posts an agent's permission prompt (`permission.rs`): the message with the input in a
+    /// code block and the code that allows (none when it had to be cut), then a poll to deny.
+    async fn ask_permission(
+        &mut self,
+        ask: LabelledAsk,
+        form: Form,
+        permission: &him::form::Permission,
+    ) -> Result<(), BoxError> {
+        let id = ask.ask.id.clone();
+        let header = render::header(&ask, now_ms());
+        let allowable = permission::message(&header, permission, None).hidden == 0;
+        let code = match allowable.then(allow_code).transpose() {
+            Ok(code) => code,
+            Err(err) => {
+                tracing::warn!(id, "no code to allow with: {err}");
+                None
+            }
+        };
+        let message = permission::message(&header, permission, code.as_deref());
+        let event = match self
+            .room
+            .send_raw("m.room.message", permission::content(&message))
+            .await
+        {
+            Ok(sent) => sent.response.event_id,
+            Err(err) => {
+                tracing::warn!(id, "cannot post the permission prompt: {err}");
+                return Ok(());
+            }
+        };
+        let poll = match self
+            .room
+            .send_raw(
+                "org.matrix.msc3381.poll.start",
+                permission::poll(&permission.tool_name, code.is_some()),
+            )
+            .await
+        {
+            Ok(sent) => Some(sent.response.event_id),
+            Err(err) => {
+                tracing::warn!(id, "cannot post the permission prompt's poll: {err}");
+                None
+            }
+        };
+        tracing::info!(id, event = %event, "permission prompt posted");
+        let until_ms = ask.ask.asked_at_ms.saturating_add(ask.ask.timeout_ms);
+        self.posted.insert(
+            id.clone(),
+            Posted {
+                event: event.clone(),
+                until_ms,
+                poll: poll.clone(),
+                code: code.clone(),
+            },
+        );
+        self.keep_posted();
+        self.by_event.insert(event.clone(), id.clone());
+        if let Some(poll) = &poll {
+            self.by_event.insert(poll.clone(), id.clone());
+        }
+        self.open.insert(
+            id.clone(),
+            Open {
+                form,
+                shape: Shape::Permission { code },
+                event,
+                body: message.body,
+                judged: None,
+                kept: false,
+                poll,
             },
         );
         self.send_host(&ExtensionToHost::Shown { id }).await
@@ -678,28 +782,37 @@ impl Bridge {
         self.by_event.remove(&open.event);
         self.posted.remove(id);
         self.keep_posted();
-        if self.closed.len() == CLOSED_MAX {
-            self.closed.pop_front();
+        for event in std::iter::once(&open.event).chain(&open.poll) {
+            if self.closed.len() == CLOSED_MAX {
+                self.closed.pop_front();
+            }
+            self.closed.push_back((event.clone(), why.to_owned()));
         }
-        self.closed.push_back((open.event.clone(), why.to_owned()));
-        let result = if matches!(open.shape, Shape::Poll { .. }) {
-            self.room
-                .send_raw(
-                    "org.matrix.msc3381.poll.end",
-                    json!({
-                        "m.relates_to": {"rel_type": "m.reference", "event_id": open.event},
-                        "org.matrix.msc3381.poll.end": {},
-                        "org.matrix.msc1767.text": why,
-                    }),
-                )
-                .await
+        if let Some(poll) = &open.poll {
+            self.by_event.remove(poll);
+            self.end_poll(id, poll, why).await;
+        }
+        if matches!(open.shape, Shape::Poll { .. }) {
+            self.end_poll(id, &open.event, why).await;
         } else {
             self.edit(&open.event, &format!("{}\n\n— {why}", open.body))
                 .await;
-            return;
-        };
-        if let Err(err) = result {
-            tracing::warn!(id, "cannot mark the question closed in the room: {err}");
+        }
+    }
+
+    /// Ends the poll `poll` of question `id`, saying `why`.
+    async fn end_poll(&self, id: &str, poll: &OwnedEventId, why: &str) {
+        let content = json!({
+            "m.relates_to": {"rel_type": "m.reference", "event_id": poll},
+            "org.matrix.msc3381.poll.end": {},
+            "org.matrix.msc1767.text": why,
+        });
+        if let Err(err) = self
+            .room
+            .send_raw("org.matrix.msc3381.poll.end", content)
+            .await
+        {
+            tracing::warn!(id, "cannot end the poll in the room: {err}");
         }
     }
 

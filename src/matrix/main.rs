@@ -18,6 +18,7 @@
 //! - `bridge.rs`: the bridge process; `render.rs`: the pure rules of the phone's view.
 
 mod bridge;
+mod permission;
 mod render;
 mod setup;
 mod store;

@@ -13,7 +13,7 @@
 use serde_json::{Map, Value, json};
 
 use him::display::{terminal_line, terminal_literal, terminal_text};
-use him::form::{FieldType, Form};
+use him::form::{DECISION_FIELD, FieldType, Form};
 use him::protocol::LabelledAsk;
 
 /// Matrix allows at most 20 answers in a poll (MSC3381).
@@ -34,6 +34,9 @@ pub enum Shape {
         /// A reply that names no option is the person's note (ask_choice's free text).
         note: bool,
     },
+    /// An agent's permission prompt (`permission.rs`): denied by a vote or a reply, allowed
+    /// only by a reply with `code`; `None` when it was cut and is allowed at the desk only.
+    Permission { code: Option<String> },
     /// Not over Matrix: the reason, said in the message.
     AtTheDesk(&'static str),
 }
@@ -47,6 +50,9 @@ const TOO_MANY_OPTIONS: &str = "It has more options than a Matrix poll can hold:
 
 /// How `form` is answered on the phone.
 pub fn shape(form: &Form) -> Shape {
+    if form.permission.is_some() {
+        return Shape::Permission { code: None };
+    }
     if form.has_password() {
         return Shape::AtTheDesk(PASSWORD);
     }
@@ -172,6 +178,8 @@ pub fn body(ask: &LabelledAsk, form: &Form, shape: &Shape, now_ms: u64) -> Strin
             text.push_str(&how);
         }
         Shape::AtTheDesk(why) => text.push_str(why),
+        // Posted as `permission::message`, never as this text.
+        Shape::Permission { .. } => {}
     }
     text
 }
@@ -271,12 +279,20 @@ pub fn from_text(shape: &Shape, text: &str) -> Result<Reply, String> {
             }
             from_picks(field, *kind, options, &picked)
         }
+        Shape::Permission { code } => {
+            let decision = super::permission::from_text(text, code.as_deref())?;
+            Ok(one(DECISION_FIELD, json!(decision), None))
+        }
         Shape::AtTheDesk(why) => Err((*why).to_owned()),
     }
 }
 
 /// The values a poll vote gives (answer ids "1", "2", … as [`poll_content`] numbers them).
 pub fn from_vote(shape: &Shape, answers: &[String]) -> Result<Reply, String> {
+    if let Shape::Permission { .. } = shape {
+        let decision = super::permission::from_vote(answers)?;
+        return Ok(one(DECISION_FIELD, json!(decision), None));
+    }
     let Shape::Poll {
         field,
         kind,
