@@ -190,8 +190,14 @@ fn keep_in_store(identity: &Identity, id: &str, ask_frame: &[u8], plan: &KeepPla
     }
 }
 
-/// The withdrawal every host gets for `id`: `keep` when it was kept.
-fn withdraw_frame(id: &str, reason: WithdrawReason, kept: Option<&Kept>) -> Bytes {
+/// The withdrawal every host gets for `id`: `keep` when it was kept; `by_matrix`, the
+/// answerer, when the Matrix bridge's answer ended it.
+fn withdraw_frame(
+    id: &str,
+    reason: WithdrawReason,
+    kept: Option<&Kept>,
+    by_matrix: Option<Option<&str>>,
+) -> Bytes {
     let until = match kept {
         Some(Kept::Until(until)) => Some(*until),
         _ => None,
@@ -201,6 +207,8 @@ fn withdraw_frame(id: &str, reason: WithdrawReason, kept: Option<&Kept>) -> Byte
         reason,
         keep: until.is_some(),
         keep_until_ms: until,
+        answered_via: by_matrix.map(|_| protocol::MATRIX_KIND.to_owned()),
+        answered_by: by_matrix.flatten().map(str::to_owned),
     })
 }
 
@@ -553,7 +561,7 @@ impl Pool {
                 .as_ref()
                 .filter(|plan| plan.from_store || host_keeps && (entry.shown || linked))
                 .map(|plan| keep_in_store(&self.shared.identity, &id, &entry.ask_frame, plan));
-            let frame = withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref());
+            let frame = withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref(), None);
             for link in state.links.values().filter(|l| State::link_has(l, &entry)) {
                 let _ = link.outgoing.send(frame.clone());
             }
@@ -732,7 +740,11 @@ impl Question {
                 store.remove(&self.id);
             }
         }
-        let frame = withdraw_frame(&self.id, reason, self.kept.as_ref());
+        // Answered on the phone: the panels' cards say so, and by whom.
+        let by_matrix = answered_by
+            .filter(|host| self.shared.is_matrix(host))
+            .map(|_| self.answered_by.as_deref());
+        let frame = withdraw_frame(&self.id, reason, self.kept.as_ref(), by_matrix);
         let had = |link: &Link| entry.as_ref().is_none_or(|e| State::link_has(link, e));
         for (path, link) in state.links.iter().filter(|(_, l)| had(l)) {
             if Some(path.as_path()) != answered_by {

@@ -197,6 +197,13 @@ pub enum AgentToHost {
         /// Unix ms: when a kept question expires (`HIM_KEEP_MS` after it was kept).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         keep_until_ms: Option<u64>,
+        /// With `answered`: where it was answered when that was not a browser, `"matrix"`
+        /// (the panel's card says "answered on the phone").
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_via: Option<String>,
+        /// With `answered_via: "matrix"`: the answerer's Matrix ID.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_by: Option<String>,
     },
     /// The answer to `id` fit its form: the question is over (no `withdraw` follows).
     Accepted {
@@ -290,6 +297,11 @@ pub enum HostToExtension {
     Withdraw {
         id: String,
         reason: WithdrawReason,
+        /// As the agent's `withdraw` says (relayed as it came).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_via: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_by: Option<String>,
     },
     /// The agent took the answer to `id`.
     Accepted {

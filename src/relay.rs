@@ -155,6 +155,8 @@ impl Relay {
                     Effect::ToExtension(HostToExtension::Withdraw {
                         id,
                         reason: WithdrawReason::Cancelled,
+                        answered_via: None,
+                        answered_by: None,
                     })
                 }
             })
@@ -195,6 +197,8 @@ impl Relay {
                 reason,
                 keep,
                 keep_until_ms,
+                answered_via,
+                answered_by,
             } => {
                 if self.owners.get(&id) != Some(&agent) {
                     return reply(HostToAgent::Error {
@@ -213,9 +217,13 @@ impl Relay {
                 {
                     return kept;
                 }
+                // Where it was answered, for the card's last word: only with `answered`.
+                let answered = reason == WithdrawReason::Answered;
                 vec![Effect::ToExtension(HostToExtension::Withdraw {
                     id,
                     reason,
+                    answered_via: answered_via.filter(|_| answered),
+                    answered_by: answered_by.filter(|_| answered),
                 })]
             }
             AgentToHost::Accepted { id } => {
@@ -559,12 +567,20 @@ impl Relay {
 
     /// The store no longer holds `id` open (expired, collected, or answered in another
     /// browser): its card leaves the panel for `reason`.
-    pub fn kept_gone(&mut self, id: &str, reason: WithdrawReason) -> Vec<Effect> {
+    /// `by_matrix` is the answerer when the answer came over Matrix.
+    pub fn kept_gone(
+        &mut self,
+        id: &str,
+        reason: WithdrawReason,
+        by_matrix: Option<String>,
+    ) -> Vec<Effect> {
         self.kept_answers.remove(id);
         match self.kept.remove(id) {
             Some(_) => vec![Effect::ToExtension(HostToExtension::Withdraw {
                 id: id.to_owned(),
                 reason,
+                answered_via: by_matrix.as_ref().map(|_| protocol::MATRIX_KIND.to_owned()),
+                answered_by: by_matrix,
             })],
             None => Vec::new(),
         }
@@ -723,6 +739,8 @@ mod tests {
             reason: WithdrawReason::Timeout,
             keep: true,
             keep_until_ms: Some(until),
+            answered_via: None,
+            answered_by: None,
         })
         .to_vec()
     }
@@ -853,7 +871,9 @@ mod tests {
                 }),
                 Effect::ToExtension(HostToExtension::Withdraw {
                     id: Q2.into(),
-                    reason: WithdrawReason::Cancelled
+                    reason: WithdrawReason::Cancelled,
+                    answered_via: None,
+                    answered_by: None,
                 }),
             ]
         );
@@ -1011,7 +1031,9 @@ mod tests {
             effects,
             vec![Effect::ToExtension(HostToExtension::Withdraw {
                 id: Q1.into(),
-                reason: WithdrawReason::Cancelled
+                reason: WithdrawReason::Cancelled,
+                answered_via: None,
+                answered_by: None,
             })]
         );
         assert_eq!(r.pending(), 1);
@@ -1030,6 +1052,8 @@ mod tests {
             reason: WithdrawReason::Timeout,
             keep: false,
             keep_until_ms: None,
+            answered_via: None,
+            answered_by: None,
         });
         assert!(matches!(
             &r.agent_frame(2, &withdraw)[..],
@@ -1176,6 +1200,8 @@ mod tests {
             reason: WithdrawReason::Cancelled,
             keep: false,
             keep_until_ms: None,
+            answered_via: None,
+            answered_by: None,
         });
         r.agent_frame(1, &withdraw);
         assert!(matches!(

@@ -344,7 +344,7 @@ async fn answered_in_the_panel_first_the_message_says_so_and_the_poll_ends() {
         told["content"]["body"]
             .as_str()
             .unwrap_or_default()
-            .contains("Too late"),
+            .contains("Already answered"),
         "{told}"
     );
     drop(agent);
@@ -770,9 +770,16 @@ async fn with_the_panel_open_the_phone_rings_only_when_the_person_is_away() {
     s.phone.reply(&s.room, &question["event_id"], "yes").await;
     let result = asking.await.expect("ask_text");
     assert_eq!(result["via"], "matrix", "{result}");
-    // The panel's card went: answered elsewhere.
+    // The panel's card went: answered on the phone, by whom.
     let withdraw = panel.recv_type("withdraw").await;
     assert_eq!(withdraw["id"], ask["id"]);
+    assert_eq!(withdraw["reason"], "answered", "{withdraw}");
+    assert_eq!(withdraw["answered_via"], "matrix", "{withdraw}");
+    assert_eq!(
+        withdraw["answered_by"],
+        s.phone.user_id.as_str(),
+        "{withdraw}"
+    );
     drop(agent);
 
     // A far away time, the panel open: the person closes the panel, and the phone rings.
@@ -1085,4 +1092,58 @@ async fn a_permission_is_allowed_from_the_phone_only_with_its_code_and_denied_by
     let decision = call.await.expect("approve");
     assert_eq!(decision["behavior"], "deny", "{decision}");
     s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_answerers_race_the_first_wins_and_the_second_hears_it_was_already_answered() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let mut boss = Phone::start().await;
+    let boss_name = unique("boss");
+    let boss_id = boss.register(server, &boss_name, "boss-password").await;
+    boss.login(server, &boss_name, "boss-password").await;
+    s.phone
+        .cmd(json!({"cmd": "invite", "room": s.room, "user": boss_id}))
+        .await;
+    boss.event("the boss joining", |e| e["event"] == "joined")
+        .await;
+    let answerers = format!("{},{boss_id}", s.phone.user_id);
+    let (ok, out, err) = him_matrix(
+        s.home.path(),
+        &["room", "--room", &s.room, "--answerers", &answerers],
+    );
+    assert!(ok, "{out}\n{err}");
+    let agent = s.agent("race-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_choice",
+                json!({"question": "Which color?", "options": ["red", "blue"]}),
+            )
+            .await
+        }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    // Both vote, the phone first; neither waits for the other.
+    s.phone.vote(&s.room, &poll["event_id"], &["1"]).await;
+    boss.vote(&s.room, &poll["event_id"], &["2"]).await;
+    let result = asking.await.expect("ask_choice");
+    assert_eq!(result["answer"], "red", "{result}");
+    assert_eq!(result["answered_by"], s.phone.user_id.as_str());
+    let told = boss
+        .event("the bot telling the boss", |e| {
+            e["sender"] == s.bot.as_str() && e["content"]["msgtype"] == "m.notice"
+        })
+        .await;
+    let body = told["content"]["body"].as_str().unwrap_or_default();
+    assert!(body.contains("Already answered"), "{body}");
+    assert!(
+        body.contains(&s.phone.user_id),
+        "who answered is said: {body}"
+    );
+    drop(agent);
+    s.phone.stop().await;
+    boss.stop().await;
 }

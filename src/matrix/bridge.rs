@@ -181,6 +181,9 @@ struct Open {
     kept: bool,
     /// A permission prompt's poll (Deny), beside the message.
     poll: Option<OwnedEventId>,
+    /// Answerers' votes and replies that came while an earlier one was judged: each is told
+    /// how that one fared.
+    later: Vec<OwnedEventId>,
 }
 
 /// The short code that allows a permission prompt from the phone: six digits from the OS's
@@ -206,7 +209,7 @@ struct Bridge {
     /// Votes and replies to an event of no open question, kept for one re-sent after a
     /// restart.
     early: Vec<FromRoom>,
-    /// Questions closed here lately, by event: why, for an answer that comes after.
+    /// Questions closed here lately, by event: what an answer that comes after is told.
     closed: std::collections::VecDeque<(OwnedEventId, String)>,
     room: Room,
     me: OwnedUserId,
@@ -403,7 +406,7 @@ impl Bridge {
         match message {
             HostToExtension::Hello { .. } => {}
             HostToExtension::Ask(ask) => self.ask(ask).await?,
-            HostToExtension::Withdraw { id, reason } => {
+            HostToExtension::Withdraw { id, reason, .. } => {
                 let why = match reason {
                     WithdrawReason::Answered => "Answered elsewhere: no longer needed here.",
                     WithdrawReason::Timeout => "Timed out: no longer needed.",
@@ -411,7 +414,8 @@ impl Bridge {
                         "Withdrawn by the agent: no longer needed."
                     }
                 };
-                self.close(&id, why).await;
+                self.close(&id, why, reason == WithdrawReason::Answered)
+                    .await;
             }
             HostToExtension::Accepted { id } => {
                 let who = self
@@ -426,17 +430,25 @@ impl Bridge {
                 } else {
                     format!("Answered by {who}.")
                 };
-                self.close(&id, &why).await;
+                self.close(&id, &why, true).await;
             }
             HostToExtension::Refused(refusal) => {
                 if let Some(open) = self.open.get_mut(&refusal.id)
                     && let Some((_, event)) = open.judged.take()
                 {
+                    let later = std::mem::take(&mut open.later);
                     let text = format!(
                         "The agent did not take that answer: {}. Answer again.",
                         refusal.message
                     );
                     self.reply(&event, &text).await;
+                    for event in later {
+                        self.reply(
+                            &event,
+                            "The agent did not take the earlier answer; answer again.",
+                        )
+                        .await;
+                    }
                 }
             }
             HostToExtension::Error {
@@ -452,7 +464,7 @@ impl Bridge {
                     )
                     .await;
                 }
-                self.close(&id, "No longer open.").await;
+                self.close(&id, "No longer open.", false).await;
             }
             HostToExtension::Error { id: None, message } => {
                 tracing::warn!("the host reported: {message}");
@@ -513,6 +525,7 @@ impl Bridge {
                     judged: None,
                     kept,
                     poll,
+                    later: Vec::new(),
                 },
             );
             self.send_host(&ExtensionToHost::Shown { id }).await?;
@@ -576,6 +589,7 @@ impl Bridge {
                 judged: None,
                 kept: false,
                 poll: None,
+                later: Vec::new(),
             },
         );
         self.send_host(&ExtensionToHost::Shown { id }).await
@@ -651,6 +665,7 @@ impl Bridge {
                 judged: None,
                 kept: false,
                 poll,
+                later: Vec::new(),
             },
         );
         self.send_host(&ExtensionToHost::Shown { id }).await
@@ -702,11 +717,7 @@ impl Bridge {
                 }
             };
             if sender != &self.me && self.answerers.contains(sender) {
-                self.reply(
-                    &answer,
-                    &format!("Too late: this question is closed. {why}"),
-                )
-                .await;
+                self.reply(&answer, &why).await;
             }
             return Ok(());
         }
@@ -729,11 +740,14 @@ impl Bridge {
             tracing::info!(id, %sender, "ignored: not one of the room's answerers");
             return Ok(());
         }
-        let Some(open) = self.open.get(&id) else {
+        let Some(open) = self.open.get_mut(&id) else {
             return Ok(());
         };
         if open.judged.is_some() {
             // The agent is judging an earlier answer; the first one decides.
+            if open.later.len() < EARLY_MAX {
+                open.later.push(event_id);
+            }
             return Ok(());
         }
         let reply = match &event {
@@ -774,10 +788,16 @@ impl Bridge {
         self.send_host(&ExtensionToHost::Answer(answer)).await
     }
 
-    /// Ends a question here: the message says why (a poll is ended with that text).
-    async fn close(&mut self, id: &str, why: &str) {
+    /// Ends a question here: the message says why (a poll is ended with that text); a vote
+    /// or reply after it is told it was `answered` already, or came too late.
+    async fn close(&mut self, id: &str, why: &str, answered: bool) {
         let Some(open) = self.open.remove(id) else {
             return;
+        };
+        let late = if answered {
+            format!("Already answered. {why}")
+        } else {
+            format!("Too late: this question is closed. {why}")
         };
         self.by_event.remove(&open.event);
         self.posted.remove(id);
@@ -786,7 +806,7 @@ impl Bridge {
             if self.closed.len() == CLOSED_MAX {
                 self.closed.pop_front();
             }
-            self.closed.push_back((event.clone(), why.to_owned()));
+            self.closed.push_back((event.clone(), late.clone()));
         }
         if let Some(poll) = &open.poll {
             self.by_event.remove(poll);
@@ -797,6 +817,9 @@ impl Bridge {
         } else {
             self.edit(&open.event, &format!("{}\n\n— {why}", open.body))
                 .await;
+        }
+        for event in &open.later {
+            self.reply(event, &late).await;
         }
     }
 
