@@ -246,7 +246,9 @@ function onHostMessage(from, msg) {
       break;
     case 'withdraw':
       update((now) => {
-        queue = endQuestion(queue, msg.id, msg.reason, now).state;
+        // Answered on the phone (the Matrix bridge): the card says so, and by whom.
+        const answered = { via: msg.answered_via, by: msg.answered_by };
+        queue = endQuestion(queue, msg.id, msg.reason, now, answered).state;
         clearNotification(msg.id);
       });
       break;

@@ -34,6 +34,9 @@ use crate::protocol::{
 use crate::runtime;
 
 mod forward;
+mod presence;
+
+pub use presence::{DEFAULT_AWAY, MatrixRoute};
 
 /// How often the runtime directory is rescanned while a question waits. Connecting to a
 /// local socket is cheap; a person will not notice a quarter of a second.
@@ -92,6 +95,9 @@ pub struct HostStatus {
     /// From `welcome`: `None` from a host that takes no verdicts; `Some(true)` when its
     /// extension lets the person correct a refused answer.
     pub verdicts: Option<bool>,
+    /// The Matrix bridge (found at `runtime::matrix_socket`): a channel beside the browsers,
+    /// never counted as one.
+    pub matrix: bool,
 }
 
 struct Link {
@@ -110,6 +116,10 @@ struct Entry {
     /// A host said the extension shows it. Only a question a browser has (shown, or sent to
     /// a host that is linked still) is kept: one no browser had goes back to the chat.
     shown: bool,
+    /// When it was opened here, for the away time of [`MatrixRoute::Away`].
+    opened_at: tokio::time::Instant,
+    /// Sent to the Matrix bridge: only then does the bridge hear of it again (withdrawn).
+    to_matrix: bool,
 }
 
 /// How a question is kept for its agent when its call ends without an answer (issue 24,
@@ -202,8 +212,14 @@ fn keep_in_store(
     }
 }
 
-/// The withdrawal every host gets for `id`: `keep` when it was kept.
-fn withdraw_frame(id: &str, reason: WithdrawReason, kept: Option<&Kept>) -> Bytes {
+/// The withdrawal every host gets for `id`: `keep` when it was kept; `by_matrix`, the
+/// answerer, when the Matrix bridge's answer ended it.
+fn withdraw_frame(
+    id: &str,
+    reason: WithdrawReason,
+    kept: Option<&Kept>,
+    by_matrix: Option<Option<&str>>,
+) -> Bytes {
     let until = match kept {
         Some(Kept::Until(until)) => Some(*until),
         _ => None,
@@ -213,7 +229,55 @@ fn withdraw_frame(id: &str, reason: WithdrawReason, kept: Option<&Kept>) -> Byte
         reason,
         keep: until.is_some(),
         keep_until_ms: until,
+        answered_via: by_matrix.map(|_| protocol::MATRIX_KIND.to_owned()),
+        answered_by: by_matrix.flatten().map(str::to_owned),
     })
+}
+
+impl State {
+    /// Linked hosts that reach browsers (not the Matrix bridge).
+    fn browsers(&self) -> usize {
+        self.links.values().filter(|l| !l.status.matrix).count()
+    }
+
+    /// Sends every open question that is due there now (`presence::due`) to the Matrix
+    /// bridges linked; called whenever what it depends on changes.
+    fn route_to_matrix(&mut self) {
+        let State {
+            links,
+            questions,
+            matrix_route,
+            ..
+        } = self;
+        if !links.values().any(|l| l.status.matrix) {
+            return;
+        }
+        let browsers: Vec<presence::Browser> = links
+            .values()
+            .filter(|l| !l.status.matrix)
+            .map(|l| presence::Browser {
+                welcomed: l.welcomed,
+                panel_open: l.status.panel_open,
+            })
+            .collect();
+        for (id, entry) in questions.iter_mut() {
+            if entry.to_matrix
+                || !presence::due(*matrix_route, &browsers, entry.opened_at.elapsed())
+            {
+                continue;
+            }
+            tracing::info!(id, "the question goes to the Matrix room too");
+            entry.to_matrix = true;
+            for link in links.values().filter(|l| l.status.matrix) {
+                let _ = link.outgoing.send(entry.ask_frame.clone());
+            }
+        }
+    }
+
+    /// Whether `link` has, or had, question `entry`: the Matrix bridge only once routed there.
+    fn link_has(link: &Link, entry: &Entry) -> bool {
+        !link.status.matrix || entry.to_matrix
+    }
 }
 
 #[derive(Default)]
@@ -233,6 +297,8 @@ struct State {
     closed: bool,
     /// When the last link to a host ended, while no other was left.
     all_lost_at: Option<tokio::time::Instant>,
+    /// When questions go to the Matrix bridge.
+    matrix_route: MatrixRoute,
 }
 
 struct Shared {
@@ -240,6 +306,8 @@ struct Shared {
     runtime_dirs: Vec<PathBuf>,
     /// Where SSH forwards other machines' gateways (`Located::forwarded`), if searched.
     forwarded: Option<PathBuf>,
+    /// Where a Matrix bridge listens, one per runtime directory (none for a gateway).
+    matrix_sockets: Vec<PathBuf>,
     /// Kept for channels that show who asks themselves (the loopback form).
     identity: Identity,
     hello: Bytes,
@@ -269,8 +337,13 @@ impl Shared {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Counts the browsers' hosts only: the Matrix bridge is a channel beside them.
     fn publish_link_count(&self, state: &State) {
-        self.link_count.send_replace(state.links.len());
+        self.link_count.send_replace(state.browsers());
+    }
+
+    fn is_matrix(&self, socket: &Path) -> bool {
+        self.matrix_sockets.iter().any(|s| s == socket)
     }
 }
 
@@ -281,15 +354,46 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// A pool of the hosts in `runtime_dirs` only.
+    /// A pool of the hosts in `runtime_dirs` only (and their Matrix bridges).
     pub fn new(runtime_dirs: Vec<PathBuf>, identity: Identity) -> Pool {
-        Pool::build(runtime_dirs, None, identity, None)
+        let matrix = runtime_dirs
+            .iter()
+            .map(|d| runtime::matrix_socket(d))
+            .collect();
+        Pool::build(runtime_dirs, None, matrix, identity, None)
     }
 
     /// A pool of every host §1 finds for this process: the runtime directories, and the
     /// gateways of other machines that SSH forwarded here.
     pub fn for_runtime(located: &runtime::Located, identity: Identity) -> Pool {
-        Pool::build(located.search(), located.forwarded.clone(), identity, None)
+        let search = located.search();
+        let matrix = search.iter().map(|d| runtime::matrix_socket(d)).collect();
+        Pool::build(search, located.forwarded.clone(), matrix, identity, None)
+    }
+
+    /// The pool with `route` deciding when a question goes to the Matrix bridge (`HIM_MATRIX`,
+    /// `HIM_AWAY_MS`); `MatrixRoute::default()` until set.
+    pub fn with_matrix_route(self, route: MatrixRoute) -> Pool {
+        self.shared.state().matrix_route = route;
+        self
+    }
+
+    /// Starts this user's Matrix bridge when Matrix is set up, this agent uses it, and none
+    /// answers (`matrix_link::ensure_running`), so the question about to be opened reaches it.
+    pub async fn ensure_matrix(&self) {
+        if self.matrix_route() == MatrixRoute::Never {
+            return;
+        }
+        if let Some(dir) = self.shared.runtime_dirs.first()
+            && !dir.as_os_str().is_empty()
+        {
+            crate::matrix_link::ensure_running(dir).await;
+        }
+    }
+
+    /// When questions go to the Matrix bridge.
+    pub fn matrix_route(&self) -> MatrixRoute {
+        self.shared.state().matrix_route
     }
 
     /// A gateway's pool: the local hosts only (never a forwarded socket, which could lead
@@ -299,12 +403,13 @@ impl Pool {
         identity: Identity,
         machine: Option<String>,
     ) -> Pool {
-        Pool::build(runtime_dirs, None, identity, machine)
+        Pool::build(runtime_dirs, None, Vec::new(), identity, machine)
     }
 
     fn build(
         runtime_dirs: Vec<PathBuf>,
         forwarded: Option<PathBuf>,
+        matrix_sockets: Vec<PathBuf>,
         identity: Identity,
         machine: Option<String>,
     ) -> Pool {
@@ -324,6 +429,7 @@ impl Pool {
             shared: Arc::new(Shared {
                 runtime_dirs,
                 forwarded,
+                matrix_sockets,
                 identity,
                 hello,
                 hello_forwarded,
@@ -342,10 +448,23 @@ impl Pool {
         &self.shared.identity
     }
 
-    /// Connects to any host not yet linked. Returns how many hosts are linked now.
+    /// Connects to any host not yet linked. Returns how many browsers' hosts are linked
+    /// now (the Matrix bridge is not one).
     pub async fn scan(&self) -> usize {
         scan(&self.shared).await;
-        self.shared.state().links.len()
+        self.shared.state().browsers()
+    }
+
+    /// The Matrix bridge, when one is linked: what it told us about itself.
+    pub fn matrix(&self) -> Option<HostStatus> {
+        let state = self.shared.state();
+        let link = state.links.values().find(|l| l.status.matrix)?;
+        Some(link.status.clone())
+    }
+
+    /// Whether `host` (as a [`HostEvent`] names it) is the Matrix bridge.
+    pub fn is_matrix(&self, host: &Path) -> bool {
+        self.shared.is_matrix(host)
     }
 
     /// Waits, up to `within`, until every linked host has answered our `hello`, so that
@@ -364,13 +483,14 @@ impl Pool {
         }
     }
 
-    /// What each linked host has told us about itself.
+    /// What each linked browser's host has told us about itself.
     pub fn hosts(&self) -> Vec<HostStatus> {
         let mut hosts: Vec<HostStatus> = self
             .shared
             .state()
             .links
             .values()
+            .filter(|l| !l.status.matrix)
             .map(|l| l.status.clone())
             .collect();
         hosts.sort_by(|a, b| a.socket.cmp(&b.socket));
@@ -389,8 +509,8 @@ impl Pool {
         // after it got the question still shows up as a change of the count.
         let (sent_to, link_count) = {
             let mut state = self.shared.state();
-            let sent_to = state.links.len();
-            for link in state.links.values() {
+            let sent_to = state.browsers();
+            for link in state.links.values().filter(|l| !l.status.matrix) {
                 let _ = link.outgoing.send(ask_frame.clone());
             }
             state.questions.insert(
@@ -400,8 +520,21 @@ impl Pool {
                     events: events_tx,
                     keep: None,
                     shown: false,
+                    opened_at: tokio::time::Instant::now(),
+                    to_matrix: false,
                 },
             );
+            state.route_to_matrix();
+            if let MatrixRoute::Away(after) = state.matrix_route {
+                // The away time is looked at once more when it ends; the pool may be gone.
+                let shared = Arc::downgrade(&self.shared);
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    if let Some(shared) = shared.upgrade() {
+                        shared.state().route_to_matrix();
+                    }
+                });
+            }
             if !state.scanner {
                 state.scanner = true;
                 tokio::spawn(rescan_while_waiting(self.shared.clone()));
@@ -416,6 +549,7 @@ impl Pool {
             shared: self.shared.clone(),
             closed: false,
             pool_gone: false,
+            answered_by: None,
             kept: None,
         }
     }
@@ -427,7 +561,7 @@ impl Pool {
         let state = self.shared.state();
         state
             .all_lost_at
-            .filter(|at| state.links.is_empty() && at.elapsed() < grace)
+            .filter(|at| state.browsers() == 0 && at.elapsed() < grace)
     }
 
     /// Writes open question `id` to the answer store now, if it would be kept were its call
@@ -482,8 +616,8 @@ impl Pool {
                     let now = crate::channels::unix_ms();
                     keep_in_store(&self.shared.identity, &id, &entry.ask_frame, plan, now)
                 });
-            let frame = withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref());
-            for link in state.links.values() {
+            let frame = withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref(), None);
+            for link in state.links.values().filter(|l| State::link_has(l, &entry)) {
                 let _ = link.outgoing.send(frame.clone());
             }
         }
@@ -526,10 +660,21 @@ pub struct Question {
     shared: Arc<Shared>,
     closed: bool,
     pool_gone: bool,
+    /// Who answered, as the Matrix bridge said (`Answer::answered_by`).
+    answered_by: Option<String>,
     kept: Option<Kept>,
 }
 
 impl Question {
+    /// Who answered, when the Matrix bridge relayed the answer that ended the wait.
+    pub fn answered_by(&self) -> Option<&str> {
+        self.answered_by.as_deref()
+    }
+
+    pub fn set_answered_by(&mut self, who: Option<String>) {
+        self.answered_by = who;
+    }
+
     /// Keep this question as `plan` says should its call end unanswered (timed out or
     /// cancelled) once a person saw it.
     pub fn keep_if_unanswered(&self, plan: KeepPlan) {
@@ -547,12 +692,17 @@ impl Question {
         &self.id
     }
 
-    /// How many hosts the question was sent to when it was opened.
+    /// Whether `host` is the Matrix bridge rather than a browser's host.
+    pub fn is_matrix(&self, host: &Path) -> bool {
+        self.shared.is_matrix(host)
+    }
+
+    /// How many browsers' hosts the question was sent to when it was opened.
     pub fn sent_to(&self) -> usize {
         self.sent_to
     }
 
-    /// Hosts linked right now.
+    /// Browsers' hosts linked right now.
     pub fn hosts(&self) -> usize {
         *self.link_count.borrow()
     }
@@ -647,8 +797,13 @@ impl Question {
                 store.remove(&self.id);
             }
         }
-        let frame = withdraw_frame(&self.id, reason, self.kept.as_ref());
-        for (path, link) in &state.links {
+        // Answered on the phone: the panels' cards say so, and by whom.
+        let by_matrix = answered_by
+            .filter(|host| self.shared.is_matrix(host))
+            .map(|_| self.answered_by.as_deref());
+        let frame = withdraw_frame(&self.id, reason, self.kept.as_ref(), by_matrix);
+        let had = |link: &Link| entry.as_ref().is_none_or(|e| State::link_has(link, e));
+        for (path, link) in state.links.iter().filter(|(_, l)| had(l)) {
             if Some(path.as_path()) != answered_by {
                 let _ = link.outgoing.send(frame.clone());
             } else if link.status.verdicts.is_some() {
@@ -684,7 +839,7 @@ async fn rescan_while_waiting(shared: Arc<Shared>) {
 
 async fn scan(shared: &Arc<Shared>) {
     let _turn = shared.scanning.lock().await;
-    let (candidates, forwarded): (Vec<PathBuf>, Vec<PathBuf>) = {
+    let (candidates, forwarded, bridges): (Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>) = {
         let state = shared.state();
         if state.closed {
             return;
@@ -695,13 +850,20 @@ async fn scan(shared: &Arc<Shared>) {
             .flat_map(|dir| runtime::list_host_sockets(dir))
             .filter(|p| !state.links.contains_key(p))
             .collect();
+        let matrix_used = state.matrix_route != MatrixRoute::Never;
+        let bridges: Vec<PathBuf> = shared
+            .matrix_sockets
+            .iter()
+            .filter(|p| matrix_used && !state.links.contains_key(*p) && p.exists())
+            .cloned()
+            .collect();
         let forwarded = shared
             .forwarded
             .iter()
             .flat_map(|dir| runtime::list_forwarded_sockets(dir))
             .filter(|p| !state.links.contains_key(p) && !state.spare_routes.contains(p))
             .collect();
-        (candidates, forwarded)
+        (candidates, forwarded, bridges)
     };
     // Only a private directory is trusted with connections and clean-up (DESIGN.md §1):
     // in one that others can write, a "stale socket" could be anyone's file. Checked only
@@ -725,6 +887,31 @@ async fn scan(shared: &Arc<Shared>) {
                 }
             }
             Err(err) => tracing::debug!(socket = %path.display(), "cannot use host socket: {err}"),
+        }
+    }
+    // The Matrix bridge's socket is never removed here: only the bridge that holds its
+    // folder's lock binds or removes it.
+    for path in bridges {
+        if !path.parent().is_some_and(bridge_dir_is_private) {
+            continue;
+        }
+        match connect(&path).await {
+            Ok(stream) => {
+                let mut state = shared.state();
+                let status = HostStatus {
+                    socket: path,
+                    matrix: true,
+                    ..HostStatus::default()
+                };
+                link_queue(
+                    shared,
+                    &mut state,
+                    status,
+                    stream,
+                    Some(shared.hello.clone()),
+                );
+            }
+            Err(err) => tracing::debug!(socket = %path.display(), "no Matrix bridge there: {err}"),
         }
     }
     // Forwarded gateways after the local hosts, each tried in a task of its own. The scan
@@ -854,6 +1041,21 @@ pub async fn tidy_forwarded_once(dir: &Path) -> Result<Vec<PathBuf>, runtime::Ru
     Ok(blocking)
 }
 
+/// The bridge's folder and the runtime directory it is in must be ours and private.
+fn bridge_dir_is_private(dir: &Path) -> bool {
+    let uid = runtime::current_uid();
+    let runtime_dir = dir.parent().unwrap_or(dir);
+    let verdict = runtime::check_private_dir(runtime_dir, uid)
+        .and_then(|()| runtime::check_private_dir(dir, uid));
+    match verdict {
+        Ok(()) => true,
+        Err(err) => {
+            tracing::warn!("not using the Matrix bridge: {err}");
+            false
+        }
+    }
+}
+
 fn runtime_dir_is_private(runtime_dir: &Path) -> bool {
     let uid = runtime::current_uid();
     let verdict = runtime::check_private_dir(runtime_dir, uid)
@@ -919,7 +1121,9 @@ fn link_queue(
         let _ = outgoing.send(hello);
     }
     for entry in state.questions.values() {
-        let _ = outgoing.send(entry.ask_frame.clone());
+        if !status.matrix || entry.to_matrix {
+            let _ = outgoing.send(entry.ask_frame.clone());
+        }
     }
     // Only a forwarded link can die without a word: a local host that goes away closes it.
     let keepalive = status
@@ -934,6 +1138,7 @@ fn link_queue(
         },
     );
     shared.publish_link_count(state);
+    state.route_to_matrix();
     shared
         .link_tasks
         .spawn(run_link(shared.clone(), path, stream, queue, keepalive));
@@ -977,10 +1182,12 @@ async fn run_link(
     state.links.remove(&path);
     // A spare route may be the way to that gateway now.
     state.spare_routes.clear();
-    if state.links.is_empty() {
+    if state.browsers() == 0 && !shared.is_matrix(&path) {
         state.all_lost_at = Some(tokio::time::Instant::now());
     }
     shared.publish_link_count(&state);
+    // The last browser gone: the phone is the way to the person now.
+    state.route_to_matrix();
     // A host gone before its welcome is no longer waited for.
     shared.welcomes.send_replace(());
 }
@@ -1038,6 +1245,8 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
                 link.status.machine = host.machine;
                 link.welcomed = true;
             }
+            // The panel opened or closed, or a host said so the first time.
+            state.route_to_matrix();
             shared.welcomes.send_replace(());
         }
         HostToAgent::Shown { id } => {

@@ -60,7 +60,8 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
         .enable_all()
         .build()?;
     let result = runtime.block_on(async {
-        let pool = Pool::for_runtime(&config.runtime, Identity::with_cwd_project(him_ask()));
+        let pool = Pool::for_runtime(&config.runtime, Identity::with_cwd_project(him_ask()))
+            .with_matrix_route(config.matrix_route);
         // Ctrl-C withdraws the question rather than leaving it in the panel; so does
         // SIGTERM (`timeout`, a script's kill), which also gives a terminal prompt the chance
         // to put the terminal back.
@@ -103,7 +104,8 @@ fn answer_of(id: &str, timeout_ms: Option<u64>) -> Result<ExitCode, BoxError> {
         .enable_all()
         .build()?;
     let result = runtime.block_on(async {
-        let pool = Pool::for_runtime(&config.runtime, Identity::with_cwd_project(him_ask()));
+        let pool = Pool::for_runtime(&config.runtime, Identity::with_cwd_project(him_ask()))
+            .with_matrix_route(config.matrix_route);
         let interrupted = crate::mcp::http::shutdown_signal();
         let result = crate::late::get_answer(
             &pool,

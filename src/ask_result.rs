@@ -41,6 +41,8 @@ pub enum Via {
     Http,
     /// `him ask` in the person's own terminal (`fallback/terminal.rs`).
     Terminal,
+    /// A Matrix room, through the bridge (`him matrix bridge`): the person's phone, a team.
+    Matrix,
     Chat,
     None,
 }
@@ -82,6 +84,9 @@ pub struct AskResult {
     pub auto_reject_suspected: bool,
     /// The question's id, the same on every channel.
     pub question_id: String,
+    /// Who answered, where the channel tells people apart: the answerer's Matrix ID when
+    /// `via` is `matrix`; null on every other channel (one person at their own desk).
+    pub answered_by: Option<String>,
     /// The answer was given after the call that asked had ended, and kept for you
     /// (get_answer, or the same question asked again).
     pub late: bool,
@@ -121,7 +126,7 @@ pub struct CallContext<'a> {
 
 impl AskResult {
     /// Every field, in the contract's order (DESIGN.md §5); all are always serialised.
-    pub const FIELDS: [&'static str; 19] = [
+    pub const FIELDS: [&'static str; 20] = [
         "status",
         "via",
         "tool",
@@ -139,6 +144,7 @@ impl AskResult {
         "client_elicitation",
         "auto_reject_suspected",
         "question_id",
+        "answered_by",
         "late",
         "answered_at",
     ];
@@ -163,6 +169,7 @@ impl AskResult {
             client_elicitation: cx.client_elicitation,
             auto_reject_suspected: false,
             question_id: cx.question_id.into(),
+            answered_by: None,
             late: false,
             answered_at: None,
         }

@@ -13,8 +13,15 @@
 //!  the terminal ─────── `him ask` run in one (beside the browser; `fallback/terminal.rs`)
 //!     │ none, or it failed
 //!     ▼
+//!  Matrix ───────────── the bridge is linked (`him matrix bridge`): wait for the phone
+//!     │ no bridge         (and the browsers) to the deadline
+//!     ▼
 //!  HIM_FALLBACK ─────── http: the loopback form (beside the browser) · return: chat · off
 //! ```
+//!
+//! The Matrix bridge is a host like a browser's, but a channel beside the browsers rather than
+//! one of them: it has every question from the start, as the browsers do, and never counts as
+//! "a browser connected", so elicitation and the terminal still come first without one.
 //!
 //! The question is opened once, here, and this module owns it to the end: the browsers'
 //! wait (`wait.rs`) runs first alone, then "beside" the next channel — while elicitation, the
@@ -255,6 +262,7 @@ pub async fn ask(
             None => {}
         }
     }
+    pool.ensure_matrix().await;
     // Opened once: it stays open to every browser, now or later, until the chain ends.
     let mut question = pool.open(prepared.ask.clone()).await;
     let store = plan.as_ref().and_then(|plan| plan.store.clone().ok());
@@ -404,11 +412,8 @@ async fn chain(
         .to_owned(),
         other => {
             wait::close_as(question, &other, answered_by.as_deref());
-            return done(ask_result::from_outcome(
-                &cx(started),
-                Via::Extension,
-                other,
-            ));
+            let result = ask_result::from_outcome(&cx(started), Via::Extension, other);
+            return done(via_host(question, answered_by.as_deref(), result));
         }
     };
 
@@ -451,12 +456,9 @@ async fn chain(
                         Outcome::Timeout,
                     ));
                 }
-                Race::Browser(outcome) => {
-                    return done(ask_result::from_outcome(
-                        &cx(started),
-                        Via::Extension,
-                        outcome,
-                    ));
+                Race::Browser(outcome, host) => {
+                    let result = ask_result::from_outcome(&cx(started), Via::Extension, outcome);
+                    return done(via_host(question, host.as_deref(), result));
                 }
             }
         }
@@ -504,14 +506,40 @@ async fn chain(
                 (channels.notice)(format!("{} The terminal prompt is closed.", result.message));
                 return done(result);
             }
-            Race::Browser(outcome) => {
-                (channels.notice)(
-                    "The question was answered in the browser; the terminal prompt is closed."
-                        .into(),
+            Race::Browser(outcome, host) => {
+                let result = via_host(
+                    question,
+                    host.as_deref(),
+                    ask_result::from_outcome(&cx, Via::Extension, outcome),
                 );
-                return done(ask_result::from_outcome(&cx, Via::Extension, outcome));
+                let place = if result.via == Via::Matrix {
+                    "on Matrix"
+                } else {
+                    "in the browser"
+                };
+                (channels.notice)(format!(
+                    "The question was answered {place}; the terminal prompt is closed."
+                ));
+                return done(result);
             }
         }
+    }
+
+    if pool.matrix().is_some() {
+        // The phone has had the question from the start; it is the one channel left, so the
+        // question waits for it (and any browser that comes) to the deadline.
+        let (outcome, host) = wait::beside(question, form, deadline, cancelled.as_mut()).await;
+        wait::close_as(question, &outcome, host.as_deref());
+        let result = ask_result::from_outcome(&cx(started), Via::Matrix, outcome);
+        let result = match host {
+            Some(host) if !question.is_matrix(&host) => AskResult {
+                via: Via::Extension,
+                ..result
+            },
+            Some(host) => via_host(question, Some(&host), result),
+            None => result,
+        };
+        return done(result);
     }
 
     if config.fallback != FallbackMode::Http {
@@ -555,11 +583,33 @@ async fn chain(
             ask_result::from_outcome(&cx, Via::Http, Outcome::Cancelled)
         }
         Race::Timeout => ask_result::from_outcome(&cx, Via::Http, Outcome::Timeout),
-        Race::Browser(outcome) => ask_result::from_outcome(&cx, Via::Extension, outcome),
+        Race::Browser(outcome, host) => via_host(
+            question,
+            host.as_deref(),
+            ask_result::from_outcome(&cx, Via::Extension, outcome),
+        ),
     };
     result.form_url = Some(url);
     result.fallback = Some(FallbackMode::Http.name().into());
     done(result)
+}
+
+/// `result` as the host that answered gives it: the Matrix bridge's answer is `via: "matrix"`
+/// and says who answered; a browser's is left as it is.
+pub fn via_host(
+    question: &Question,
+    host: Option<&std::path::Path>,
+    result: AskResult,
+) -> AskResult {
+    if host.is_some_and(|h| question.is_matrix(h)) {
+        AskResult {
+            via: Via::Matrix,
+            answered_by: question.answered_by().map(str::to_owned),
+            ..result
+        }
+    } else {
+        result
+    }
 }
 
 /// Serves the loopback form while its opener is judged (`opener::Verdict`): once the page is
@@ -673,7 +723,8 @@ impl ChannelEnd for LoopbackEnd {
 
 enum Race<T> {
     Channel(T),
-    Browser(Outcome),
+    /// The browsers' (or the Matrix bridge's) outcome, and the host that answered.
+    Browser(Outcome, Option<std::path::PathBuf>),
     Timeout,
     Cancelled,
 }
@@ -705,7 +756,7 @@ async fn beside_browser<'a, T: ChannelEnd>(
             match outcome {
                 Outcome::Timeout => Race::Timeout,
                 Outcome::Cancelled => Race::Cancelled,
-                answered => Race::Browser(answered),
+                answered => Race::Browser(answered, host),
             }
         }
     };

@@ -53,9 +53,68 @@ pub enum Command {
     /// (the line `him remote --write` put in ~/.ssh/rc runs this at each session's start).
     #[command(hide = true)]
     TidyForwarded,
+    /// Answer from your phone and with your team: log a Matrix bot account in, choose the
+    /// room, and run the bridge that takes agents' questions there.
+    Matrix(MatrixArgs),
     /// Answer an agent's PermissionRequest hook in the side panel (the agent runs this:
     /// hook JSON on stdin, the decision on stdout; no decision when no one answers).
     Hook(HookArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    #[command(subcommand)]
+    pub command: MatrixCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MatrixCommand {
+    /// Log the bot account in (a dedicated account: the bridge posts as it). The password is
+    /// read from the terminal, or from --password-file; never from the command line.
+    Login(MatrixLoginArgs),
+    /// Create the end-to-end encrypted room and invite you (or use --room), and say who may
+    /// answer there.
+    Room(MatrixRoomArgs),
+    /// Run the bridge: a host that agents find as they find a browser's, posting their
+    /// questions to the room (`him serve` and `him ask` start it when Matrix is set up).
+    Bridge,
+}
+
+#[derive(Debug, Args)]
+pub struct MatrixLoginArgs {
+    /// The homeserver's URL, e.g. https://matrix.org.
+    #[arg(long, value_name = "URL")]
+    pub homeserver: String,
+    /// The bot account's Matrix ID, e.g. @him-bot:matrix.org.
+    #[arg(long, value_name = "MXID")]
+    pub user: String,
+    /// Read the password from this file (its first line) instead of the terminal.
+    #[arg(long, value_name = "PATH", conflicts_with = "token_file")]
+    pub password_file: Option<PathBuf>,
+    /// Use an access token of the account, read from this file, instead of a password.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct MatrixRoomArgs {
+    /// Who to invite to the new room (you), by Matrix ID; repeat or separate by commas.
+    #[arg(
+        long,
+        value_name = "MXID",
+        value_delimiter = ',',
+        required_unless_present = "room"
+    )]
+    pub invite: Vec<String>,
+    /// Who may answer (default: everyone invited); repeat or separate by commas.
+    #[arg(long, value_name = "MXID", value_delimiter = ',')]
+    pub answerers: Vec<String>,
+    /// Use this existing room (the bot joins it) instead of creating one.
+    #[arg(long, value_name = "ROOM_ID")]
+    pub room: Option<String>,
+    /// Post into a room that is not end-to-end encrypted (refused otherwise).
+    #[arg(long)]
+    pub allow_unencrypted: bool,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::agent::MatrixRoute;
 use crate::runtime::Located;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +101,8 @@ pub struct Config {
     pub keep: Duration,
     /// When a call returns `pending` (`HIM_RETURN_AFTER_MS`).
     pub return_after: ReturnAfter,
+    /// When a question goes to the Matrix room (`HIM_MATRIX`, `HIM_AWAY_MS`).
+    pub matrix_route: MatrixRoute,
     /// Where hosts listen and agents look (DESIGN.md §1).
     pub runtime: Located,
 }
@@ -208,6 +211,23 @@ impl Config {
                 }
             },
         };
+        let away = Duration::from_millis(millis(
+            "HIM_AWAY_MS",
+            crate::agent::DEFAULT_AWAY.as_millis() as u64,
+        )?)
+        .min(MAX_WAIT);
+        let matrix_route = match lookup("HIM_MATRIX").as_deref().map(str::trim) {
+            None | Some("") | Some("away") => MatrixRoute::Away(away),
+            Some("always") => MatrixRoute::Always,
+            Some("never") => MatrixRoute::Never,
+            Some(other) => {
+                return Err(ConfigError {
+                    variable: "HIM_MATRIX",
+                    value: other.to_owned(),
+                    expected: "away, always or never",
+                });
+            }
+        };
         Ok(Config {
             timeout: clamp_wait(millis("HIM_TIMEOUT_MS", 300_000)?),
             fallback,
@@ -226,6 +246,7 @@ impl Config {
             )?)
             .min(MAX_KEEP),
             return_after,
+            matrix_route,
             runtime: located,
         })
     }

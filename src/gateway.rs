@@ -113,17 +113,24 @@ pub async fn keep_running(runtime_dir: PathBuf) {
 /// Starts `him gateway`, detached, its log going to `stderr`; returns its pid. A second one
 /// started meanwhile finds the lock taken and leaves at once.
 pub fn start(stderr: Stdio) -> Option<u32> {
+    spawn_detached(&["gateway"], stderr)
+}
+
+/// Starts `him ARGS…` (a per-user service: the gateway, the Matrix bridge), detached, its
+/// log going to `stderr`; returns its pid.
+pub fn spawn_detached(args: &[&str], stderr: Stdio) -> Option<u32> {
+    let what = args.join(" ");
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(err) => {
-            tracing::warn!("cannot start the gateway: {err}");
+            tracing::warn!("cannot start him {what}: {err}");
             return None;
         }
     };
-    // Its own process group: the browser ends its host, not the gateway, whose questions
-    // must outlive a browser restart. Stdout is never the browser's pipe.
+    // Its own process group: the browser ends its host (an MCP client its server), not the
+    // service, whose questions must outlive it. Stdout is never the starter's pipe.
     let spawned = std::process::Command::new(exe)
-        .arg("gateway")
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr)
@@ -132,13 +139,13 @@ pub fn start(stderr: Stdio) -> Option<u32> {
     match spawned {
         Ok(mut child) => {
             let pid = child.id();
-            tracing::info!(pid, "started the gateway");
+            tracing::info!(pid, "started him {what}");
             // Reaped when it ends, so no zombie stays while this process runs.
             std::thread::spawn(move || child.wait());
             Some(pid)
         }
         Err(err) => {
-            tracing::warn!("cannot start the gateway: {err}");
+            tracing::warn!("cannot start him {what}: {err}");
             None
         }
     }
@@ -227,10 +234,18 @@ pub fn run_gateway() -> ExitCode {
 /// The lock that makes this the one gateway of the runtime directory; `None` when another
 /// holds it.
 fn lock(runtime_dir: &Path) -> Result<Option<nix::fcntl::Flock<File>>, HostError> {
+    lock_in(runtime_dir, &runtime::gateway_dir(runtime_dir))
+}
+
+/// The lock of a per-user service's folder `dir` in `runtime_dir` (made private); `None`
+/// when another process holds it.
+pub fn lock_in(
+    runtime_dir: &Path,
+    dir: &Path,
+) -> Result<Option<nix::fcntl::Flock<File>>, HostError> {
     runtime::ensure_private_dir(runtime_dir).map_err(HostError::Runtime)?;
-    let gateway_dir = runtime::gateway_dir(runtime_dir);
-    runtime::ensure_private_dir(&gateway_dir).map_err(HostError::Runtime)?;
-    let path = gateway_dir.join("lock");
+    runtime::ensure_private_dir(dir).map_err(HostError::Runtime)?;
+    let path = dir.join("lock");
     let file = File::create(&path).map_err(|err| HostError::Bind {
         path: path.clone(),
         err,
@@ -271,6 +286,7 @@ pub async fn serve(
         version: env!("CARGO_PKG_VERSION").into(),
         pid: Some(std::process::id()),
         machine: Some(runtime::hostname().unwrap_or_else(|| "localhost".into())),
+        kind: None,
     };
     let host = crate::host::run_on(
         || bind(runtime_dir),

@@ -181,7 +181,8 @@ fn ask(
             },
             None => Identity::with_cwd_project(info),
         };
-        let pool = Pool::for_runtime(&config.runtime, identity);
+        let pool =
+            Pool::for_runtime(&config.runtime, identity).with_matrix_route(config.matrix_route);
         let outcome = permission::ask_until(
             &pool,
             &prompt,

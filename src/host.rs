@@ -229,6 +229,7 @@ where
         version: env!("CARGO_PKG_VERSION").into(),
         pid: Some(pid),
         machine: None,
+        kind: None,
     };
     // Without a state folder questions are not kept: agents hear that when they keep one.
     let store = Store::locate().ok();
@@ -394,17 +395,22 @@ fn sweep_kept(relay: &mut Relay, store: &Store, round: u64) -> Vec<Effect> {
     let now = crate::channels::unix_ms();
     let mut effects = Vec::new();
     for (id, until_ms) in relay.kept_cards() {
-        let reason = match store.lookup(&id, now) {
+        let (reason, by) = match store.lookup(&id, now) {
             Lookup::Open(_) if until_ms > now => continue,
-            Lookup::Answered(_) | Lookup::Unknown => WithdrawReason::Answered,
-            Lookup::Open(_) | Lookup::Expired => WithdrawReason::Timeout,
+            // Who answered, when it was on the phone (the Matrix bridge writes it).
+            Lookup::Answered(record) => (
+                WithdrawReason::Answered,
+                record.answer.and_then(|a| a.answered_by),
+            ),
+            Lookup::Unknown => (WithdrawReason::Answered, None),
+            Lookup::Open(_) | Lookup::Expired => (WithdrawReason::Timeout, None),
         };
-        effects.extend(relay.kept_gone(&id, reason));
+        effects.extend(relay.kept_gone(&id, reason, by));
     }
     if round.is_multiple_of(ANSWER_SWEEPS) {
         for id in relay.kept_answer_ids() {
             if matches!(store.lookup(&id, now), Lookup::Unknown | Lookup::Expired) {
-                effects.extend(relay.kept_gone(&id, WithdrawReason::Answered));
+                effects.extend(relay.kept_gone(&id, WithdrawReason::Answered, None));
             }
         }
     }

@@ -64,6 +64,10 @@ pub struct KeptAnswer {
     #[serde(default)]
     pub note: Option<String>,
     pub answered_at_ms: u64,
+    /// The answerer's Matrix ID: set by the Matrix bridge only (its relay alone passes it
+    /// on), so it also says the answer came over Matrix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
 }
 
 impl KeptAnswer {
@@ -73,6 +77,7 @@ impl KeptAnswer {
             action: self.action,
             values: self.values.clone(),
             note: self.note.clone(),
+            answered_by: self.answered_by.clone(),
         }
     }
 }
@@ -214,6 +219,7 @@ impl Store {
             values: answer.values.clone(),
             note: answer.note.clone(),
             answered_at_ms: now_ms,
+            answered_by: answer.answered_by.clone(),
         });
         let text = to_text(&record);
         self.check_room((text.len() as u64).saturating_sub(before), now_ms, false)?;
@@ -422,6 +428,7 @@ mod tests {
             action: Action::Submit,
             values: json!({"answer": text}).as_object().cloned(),
             note: None,
+            answered_by: None,
         }
     }
 

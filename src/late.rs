@@ -120,8 +120,14 @@ pub fn late_result(record: &Record, client_elicitation: bool, call_started_ms: u
         client_elicitation,
     };
     let outcome = wait::judge(&form, kept.to_answer(&record.id));
+    let mut result = ask_result::from_outcome(&cx, Via::Extension, outcome);
+    // Only the Matrix bridge's host writes who answered (`Relay::kept_answer`).
+    if kept.answered_by.is_some() {
+        result.via = Via::Matrix;
+        result.answered_by = kept.answered_by.clone();
+    }
     mark_late(
-        ask_result::from_outcome(&cx, Via::Extension, outcome),
+        result,
         kept.answered_at_ms,
         kept.answered_at_ms < call_started_ms,
     )
@@ -308,8 +314,9 @@ pub async fn get_answer(
                 client_elicitation,
             };
             // Answered while this call waited: it does not predate the call.
+            let result = ask_result::from_outcome(&cx, Via::Extension, outcome);
             mark_late(
-                ask_result::from_outcome(&cx, Via::Extension, outcome),
+                crate::channels::via_host(&question, host.as_deref(), result),
                 unix_ms(),
                 false,
             )

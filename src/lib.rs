@@ -39,6 +39,7 @@ pub mod keep;
 pub mod late;
 pub mod link;
 pub mod logging;
+pub mod matrix_link;
 pub mod mcp;
 pub mod peer;
 pub mod pending;

@@ -35,9 +35,25 @@ fn run(cli: Cli) -> Result<ExitCode, BoxError> {
         Command::Config(args) => him::install::config(&args),
         Command::TerminalPrompt => him::fallback::terminal::run_prompt(),
         Command::Hook(args) => him::hook::run(args),
+        Command::Matrix(_) => run_matrix(),
         Command::Remote(args) => him::remote::run(&args),
         Command::Gateway => Ok(him::gateway::run_gateway()),
         Command::ForwardedDir(args) => him::remote::forwarded_dir(&args),
         Command::TidyForwarded => him::remote::tidy_forwarded(),
     }
+}
+
+/// `him matrix ARGS`: executes `him-matrix ARGS`, installed beside this binary, which holds
+/// all the Matrix code (so no other role loads it). Only returns when that fails.
+fn run_matrix() -> Result<ExitCode, BoxError> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe()?;
+    let matrix = exe.with_file_name("him-matrix");
+    let args = std::env::args_os().skip(2);
+    let err = std::process::Command::new(&matrix).args(args).exec();
+    Err(format!(
+        "cannot run {}: {err}; him-matrix is installed beside him (cargo install builds both)",
+        matrix.display()
+    )
+    .into())
 }

@@ -232,13 +232,22 @@ async fn wait_to_the_end(leaving: Leaving) -> End {
             tracing::info!(%id, "a question left open after `pending` was answered");
             let answered_at_ms = unix_ms();
             // Written before the host hears `accepted`: the panel says "sent" once it is kept.
-            let saved =
-                answer_of(&id, &outcome).map(|answer| store.answer(&answer, answered_at_ms));
+            // Who answered, when the phone did (the Matrix bridge names the answerer).
+            let answered_by = host
+                .as_deref()
+                .filter(|h| question.is_matrix(h))
+                .and_then(|_| question.answered_by().map(str::to_owned));
+            let saved = answer_of(&id, &outcome, answered_by)
+                .map(|answer| store.answer(&answer, answered_at_ms));
             question.close(WithdrawReason::Answered, host.as_deref());
             match saved {
                 Some(Err(err)) => {
                     tracing::warn!(%id, "the answer to a question left open could not be kept in the store: {err}");
-                    let result = ask_result::from_outcome(&cx, Via::Extension, outcome);
+                    let result = crate::channels::via_host(
+                        &question,
+                        host.as_deref(),
+                        ask_result::from_outcome(&cx, Via::Extension, outcome),
+                    );
                     End::Held(crate::late::mark_late(result, answered_at_ms, false))
                 }
                 Some(Ok(())) | None => End::InStore,
@@ -259,7 +268,7 @@ async fn wait_to_the_end(leaving: Leaving) -> End {
 }
 
 /// The answer to write to the store for an outcome of the person.
-fn answer_of(id: &str, outcome: &Outcome) -> Option<Answer> {
+fn answer_of(id: &str, outcome: &Outcome, answered_by: Option<String>) -> Option<Answer> {
     let (action, values, note) = match outcome {
         Outcome::Answered { values, note } => (Action::Submit, Some(values.clone()), note.clone()),
         Outcome::Declined { note } => (Action::Decline, None, note.clone()),
@@ -271,6 +280,7 @@ fn answer_of(id: &str, outcome: &Outcome) -> Option<Answer> {
         action,
         values,
         note,
+        answered_by,
     })
 }
 

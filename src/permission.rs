@@ -407,6 +407,7 @@ pub async fn ask_until(
         deadline: Instant::now() + timeout,
         reconnect_grace,
     };
+    pool.ensure_matrix().await;
     let mut question = pool.open(prepared.ask).await;
     let reason = std::sync::Mutex::new(None);
     let cancelled = async {
@@ -415,8 +416,20 @@ pub async fn ask_until(
             *reason = Some(why);
         }
     };
-    let (outcome, answered_by) =
-        wait::wait(pool, &mut question, &prompt.form, &options, cancelled).await;
+    tokio::pin!(cancelled);
+    let (mut outcome, mut answered_by) = wait::wait(
+        pool,
+        &mut question,
+        &prompt.form,
+        &options,
+        cancelled.as_mut(),
+    )
+    .await;
+    if matches!(outcome, Outcome::NoBrowser { .. }) && pool.matrix().is_some() {
+        // No browser: the phone is the one place left to answer (Allow only with its code).
+        (outcome, answered_by) =
+            wait::beside(&mut question, &prompt.form, options.deadline, cancelled).await;
+    }
     let reason = reason.lock().ok().and_then(|reason| *reason);
     let reason = match (&outcome, reason) {
         (Outcome::Cancelled, Some(reason)) => reason,

@@ -135,6 +135,11 @@ pub struct Answer {
     pub values: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Who answered, when the host can tell people apart: the Matrix ID of the answerer
+    /// that a Matrix bridge relays (trusted from a host whose `welcome` says `kind:
+    /// "matrix"` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,7 +151,14 @@ pub struct HostInfo {
     /// so an agent on another machine can say where its questions are shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
+    /// What the host reaches, when it is not a browser: `"matrix"` for the Matrix bridge
+    /// (`him matrix bridge`), a channel beside the browsers that does not count as one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
+
+/// [`HostInfo::kind`] of the Matrix bridge.
+pub const MATRIX_KIND: &str = "matrix";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExtensionInfo {
@@ -185,6 +197,13 @@ pub enum AgentToHost {
         /// Unix ms: when a kept question expires (`HIM_KEEP_MS` after it was kept).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         keep_until_ms: Option<u64>,
+        /// With `answered`: where it was answered when that was not a browser, `"matrix"`
+        /// (the panel's card says "answered on the phone").
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_via: Option<String>,
+        /// With `answered_via: "matrix"`: the answerer's Matrix ID.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_by: Option<String>,
     },
     /// The answer to `id` fit its form: the question is over (no `withdraw` follows).
     Accepted {
@@ -278,6 +297,11 @@ pub enum HostToExtension {
     Withdraw {
         id: String,
         reason: WithdrawReason,
+        /// As the agent's `withdraw` says (relayed as it came).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_via: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_by: Option<String>,
     },
     /// The agent took the answer to `id`.
     Accepted {

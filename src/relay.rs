@@ -155,6 +155,8 @@ impl Relay {
                     Effect::ToExtension(HostToExtension::Withdraw {
                         id,
                         reason: WithdrawReason::Cancelled,
+                        answered_via: None,
+                        answered_by: None,
                     })
                 }
             })
@@ -195,6 +197,8 @@ impl Relay {
                 reason,
                 keep,
                 keep_until_ms,
+                answered_via,
+                answered_by,
             } => {
                 if self.owners.get(&id) != Some(&agent) {
                     return reply(HostToAgent::Error {
@@ -213,9 +217,13 @@ impl Relay {
                 {
                     return kept;
                 }
+                // Where it was answered, for the card's last word: only with `answered`.
+                let answered = reason == WithdrawReason::Answered;
                 vec![Effect::ToExtension(HostToExtension::Withdraw {
                     id,
                     reason,
+                    answered_via: answered_via.filter(|_| answered),
+                    answered_by: answered_by.filter(|_| answered),
                 })]
             }
             AgentToHost::Accepted { id } => {
@@ -441,10 +449,15 @@ impl Relay {
 
     /// The person answered a kept question: one that fits its form goes to the store; one
     /// that does not is refused, for the person to correct, as its agent would have.
-    fn kept_answer(&mut self, answer: Answer) -> Vec<Effect> {
+    fn kept_answer(&mut self, mut answer: Answer) -> Vec<Effect> {
         let Some(card) = self.kept.get(&answer.id) else {
             return Vec::new();
         };
+        // Who answered is written to the store from the Matrix bridge alone: the agent
+        // trusts a live answer's `answered_by` only from it too (`wait.rs`).
+        if self.host.kind.as_deref() != Some(protocol::MATRIX_KIND) {
+            answer.answered_by = None;
+        }
         match crate::wait::judge(&card.form, answer.clone()) {
             crate::wait::Outcome::Invalid(err) if self.extension_verdicts => {
                 vec![Effect::ToExtension(HostToExtension::Refused(
@@ -554,12 +567,20 @@ impl Relay {
 
     /// The store no longer holds `id` open (expired, collected, or answered in another
     /// browser): its card leaves the panel for `reason`.
-    pub fn kept_gone(&mut self, id: &str, reason: WithdrawReason) -> Vec<Effect> {
+    /// `by_matrix` is the answerer when the answer came over Matrix.
+    pub fn kept_gone(
+        &mut self,
+        id: &str,
+        reason: WithdrawReason,
+        by_matrix: Option<String>,
+    ) -> Vec<Effect> {
         self.kept_answers.remove(id);
         match self.kept.remove(id) {
             Some(_) => vec![Effect::ToExtension(HostToExtension::Withdraw {
                 id: id.to_owned(),
                 reason,
+                answered_via: by_matrix.as_ref().map(|_| protocol::MATRIX_KIND.to_owned()),
+                answered_by: by_matrix,
             })],
             None => Vec::new(),
         }
@@ -655,6 +676,7 @@ mod tests {
             version: "0.0.0".into(),
             pid: Some(1),
             machine: None,
+            kind: None,
         })
     }
 
@@ -717,6 +739,8 @@ mod tests {
             reason: WithdrawReason::Timeout,
             keep: true,
             keep_until_ms: Some(until),
+            answered_via: None,
+            answered_by: None,
         })
         .to_vec()
     }
@@ -847,7 +871,9 @@ mod tests {
                 }),
                 Effect::ToExtension(HostToExtension::Withdraw {
                     id: Q2.into(),
-                    reason: WithdrawReason::Cancelled
+                    reason: WithdrawReason::Cancelled,
+                    answered_via: None,
+                    answered_by: None,
                 }),
             ]
         );
@@ -924,6 +950,7 @@ mod tests {
             action: Action::Decline,
             values: None,
             note: None,
+            answered_by: None,
         }))
         .to_vec()
     }
@@ -1004,7 +1031,9 @@ mod tests {
             effects,
             vec![Effect::ToExtension(HostToExtension::Withdraw {
                 id: Q1.into(),
-                reason: WithdrawReason::Cancelled
+                reason: WithdrawReason::Cancelled,
+                answered_via: None,
+                answered_by: None,
             })]
         );
         assert_eq!(r.pending(), 1);
@@ -1023,6 +1052,8 @@ mod tests {
             reason: WithdrawReason::Timeout,
             keep: false,
             keep_until_ms: None,
+            answered_via: None,
+            answered_by: None,
         });
         assert!(matches!(
             &r.agent_frame(2, &withdraw)[..],
@@ -1169,6 +1200,8 @@ mod tests {
             reason: WithdrawReason::Cancelled,
             keep: false,
             keep_until_ms: None,
+            answered_via: None,
+            answered_by: None,
         });
         r.agent_frame(1, &withdraw);
         assert!(matches!(

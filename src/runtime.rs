@@ -308,6 +308,17 @@ pub fn gateway_socket(runtime: &Path) -> PathBuf {
     gateway_dir(runtime).join("gateway.sock")
 }
 
+/// The Matrix bridge's folder (`him matrix bridge`: its lock and socket).
+pub fn matrix_dir(runtime: &Path) -> PathBuf {
+    runtime.join("matrix")
+}
+
+/// The Matrix bridge's socket, apart from the browsers' `hosts/`: an agent knows by where it
+/// found a host that it is not a browser, before the host says anything.
+pub fn matrix_socket(runtime: &Path) -> PathBuf {
+    matrix_dir(runtime).join("bridge.sock")
+}
+
 /// The sockets SSH forwarded into `dir` (the `forwarded` folder of [`Located`]).
 pub fn list_forwarded_sockets(dir: &Path) -> Vec<PathBuf> {
     list_sockets(dir)

@@ -192,8 +192,12 @@ async fn wait_on(
                 }
                 Signal::Hosts(_) => {}
                 Signal::Event(Some(HostEvent::Answer { host, answer })) => {
+                    // Only the Matrix bridge can tell who answered; a browser's claim is not
+                    // taken.
+                    let answerer = answer.answered_by.clone().filter(|_| question.is_matrix(&host));
                     let outcome = judge(form, answer);
                     let Outcome::Invalid(err) = outcome else {
+                        question.set_answered_by(answerer);
                         return (outcome, Some(host));
                     };
                     match question.verdicts(&host) {
@@ -210,6 +214,11 @@ async fn wait_on(
                 }
                 Signal::Event(Some(HostEvent::Shown { host })) => {
                     tracing::debug!(id = question.id(), host = %host.display(), "question shown");
+                }
+                // The Matrix bridge cannot take every question (a permission prompt): the
+                // browsers still may, and only theirs are counted.
+                Signal::Event(Some(HostEvent::Refused { host, message })) if question.is_matrix(&host) => {
+                    tracing::info!(id = question.id(), "the Matrix bridge did not take the question: {message}");
                 }
                 Signal::Event(Some(HostEvent::Refused { host, message })) => {
                     tracing::warn!(id = question.id(), host = %host.display(), "host refused the question: {message}");
@@ -245,6 +254,7 @@ mod tests {
             action,
             values: values.as_object().cloned(),
             note: note.map(str::to_owned),
+            answered_by: None,
         }
     }
 

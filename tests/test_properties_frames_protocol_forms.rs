@@ -218,6 +218,7 @@ fn answer() -> impl Strategy<Value = Answer> {
             action,
             values,
             note,
+            answered_by: None,
         })
 }
 
@@ -240,6 +241,7 @@ fn host_info() -> impl Strategy<Value = HostInfo> {
             version,
             pid,
             machine,
+            kind: None,
         }
     })
 }
@@ -269,11 +271,15 @@ fn agent_to_host() -> impl Strategy<Value = AgentToHost> {
                 }
             }),
         ask().prop_map(AgentToHost::Ask),
-        (text(), reason()).prop_map(|(id, reason)| AgentToHost::Withdraw {
-            id,
-            reason,
-            keep: false,
-            keep_until_ms: None
+        (text(), reason(), opt_text(), opt_text()).prop_map(|(id, reason, via, by)| {
+            AgentToHost::Withdraw {
+                id,
+                reason,
+                keep: false,
+                keep_until_ms: None,
+                answered_via: via,
+                answered_by: by,
+            }
         }),
         text().prop_map(|id| AgentToHost::Accepted { id }),
         refusal().prop_map(AgentToHost::Refused),
@@ -326,7 +332,14 @@ fn host_to_extension() -> impl Strategy<Value = HostToExtension> {
                 kept_until_ms: None,
             })
         }),
-        (text(), reason()).prop_map(|(id, reason)| HostToExtension::Withdraw { id, reason }),
+        (text(), reason(), opt_text(), opt_text()).prop_map(|(id, reason, via, by)| {
+            HostToExtension::Withdraw {
+                id,
+                reason,
+                answered_via: via,
+                answered_by: by,
+            }
+        }),
         text().prop_map(|id| HostToExtension::Accepted { id }),
         refusal().prop_map(HostToExtension::Refused),
         (opt_text(), text()).prop_map(|(id, message)| HostToExtension::Error { id, message }),

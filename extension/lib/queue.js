@@ -175,8 +175,13 @@ const WITHDRAW_TEXT = {
   cancel: () => t('leftDismissed'),
 };
 
-/** The notice text for a reason a question left the queue. */
-export function leaveText(reason) {
+/** The notice text for a reason a question left the queue; `answered` is where it was
+ *  answered when the withdrawal said (`{via: 'matrix', by}`: on the phone, by that Matrix ID). */
+export function leaveText(reason, answered = {}) {
+  if (reason === 'answered' && answered?.via === 'matrix') {
+    const by = typeof answered.by === 'string' ? answered.by.slice(0, 255) : '';
+    return by ? t('leftAnsweredOnPhoneBy', by) : t('leftAnsweredOnPhone');
+  }
   return Object.hasOwn(WITHDRAW_TEXT, reason) ? WITHDRAW_TEXT[reason]() : t('leftWithdrawn');
 }
 
@@ -185,7 +190,7 @@ export function leaveText(reason) {
  * or the person's action 'submit' | 'decline' | 'cancel') and leave a notice.
  * Returns {state, removed: the question or null}.
  */
-export function removeQuestion(state, id, reason, now) {
+export function removeQuestion(state, id, reason, now, answered = {}) {
   const question = state.questions.find((q) => q.id === id);
   if (!question) return { state, removed: null };
   const notice = {
@@ -193,7 +198,7 @@ export function removeQuestion(state, id, reason, now) {
     id,
     title: question.form?.title || t('questionUntitled'),
     agent: agentLabel(question.agent),
-    text: leaveText(reason),
+    text: leaveText(reason, answered),
     kind: reason,
     at_ms: now,
   };
@@ -213,20 +218,20 @@ export function removeQuestion(state, id, reason, now) {
  * no deadline, until dismissed (dismissCard); any other leaves with a notice, as
  * removeQuestion. Returns {state, removed: the question or null, closed: bool}.
  */
-export function endQuestion(state, id, reason, now) {
+export function endQuestion(state, id, reason, now, answered = {}) {
   const question = state.questions.find((q) => q.id === id);
   // Closed already: its deadline passed here a moment before its agent's withdraw arrived
   // (the two clocks race). What the person typed stays until they dismiss it.
   if (question?.closed) return { state, removed: null, closed: true };
   if (!question?.draft || !hasTyped(question.draft) || question.undelivered) {
-    return { ...removeQuestion(state, id, reason, now), closed: false };
+    return { ...removeQuestion(state, id, reason, now, answered), closed: false };
   }
   const { judging, refused, lost, ...rest } = question;
   const closed = {
     ...rest,
     deadline_ms: null,
     unconfirmed_since_ms: null,
-    closed: { reason, text: leaveText(reason), at_ms: now },
+    closed: { reason, text: leaveText(reason, answered), at_ms: now },
   };
   return {
     state: { ...state, questions: state.questions.map((q) => (q.id === id ? closed : q)) },

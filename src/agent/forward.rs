@@ -373,6 +373,7 @@ async fn handshake(stream: &mut UnixStream, hello: &[u8]) -> Result<HostStatus, 
                     extension,
                     panel_open,
                     verdicts,
+                    matrix: false,
                 });
             }
             Ok(HostToAgent::Error { message, .. }) => return Err(message),

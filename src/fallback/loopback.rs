@@ -627,6 +627,7 @@ fn take(body: &[u8], shared: &Shared) -> Handled {
         action: posted.action,
         values: posted.values,
         note: posted.note,
+        answered_by: None,
     };
     let told = match wait::judge(&shared.form, answer.clone()) {
         Outcome::Answered { .. } => json!({"status": "answered",

@@ -132,6 +132,7 @@ impl Terminal {
                 action: Action::Cancel,
                 values: None,
                 note: None,
+                answered_by: None,
             }));
         }
         if !status.success() {

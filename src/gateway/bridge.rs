@@ -189,7 +189,7 @@ impl Bridge {
         };
         let command = match message {
             HostToExtension::Ask(labelled) => return self.ask(labelled, ended),
-            HostToExtension::Withdraw { id, reason } => (id, Command::Withdraw(reason)),
+            HostToExtension::Withdraw { id, reason, .. } => (id, Command::Withdraw(reason)),
             HostToExtension::Accepted { id } => (id, Command::Accepted),
             HostToExtension::Refused(refusal) => (refusal.id.clone(), Command::Refused(refusal)),
             // The remote agent left while it judged the answer: the local question ends.

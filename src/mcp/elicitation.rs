@@ -279,6 +279,7 @@ pub fn answer_of(form: &Form, question_id: &str, reply: &ElicitResult) -> Answer
         action,
         values,
         note,
+        answered_by: None,
     }
 }
 

@@ -131,6 +131,16 @@ pub struct BrowserStatus {
     pub via_machine: Option<String>,
 }
 
+/// The Matrix bridge, for `human_input_status`: a channel of its own beside the browsers.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(inline)]
+pub struct MatrixStatus {
+    /// The bridge's socket.
+    pub socket: String,
+    /// The room its questions go to, once the bridge has said.
+    pub room: Option<String>,
+}
+
 /// `get_answer`'s arguments.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -155,7 +165,10 @@ pub struct StatusArgs {}
 pub struct StatusResult {
     /// Browsers with the him extension connected now.
     pub browsers: Vec<BrowserStatus>,
-    /// The channel a question would take now: extension, elicitation, http (loopback
+    /// The Matrix bridge (`him matrix`), when one is linked: every question goes to its
+    /// room too, beside the browsers; null when Matrix is not set up or not running.
+    pub matrix: Option<MatrixStatus>,
+    /// The channel a question would take now: extension, elicitation, matrix, http (loopback
     /// form), chat (hand-back) or none.
     pub channel: String,
     /// Why that channel.
@@ -296,8 +309,10 @@ impl HimServer {
     }
 
     fn pool(&self, ctx: &RequestContext<RoleServer>) -> &Pool {
-        self.pool
-            .get_or_init(|| Pool::for_runtime(&self.shared.config.runtime, identity(ctx)))
+        self.pool.get_or_init(|| {
+            Pool::for_runtime(&self.shared.config.runtime, identity(ctx))
+                .with_matrix_route(self.shared.config.matrix_route)
+        })
     }
 
     /// A receiver of the session's heartbeat clock that waits for its next tick.
@@ -732,6 +747,10 @@ impl HimServer {
         pool.welcomed(FIRST_WELCOME_WAIT).await;
         let browsers: Vec<BrowserStatus> =
             pool.hosts().into_iter().map(BrowserStatus::from).collect();
+        let matrix = pool.matrix().map(|host| MatrixStatus {
+            socket: host.socket.display().to_string(),
+            room: host.extension.map(|e| e.id),
+        });
         let client_elicitation = Self::client_elicitation(&ctx);
         let fallback = self.shared.config.fallback.name().to_owned();
         let elicitation = self.elicitation_mode(&ctx).name();
@@ -779,6 +798,13 @@ impl HimServer {
                      it: {otherwise_why}"
                 ),
             )
+        } else if matrix.is_some() {
+            (
+                "matrix",
+                "no browser is connected and this client cannot show a form itself; the \
+                 question goes to the Matrix room and waits there for an answer"
+                    .to_owned(),
+            )
         } else {
             let why = if client_elicitation {
                 "this session cannot carry elicitation"
@@ -792,6 +818,7 @@ impl HimServer {
         };
         let status = StatusResult {
             browsers,
+            matrix,
             channel: channel.into(),
             reason,
             client_elicitation,

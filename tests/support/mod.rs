@@ -7,6 +7,7 @@ pub mod fresh_user;
 pub mod http;
 pub mod install;
 pub mod load;
+pub mod matrix;
 pub mod ssh_lab;
 pub mod terminal;
 
@@ -424,7 +425,7 @@ pub async fn call(agent: &Agent, tool: &str, args: Value) -> Value {
 }
 
 /// Every key of the result object, always present.
-pub const RESULT_KEYS: [&str; 19] = him::ask_result::AskResult::FIELDS;
+pub const RESULT_KEYS: [&str; 20] = him::ask_result::AskResult::FIELDS;
 
 pub fn assert_complete(result: &Value) {
     for key in RESULT_KEYS {

@@ -141,6 +141,7 @@ pub fn ask(request: &Request) -> Result<Answer, InquireError> {
         action,
         values,
         note,
+        answered_by: None,
     };
     let mut values = Map::new();
     let mut note: Option<String> = None;

@@ -430,3 +430,21 @@ test('a title names its question in one plain line: no Markdown marks, first par
   assert.equal(plainTitle(''), '');
   assert.equal(plainTitle(undefined), '');
 });
+
+test('a question answered on the phone leaves saying so, and by whom', () => {
+  let { state } = addQuestion(emptyQueue(), ask('q1'), T0);
+  state = addQuestion(state, ask('q2'), T0).state;
+  state = addQuestion(state, ask('q3'), T0).state;
+  state = setDraft(state, 'q3', { values: { a: 'typed' }, note: '' });
+  const by = endQuestion(state, 'q1', 'answered', T0 + 1, { via: 'matrix', by: '@ada:example.org' });
+  assert.equal(by.state.notices[0].text, 'Answered on the phone (by @ada:example.org).');
+  const nobody = endQuestion(by.state, 'q2', 'answered', T0 + 2, { via: 'matrix' });
+  assert.equal(nobody.state.notices[0].text, 'Answered on the phone.');
+  const closed = endQuestion(nobody.state, 'q3', 'answered', T0 + 3, { via: 'matrix', by: '@bo:x' });
+  assert.equal(closed.state.questions[0].closed.text, 'Answered on the phone (by @bo:x).');
+  // Elsewhere (another browser, the terminal): as before.
+  const elsewhere = endQuestion(emptyQueue(), 'none', 'answered', T0, {});
+  assert.equal(elsewhere.removed, null);
+  const other = addQuestion(emptyQueue(), ask('q4'), T0).state;
+  assert.equal(endQuestion(other, 'q4', 'answered', T0 + 1).state.notices[0].text, 'Answered somewhere else.');
+});

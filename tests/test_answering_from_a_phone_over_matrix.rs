@@ -1,0 +1,1149 @@
+//! Answering from the phone: a real Synapse, the person's phone played by matrix-js-sdk with
+//! its Rust crypto in an encrypted room, the real `him` binary set up with `him matrix login`
+//! and `him matrix room`, and an agent (rmcp's client running `him serve`) that asks. The
+//! bridge is started by `him serve` itself, on demand.
+//!
+//! Each test has its own users, room, state and runtime directories; one Synapse serves the
+//! whole file (`support::matrix`). Skipped with a message when Synapse or the phone's packages
+//! are missing, except under `HIM_E2E=1`.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use support::matrix::{Phone, Synapse, him_matrix, phone_available, synapse, unique};
+use support::{Agent, FakeExtension, call, start_agent};
+
+/// One person's set-up: a bot account logged in with `him matrix login`, a room made with
+/// `him matrix room`, the phone logged in and in the room.
+struct Setup {
+    home: tempfile::TempDir,
+    bot: String,
+    room: String,
+    phone: Phone,
+}
+
+impl Setup {
+    fn runtime(&self) -> std::path::PathBuf {
+        self.home.path().join("run")
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "HIM_STATE_DIR".into(),
+                self.home.path().join("state/him").display().to_string(),
+            ),
+            // The bridge that `him serve` starts leaves soon after the test's last question
+            // (a question asked after it left starts another).
+            ("HIM_MATRIX_IDLE_MS".into(), "5000".into()),
+        ]
+    }
+
+    /// `him serve` under rmcp's client, shared by the calls a test runs at once.
+    async fn agent(&self, name: &str) -> Arc<Agent> {
+        self.agent_with(name, &[]).await
+    }
+
+    /// As [`Setup::agent`], with `extra` in its environment.
+    async fn agent_with(&self, name: &str, extra: &[(&str, &str)]) -> Arc<Agent> {
+        let mut env = self.env();
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        Arc::new(start_agent(&self.runtime(), name, &env).await.0)
+    }
+}
+
+fn private_dir(path: &Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .expect("private dir");
+}
+
+/// Logs a new bot in and makes a room with the phone's user in it; `others` are invited too
+/// (each a (name, phone) pair that joins), and `answerers` (default: every invitee) may answer.
+async fn set_up(server: &Synapse, answerers: Option<&str>) -> Setup {
+    let home = tempfile::tempdir().expect("home");
+    private_dir(&home.path().join("run"));
+    private_dir(&home.path().join("state"));
+    let mut phone = Phone::start().await;
+    let bot_name = unique("bot");
+    let me_name = unique("me");
+    let bot = phone.register(server, &bot_name, "bot-password").await;
+    let me = phone.register(server, &me_name, "me-password").await;
+    phone.login(server, &me_name, "me-password").await;
+    let password_file = home.path().join("password");
+    std::fs::write(&password_file, "bot-password\n").expect("password file");
+    let (ok, out, err) = him_matrix(
+        home.path(),
+        &[
+            "login",
+            "--homeserver",
+            &server.url,
+            "--user",
+            &bot,
+            "--password-file",
+            &password_file.display().to_string(),
+        ],
+    );
+    assert!(ok, "him matrix login failed: {out}\n{err}");
+    assert!(out.contains(&bot), "login says who it logged in: {out}");
+    assert!(!err.contains("bot-password") && !out.contains("bot-password"));
+    let mut args = vec!["room", "--invite", &me];
+    if let Some(answerers) = answerers {
+        args.extend(["--answerers", answerers]);
+    }
+    let (ok, out, err) = him_matrix(home.path(), &args);
+    assert!(ok, "him matrix room failed: {out}\n{err}");
+    let joined = phone
+        .event("the phone joining the bot's room", |e| {
+            e["event"] == "joined"
+        })
+        .await;
+    let room = joined["room"].as_str().expect("room").to_owned();
+    assert!(out.contains(&room), "room says which room: {out}");
+    Setup {
+        home,
+        bot,
+        room,
+        phone,
+    }
+}
+
+fn ready() -> Option<&'static Synapse> {
+    phone_available()?;
+    synapse()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_question_kind_is_answered_from_the_phone_by_poll_or_reply() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = s.agent("phone-test-agent").await;
+    let me = s.phone.user_id.clone();
+
+    // ask_text: a message; the answer is a reply to it.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Which *branch*?"})).await }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let body = question["content"]["body"].as_str().expect("body");
+    assert!(
+        body.contains("phone-test-agent"),
+        "the agent is named: {body}"
+    );
+    assert!(
+        body.contains("Which branch?"),
+        "Markdown as plain text: {body}"
+    );
+    assert!(body.contains("left to answer"), "time left is said: {body}");
+    s.phone.reply(&s.room, &question["event_id"], "main").await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "matrix");
+    assert_eq!(result["answer"], "main");
+    assert_eq!(result["answered_by"], me.as_str());
+    // The message now says who answered.
+    let edit = s
+        .phone
+        .event("the edit of the answered question", |e| {
+            e["content"]["m.relates_to"]["rel_type"] == "m.replace"
+                && e["content"]["m.relates_to"]["event_id"] == question["event_id"]
+        })
+        .await;
+    let edited = edit["content"]["m.new_content"]["body"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(edited.contains(&format!("Answered by {me}")), "{edited}");
+
+    // ask_choice: a poll, answered by a vote.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_choice",
+                json!({"question": "Which database?", "options": ["Postgres", "SQLite", "MySQL"]}),
+            )
+            .await
+        }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    assert_eq!(poll["type"], "org.matrix.msc3381.poll.start");
+    let start = &poll["content"]["org.matrix.msc3381.poll.start"];
+    assert_eq!(start["max_selections"], 1);
+    assert_eq!(start["answers"][1]["org.matrix.msc1767.text"], "SQLite");
+    s.phone.vote(&s.room, &poll["event_id"], &["2"]).await;
+    let result = asking.await.expect("ask_choice");
+    assert_eq!(result["via"], "matrix", "{result}");
+    assert_eq!(result["answer"], "SQLite");
+    assert_eq!(result["answered_by"], me.as_str());
+    s.phone
+        .event("the poll's end", |e| {
+            e["type"] == "org.matrix.msc3381.poll.end"
+                && e["content"]["m.relates_to"]["event_id"] == poll["event_id"]
+        })
+        .await;
+
+    // ask_choice again, answered by a text reply naming the option.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_choice",
+                json!({"question": "Which port?", "options": ["8080", "9090"]}),
+            )
+            .await
+        }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    s.phone.reply(&s.room, &poll["event_id"], "2").await;
+    let result = asking.await.expect("ask_choice by reply");
+    assert_eq!(result["answer"], "9090", "{result}");
+
+    // ask_confirm: a yes/no poll, answered by a reply.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_confirm", json!({"question": "Deploy now?"})).await }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    s.phone.reply(&s.room, &poll["event_id"], "no").await;
+    let result = asking.await.expect("ask_confirm");
+    assert_eq!(result["confirmed"], false, "{result}");
+    assert_eq!(result["via"], "matrix");
+
+    // ask_multi_select: a poll of up to `max` picks; a vote below `min` is answered with the
+    // reason and the question stays open.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(&agent, "ask_multi_select", json!({"question": "Which checks?", "options": ["lint", "test", "bench"], "min": 2, "max": 2})).await
+        }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    assert_eq!(
+        poll["content"]["org.matrix.msc3381.poll.start"]["max_selections"],
+        2
+    );
+    s.phone.vote(&s.room, &poll["event_id"], &["1"]).await;
+    let told = s
+        .phone
+        .event("the bot's reply to a vote below min", |e| {
+            e["sender"] == s.bot.as_str() && e["content"]["msgtype"] == "m.notice"
+        })
+        .await;
+    assert!(
+        told["content"]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Answer again"),
+        "{told}"
+    );
+    s.phone.vote(&s.room, &poll["event_id"], &["1", "3"]).await;
+    let result = asking.await.expect("ask_multi_select");
+    assert_eq!(result["selected"], json!(["lint", "bench"]), "{result}");
+
+    // human_input_status lists Matrix on its own, not as a browser.
+    let status = call(&agent, "human_input_status", json!({})).await;
+    assert_eq!(status["browsers"], json!([]), "{status}");
+    assert_eq!(status["matrix"]["room"], s.room.as_str());
+    assert_eq!(status["channel"], "matrix");
+    drop(agent);
+    s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reply_from_someone_not_among_the_answerers_is_ignored() {
+    let Some(server) = ready() else { return };
+    // The phone's user is invited but may not answer; a second account may.
+    let mut boss = Phone::start().await;
+    let boss_name = unique("boss");
+    let boss_id = boss.register(server, &boss_name, "boss-password").await;
+    let mut s = set_up(server, Some(&boss_id)).await;
+    boss.login(server, &boss_name, "boss-password").await;
+    let agent = s.agent("answerers-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Release name?"})).await }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    // Only the answerer's reply counts, though the other's came first.
+    s.phone
+        .reply(&s.room, &question["event_id"], "from the phone")
+        .await;
+    // The boss joins (the bot invited only the phone's user): the phone invites them.
+    s.phone
+        .cmd(json!({"cmd": "invite", "room": s.room, "user": boss_id}))
+        .await;
+    boss.event("the boss joining", |e| e["event"] == "joined")
+        .await;
+    boss.reply(&s.room, &question["event_id"], "from the boss")
+        .await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["answer"], "from the boss", "{result}");
+    assert_eq!(result["answered_by"], boss_id.as_str());
+    drop(agent);
+    s.phone.stop().await;
+    boss.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn answered_in_the_panel_first_the_message_says_so_and_the_poll_ends() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let mut panel = FakeExtension::start(&s.runtime()).await;
+    let agent = s.agent("panel-first-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_choice",
+                json!({"question": "Ship it?", "options": ["yes", "later"]}),
+            )
+            .await
+        }
+    });
+    let ask = panel.take_ask().await;
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    panel.submit(&ask["id"], json!({"choice": "later"})).await;
+    let result = asking.await.expect("ask_choice");
+    assert_eq!(result["via"], "extension", "{result}");
+    assert_eq!(result["answer"], "later");
+    assert_eq!(result["answered_by"], Value::Null);
+    let end = s
+        .phone
+        .event("the poll's end", |e| {
+            e["type"] == "org.matrix.msc3381.poll.end"
+                && e["content"]["m.relates_to"]["event_id"] == poll["event_id"]
+        })
+        .await;
+    assert!(
+        end["content"]["org.matrix.msc1767.text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Answered elsewhere"),
+        "{end}"
+    );
+    // A vote after the end is told it came too late.
+    s.phone.vote(&s.room, &poll["event_id"], &["1"]).await;
+    let told = s
+        .phone
+        .event("the bot's reply to a late vote", |e| {
+            e["sender"] == s.bot.as_str() && e["content"]["msgtype"] == "m.notice"
+        })
+        .await;
+    assert!(
+        told["content"]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Already answered"),
+        "{told}"
+    );
+    drop(agent);
+    s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_room_that_is_not_encrypted_is_refused() {
+    let Some(server) = ready() else { return };
+    let home = tempfile::tempdir().expect("home");
+    private_dir(&home.path().join("run"));
+    private_dir(&home.path().join("state"));
+    let mut phone = Phone::start().await;
+    let bot_name = unique("bot");
+    let me_name = unique("me");
+    let bot = phone.register(server, &bot_name, "bot-password").await;
+    phone.register(server, &me_name, "me-password").await;
+    phone.login(server, &me_name, "me-password").await;
+    let password_file = home.path().join("password");
+    std::fs::write(&password_file, "bot-password\n").expect("password file");
+    let (ok, out, err) = him_matrix(
+        home.path(),
+        &[
+            "login",
+            "--homeserver",
+            &server.url,
+            "--user",
+            &bot,
+            "--password-file",
+            &password_file.display().to_string(),
+        ],
+    );
+    assert!(ok, "{out}\n{err}");
+    let room = phone
+        .cmd(json!({"cmd": "create_room", "invite": [bot], "encrypted": false}))
+        .await["room"]
+        .as_str()
+        .expect("room")
+        .to_owned();
+    let (ok, out, err) = him_matrix(
+        home.path(),
+        &["room", "--room", &room, "--answerers", &phone.user_id],
+    );
+    assert!(!ok, "an unencrypted room was taken: {out}");
+    assert!(err.contains("not end-to-end encrypted"), "{err}");
+    assert!(
+        err.contains("--allow-unencrypted"),
+        "the way out is named: {err}"
+    );
+    assert!(
+        !home.path().join("state/him/matrix/room.json").exists(),
+        "Matrix counts as set up after a refusal"
+    );
+    phone.stop().await;
+}
+
+/// The pid of the bridge listening in `runtime`, as its `welcome` says.
+async fn bridge_pid(runtime: &Path) -> i32 {
+    use futures::{SinkExt, StreamExt};
+    use him::frame::{FrameCodec, MAX_INBOUND};
+    let socket = him::runtime::matrix_socket(runtime);
+    let stream = tokio::net::UnixStream::connect(&socket)
+        .await
+        .expect("the bridge listens");
+    let mut framed = tokio_util::codec::Framed::new(stream, FrameCodec::new(MAX_INBOUND));
+    let hello = json!({"type": "hello", "protocol": 1, "agent": {"name": "probe"}, "pid": std::process::id()});
+    framed
+        .send(bytes::Bytes::from(hello.to_string()))
+        .await
+        .expect("hello");
+    loop {
+        let frame = framed.next().await.expect("welcome").expect("frame");
+        let value: Value = serde_json::from_slice(&frame).expect("json");
+        if value["type"] == "welcome" {
+            assert_eq!(value["host"]["kind"], "matrix", "{value}");
+            return value["host"]["pid"].as_i64().expect("pid") as i32;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bridge_killed_while_the_person_votes_loses_nothing() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = s.agent("restart-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_choice",
+                json!({"question": "Which region?", "options": ["eu", "us"]}),
+            )
+            .await
+        }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    let pid = nix::unistd::Pid::from_raw(bridge_pid(&s.runtime()).await);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the bridge");
+    // Its parent (him serve) reaps it; until then it is not gone.
+    support::eventually("the bridge gone", || {
+        nix::sys::signal::kill(pid, None).is_err()
+    })
+    .await;
+    // The person votes while no bridge runs.
+    s.phone.vote(&s.room, &poll["event_id"], &["2"]).await;
+    let mut bridge = tokio::process::Command::new(support::him_bin())
+        .args(["matrix", "bridge"])
+        .env("HIM_STATE_DIR", s.home.path().join("state/him"))
+        .env("HIM_RUNTIME_DIR", s.runtime())
+        .env("HIM_LOG", "info")
+        .env("HIM_MATRIX_IDLE_MS", "5000")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the bridge again");
+    let result = asking.await.expect("ask_choice");
+    assert_eq!(result["answer"], "us", "{result}");
+    assert_eq!(result["via"], "matrix");
+    // One question in the room: the bridge started again did not post it a second time.
+    s.phone
+        .event("the poll's end", |e| {
+            e["type"] == "org.matrix.msc3381.poll.end"
+                && e["content"]["m.relates_to"]["event_id"] == poll["event_id"]
+        })
+        .await;
+    assert!(
+        !s.phone
+            .events
+            .iter()
+            .any(|e| e["type"] == "org.matrix.msc3381.poll.start"),
+        "the question was posted again: {:#?}",
+        s.phone.events
+    );
+    drop(agent);
+    let _ = bridge.kill().await;
+    s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_password_is_never_asked_over_matrix_and_stays_open_at_the_desk() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let mut panel = FakeExtension::start(&s.runtime()).await;
+    let agent = s.agent("password-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_form",
+                json!({"title": "Database login", "fields": [
+                {"name": "password", "type": "password", "label": "Password", "required": true}]}),
+            )
+            .await
+        }
+    });
+    let ask = panel.take_ask().await;
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let body = question["content"]["body"].as_str().expect("body");
+    assert!(body.contains("never goes over Matrix"), "{body}");
+    assert!(body.contains("at your desk"), "{body}");
+    // A reply in the room is not taken: the bot says why, and the question stays open.
+    s.phone
+        .reply(&s.room, &question["event_id"], "hunter2")
+        .await;
+    let told = s
+        .phone
+        .event("the bot's reply to a password sent in the room", |e| {
+            e["sender"] == s.bot.as_str() && e["content"]["msgtype"] == "m.notice"
+        })
+        .await;
+    assert!(
+        told["content"]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("at your desk"),
+        "{told}"
+    );
+    panel
+        .submit(&ask["id"], json!({"password": "from-the-desk"}))
+        .await;
+    let result = asking.await.expect("ask_form");
+    assert_eq!(result["via"], "extension", "{result}");
+    assert_eq!(result["values"]["password"], "from-the-desk");
+    // The message then says it was answered elsewhere, and names no secret.
+    let edit = s
+        .phone
+        .event("the edit of the question", |e| {
+            e["content"]["m.relates_to"]["rel_type"] == "m.replace"
+                && e["content"]["m.relates_to"]["event_id"] == question["event_id"]
+        })
+        .await;
+    let edited = edit["content"]["m.new_content"]["body"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(edited.contains("Answered elsewhere"), "{edited}");
+    assert!(
+        !edited.contains("from-the-desk") && !edited.contains("hunter2"),
+        "{edited}"
+    );
+    drop(agent);
+    s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_that_times_out_says_so_in_the_room() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = s.agent("timeout-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_text",
+                json!({"question": "Anyone there?", "timeout_ms": 3000}),
+            )
+            .await
+        }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["status"], "timeout", "{result}");
+    assert_eq!(result["via"], "matrix");
+    let edit = s
+        .phone
+        .event("the edit of the timed-out question", |e| {
+            e["content"]["m.relates_to"]["rel_type"] == "m.replace"
+                && e["content"]["m.relates_to"]["event_id"] == question["event_id"]
+        })
+        .await;
+    let edited = edit["content"]["m.new_content"]["body"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(edited.contains("Timed out"), "{edited}");
+    drop(agent);
+    s.phone.stop().await;
+}
+
+/// The bot's edit of its message `question`, whose new text contains `text`.
+async fn edit_saying(phone: &mut Phone, question: &Value, text: &str) -> String {
+    let event = phone
+        .event(&format!("an edit of the question saying {text:?}"), |e| {
+            e["content"]["m.relates_to"]["rel_type"] == "m.replace"
+                && e["content"]["m.relates_to"]["event_id"] == question["event_id"]
+                && e["content"]["m.new_content"]["body"]
+                    .as_str()
+                    .is_some_and(|b| b.contains(text))
+        })
+        .await;
+    event["content"]["m.new_content"]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_kept_for_its_agent_stays_answerable_on_the_phone_and_the_answer_is_kept() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = s
+        .agent_with("kept-agent", &[("HIM_KEEP_MS", "600000")])
+        .await;
+    let me = s.phone.user_id.clone();
+
+    // A reply: the call times out, the message is marked kept, and the reply is kept.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_text",
+                json!({"question": "Name the release", "timeout_ms": 2000}),
+            )
+            .await
+        }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["status"], "timeout", "{result}");
+    let id = result["question_id"]
+        .as_str()
+        .expect("question_id")
+        .to_owned();
+    assert!(
+        result["next_step"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("get_answer"),
+        "the agent is told how to collect it: {result}"
+    );
+    let marked = edit_saying(&mut s.phone, &question, "kept for it").await;
+    assert!(!marked.contains("no longer needed"), "{marked}");
+    s.phone.reply(&s.room, &question["event_id"], "v2.0").await;
+    let closed = edit_saying(&mut s.phone, &question, "Answered by").await;
+    assert!(
+        closed.contains(&format!(
+            "Answered by {me}; the answer is kept for the agent"
+        )),
+        "{closed}"
+    );
+    let late = call(
+        &agent,
+        "get_answer",
+        json!({"question_id": id, "wait_ms": 0}),
+    )
+    .await;
+    assert_eq!(late["status"], "answered", "{late}");
+    assert_eq!(late["answer"], "v2.0");
+    assert_eq!(late["late"], true);
+    assert_eq!(late["via"], "matrix");
+    assert_eq!(late["answered_by"], me.as_str());
+
+    // A poll: the note is a reply to it, the vote is kept, and get_answer waiting on the
+    // open question gets it live, saying who answered.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_choice",
+                json!({"question": "Which day?", "options": ["Mon", "Tue"], "timeout_ms": 2000}),
+            )
+            .await
+        }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    let result = asking.await.expect("ask_choice");
+    assert_eq!(result["status"], "timeout", "{result}");
+    let id = result["question_id"]
+        .as_str()
+        .expect("question_id")
+        .to_owned();
+    let note = s
+        .phone
+        .event("the bot's note that the poll is kept", |e| {
+            e["sender"] == s.bot.as_str()
+                && e["content"]["m.relates_to"]["m.in_reply_to"]["event_id"] == poll["event_id"]
+                && e["content"]["body"]
+                    .as_str()
+                    .is_some_and(|b| b.contains("kept for it"))
+        })
+        .await;
+    assert_eq!(note["content"]["msgtype"], "m.notice", "{note}");
+    let collecting = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "get_answer",
+                json!({"question_id": id, "wait_ms": 60000}),
+            )
+            .await
+        }
+    });
+    s.phone.vote(&s.room, &poll["event_id"], &["2"]).await;
+    let late = collecting.await.expect("get_answer");
+    assert_eq!(late["status"], "answered", "{late}");
+    assert_eq!(late["answer"], "Tue");
+    assert_eq!(late["via"], "matrix");
+    assert_eq!(late["answered_by"], me.as_str());
+    s.phone
+        .event("the poll's end", |e| {
+            e["type"] == "org.matrix.msc3381.poll.end"
+                && e["content"]["m.relates_to"]["event_id"] == poll["event_id"]
+        })
+        .await;
+    drop(agent);
+    s.phone.stop().await;
+}
+
+/// Now, in Unix ms (the homeserver runs on this machine, on the same clock).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64
+}
+
+/// Opens the fake extension's side panel, and waits until `agent` has heard so.
+async fn open_panel(panel: &mut FakeExtension, agent: &Agent, open: bool) {
+    panel.send(json!({"type": "panel", "open": open})).await;
+    let deadline = tokio::time::Instant::now() + support::matrix::PHONE_PATIENCE;
+    loop {
+        let status = call(agent, "human_input_status", json!({})).await;
+        if status["browsers"][0]["panel_open"] == open {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the agent never heard the panel is {}: {status}",
+            if open { "open" } else { "closed" }
+        );
+        // The host re-broadcasts its welcome on the change; the next look sees it.
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_panel_open_the_phone_rings_only_when_the_person_is_away() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let mut panel = FakeExtension::start(&s.runtime()).await;
+    let agent = s
+        .agent_with("presence-agent", &[("HIM_AWAY_MS", "4000")])
+        .await;
+    open_panel(&mut panel, &agent, true).await;
+
+    // Panel open: the room gets the question once it waited HIM_AWAY_MS unanswered.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Away?"})).await }
+    });
+    let ask = panel.take_ask().await;
+    let asked_at = ask["asked_at_ms"].as_u64().expect("asked_at_ms");
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let posted = question["ts"].as_u64().expect("ts");
+    assert!(
+        posted >= asked_at + 4000,
+        "posted {} ms after the question was asked, before HIM_AWAY_MS",
+        posted.saturating_sub(asked_at)
+    );
+    s.phone.reply(&s.room, &question["event_id"], "yes").await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["via"], "matrix", "{result}");
+    // The panel's card went: answered on the phone, by whom.
+    let withdraw = panel.recv_type("withdraw").await;
+    assert_eq!(withdraw["id"], ask["id"]);
+    assert_eq!(withdraw["reason"], "answered", "{withdraw}");
+    assert_eq!(withdraw["answered_via"], "matrix", "{withdraw}");
+    assert_eq!(
+        withdraw["answered_by"],
+        s.phone.user_id.as_str(),
+        "{withdraw}"
+    );
+    drop(agent);
+
+    // A far away time, the panel open: the person closes the panel, and the phone rings.
+    let agent = s
+        .agent_with("presence-agent-2", &[("HIM_AWAY_MS", "600000")])
+        .await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_confirm", json!({"question": "Closed?"})).await }
+    });
+    let ask = panel.take_ask().await;
+    let closed_at = now_ms();
+    open_panel(&mut panel, &agent, false).await;
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    assert!(
+        poll["ts"].as_u64().expect("ts") >= closed_at,
+        "the phone got the question before the panel closed: {poll}"
+    );
+    panel.submit(&ask["id"], json!({"confirmed": true})).await;
+    let result = asking.await.expect("ask_confirm");
+    assert_eq!(result["via"], "extension", "{result}");
+    drop(agent);
+    s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn never_keeps_questions_off_the_phone_and_always_sends_them_past_an_open_panel() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let mut panel = FakeExtension::start(&s.runtime()).await;
+    let always = s
+        .agent_with("always-agent", &[("HIM_MATRIX", "always")])
+        .await;
+    open_panel(&mut panel, &always, true).await;
+    // `always`: at once, though the panel is open (the away time is a minute).
+    let asking = tokio::spawn({
+        let agent = always.clone();
+        async move { call(&agent, "ask_text", json!({"question": "First?"})).await }
+    });
+    panel.take_ask().await;
+    let first = s.phone.question(&s.room, &s.bot).await;
+    s.phone.reply(&s.room, &first["event_id"], "one").await;
+    assert_eq!(asking.await.expect("first")["via"], "matrix");
+
+    // `never`: with no browser and no other channel, the question goes back to the chat at
+    // once; the bridge never gets it.
+    panel.close().await;
+    let never = s
+        .agent_with("never-agent", &[("HIM_MATRIX", "never")])
+        .await;
+    let result = call(&never, "ask_text", json!({"question": "Never here?"})).await;
+    assert_eq!(result["status"], "needs_user_input", "{result}");
+    let status = call(&never, "human_input_status", json!({})).await;
+    assert_eq!(status["matrix"], Value::Null, "{status}");
+    // The next question in the room is the always-agent's next one, not the never-agent's.
+    let asking = tokio::spawn({
+        let agent = always.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Second?"})).await }
+    });
+    let second = s.phone.question(&s.room, &s.bot).await;
+    let body = second["content"]["body"].as_str().unwrap_or_default();
+    assert!(body.contains("Second?"), "{body}");
+    s.phone.reply(&s.room, &second["event_id"], "two").await;
+    assert_eq!(asking.await.expect("second")["answer"], "two");
+    drop(always);
+    drop(never);
+    s.phone.stop().await;
+}
+
+/// A client that shows forms itself (MCP elicitation) and whose person never answers there:
+/// it tells the test each form it got, and how the server ended it.
+#[derive(Clone)]
+struct ElicitingClient {
+    forms: tokio::sync::mpsc::UnboundedSender<&'static str>,
+}
+
+impl rmcp::ClientHandler for ElicitingClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities: rmcp::model::ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {"form": {}}})).expect("capabilities");
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new("eliciting-client", "1.0.0"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        cx: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::model::ErrorData> {
+        let _ = self.forms.send("shown");
+        cx.ct.cancelled().await;
+        let _ = self.forms.send("cancelled by the server");
+        Ok(rmcp::model::ElicitResult::new(
+            rmcp::model::ElicitationAction::Cancel,
+        ))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_no_browser_the_clients_own_form_comes_first_and_the_phone_alongside() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let (forms_tx, mut forms) = tokio::sync::mpsc::unbounded_channel();
+    let runtime = s.runtime();
+    let env = s.env();
+    let command = tokio::process::Command::new(support::him_bin()).configure(move |cmd| {
+        cmd.arg("serve")
+            .env("HIM_RUNTIME_DIR", &runtime)
+            .env("HIM_KEEP_MS", "0")
+            .env("HIM_LOG", "debug");
+        for (k, v) in &env {
+            cmd.env(k, v);
+        }
+    });
+    let client = ElicitingClient { forms: forms_tx }
+        .serve(TokioChildProcess::new(command).expect("spawn him serve"))
+        .await
+        .expect("initialize");
+    let client = Arc::new(client);
+    let status = client
+        .call_tool(support::params("human_input_status", json!({})))
+        .await
+        .expect("status")
+        .structured_content
+        .expect("structured");
+    assert_eq!(status["channel"], "elicitation", "{status}");
+    assert_eq!(
+        status["browsers"],
+        json!([]),
+        "Matrix is no browser: {status}"
+    );
+    let asking = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .call_tool(support::params(
+                    "ask_text",
+                    json!({"question": "Both ways?"}),
+                ))
+                .await
+                .expect("ask_text")
+                .structured_content
+                .expect("structured")
+        }
+    });
+    // The client's form and the phone both have the question; the phone answers first.
+    assert_eq!(forms.recv().await, Some("shown"));
+    let question = s.phone.question(&s.room, &s.bot).await;
+    s.phone
+        .reply(&s.room, &question["event_id"], "from the phone")
+        .await;
+    let result = asking.await.expect("the call");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "matrix");
+    assert_eq!(result["answer"], "from the phone");
+    assert_eq!(result["client_elicitation"], true);
+    assert_eq!(forms.recv().await, Some("cancelled by the server"));
+    s.phone.stop().await;
+}
+
+/// `him serve --permission-tool` under rmcp's client, with the set-up's environment.
+async fn permission_agent(s: &Setup) -> Arc<Agent> {
+    use rmcp::ServiceExt;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let runtime = s.runtime();
+    let env = s.env();
+    let command = tokio::process::Command::new(support::him_bin()).configure(move |cmd| {
+        cmd.args(["serve", "--permission-tool"])
+            .env("HIM_RUNTIME_DIR", &runtime)
+            .env("HIM_KEEP_MS", "0")
+            .env("HIM_LOG", "debug");
+        for (k, v) in &env {
+            cmd.env(k, v);
+        }
+    });
+    let handler = support::TestClient {
+        name: "claude-code".into(),
+        ..support::TestClient::default()
+    };
+    Arc::new(
+        handler
+            .serve(TokioChildProcess::new(command).expect("spawn him serve"))
+            .await
+            .expect("initialize"),
+    )
+}
+
+/// Calls `approve` for a Bash `command`; returns the decision JSON.
+fn approving(agent: &Arc<Agent>, command: String) -> tokio::task::JoinHandle<Value> {
+    let agent = agent.clone();
+    tokio::spawn(async move {
+        let result = agent
+            .call_tool(support::params(
+                "approve",
+                json!({"tool_name": "Bash", "input": {"command": command}, "tool_use_id": "toolu_1"}),
+            ))
+            .await
+            .expect("approve");
+        let text = result.content[0].as_text().expect("text").text.clone();
+        serde_json::from_str(&text).expect("decision JSON")
+    })
+}
+
+/// The bot's next notice that replies to `to` (why an answer was not taken).
+async fn notice_to(phone: &mut Phone, bot: &str, to: &Value) -> String {
+    let event = phone
+        .event("the bot's notice", |e| {
+            e["sender"] == bot
+                && e["content"]["msgtype"] == "m.notice"
+                && e["content"]["m.relates_to"]["m.in_reply_to"]["event_id"] == *to
+        })
+        .await;
+    event["content"]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permission_is_allowed_from_the_phone_only_with_its_code_and_denied_by_a_vote() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = permission_agent(&s).await;
+
+    // The input verbatim, marked where it would read otherwise than it runs.
+    let call = approving(&agent, "terraform apply\u{202e} -auto-approve".into());
+    let message = s.phone.question(&s.room, &s.bot).await;
+    let body = message["content"]["body"]
+        .as_str()
+        .expect("body")
+        .to_owned();
+    assert!(body.contains("Bash"), "{body}");
+    assert!(
+        body.contains("terraform apply⟨U+202E⟩ -auto-approve"),
+        "{body}"
+    );
+    assert!(body.contains("Marked:"), "{body}");
+    let html = message["content"]["formatted_body"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(html.contains("<pre><code>terraform apply"), "{html}");
+    let code = body
+        .split("reply with the code ")
+        .nth(1)
+        .and_then(|rest| rest.get(..6))
+        .expect("a code in the message")
+        .to_owned();
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    assert_eq!(poll["type"], "org.matrix.msc3381.poll.start", "{poll}");
+    // Neither a reflex reply nor a vote for Allow allows.
+    let yes = s.phone.reply(&s.room, &message["event_id"], "yes").await;
+    let told = notice_to(&mut s.phone, &s.bot, &json!(yes)).await;
+    assert!(told.contains("not the code"), "{told}");
+    s.phone.vote(&s.room, &poll["event_id"], &["2"]).await;
+    s.phone
+        .event("the bot's answer to a vote for Allow", |e| {
+            e["sender"] == s.bot.as_str()
+                && e["content"]["body"]
+                    .as_str()
+                    .is_some_and(|b| b.contains("a vote cannot allow"))
+        })
+        .await;
+    s.phone.reply(&s.room, &message["event_id"], &code).await;
+    let decision = call.await.expect("approve");
+    assert_eq!(decision["behavior"], "allow", "{decision}");
+    assert_eq!(
+        decision["updatedInput"]["command"],
+        "terraform apply\u{202e} -auto-approve"
+    );
+    s.phone
+        .event("the poll's end", |e| {
+            e["type"] == "org.matrix.msc3381.poll.end"
+                && e["content"]["m.relates_to"]["event_id"] == poll["event_id"]
+        })
+        .await;
+
+    // A vote for Deny denies.
+    let call = approving(&agent, "rm -rf /srv/data".into());
+    s.phone.question(&s.room, &s.bot).await;
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    s.phone.vote(&s.room, &poll["event_id"], &["1"]).await;
+    let decision = call.await.expect("approve");
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+
+    // Too long for a Matrix event: cut, saying how much is hidden, and no Allow on the phone.
+    let call = approving(&agent, format!("echo {}", "x".repeat(40_000)));
+    let message = s.phone.question(&s.room, &s.bot).await;
+    let body = message["content"]["body"]
+        .as_str()
+        .expect("body")
+        .to_owned();
+    assert!(
+        body.contains("bytes of the input are hidden"),
+        "{}",
+        &body[body.len() - 400..]
+    );
+    assert!(body.contains("at the desk"));
+    assert!(!body.contains("reply with the code"));
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    let answers = &poll["content"]["org.matrix.msc3381.poll.start"]["answers"];
+    assert_eq!(answers.as_array().map(Vec::len), Some(1), "{poll}");
+    let guess = s.phone.reply(&s.room, &message["event_id"], "000000").await;
+    let told = notice_to(&mut s.phone, &s.bot, &json!(guess)).await;
+    assert!(told.contains("at the desk only"), "{told}");
+    s.phone.reply(&s.room, &message["event_id"], "deny").await;
+    let decision = call.await.expect("approve");
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+    s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_answerers_race_the_first_wins_and_the_second_hears_it_was_already_answered() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let mut boss = Phone::start().await;
+    let boss_name = unique("boss");
+    let boss_id = boss.register(server, &boss_name, "boss-password").await;
+    boss.login(server, &boss_name, "boss-password").await;
+    s.phone
+        .cmd(json!({"cmd": "invite", "room": s.room, "user": boss_id}))
+        .await;
+    boss.event("the boss joining", |e| e["event"] == "joined")
+        .await;
+    let answerers = format!("{},{boss_id}", s.phone.user_id);
+    let (ok, out, err) = him_matrix(
+        s.home.path(),
+        &["room", "--room", &s.room, "--answerers", &answerers],
+    );
+    assert!(ok, "{out}\n{err}");
+    let agent = s.agent("race-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_choice",
+                json!({"question": "Which color?", "options": ["red", "blue"]}),
+            )
+            .await
+        }
+    });
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    // Both vote, the phone first; neither waits for the other.
+    s.phone.vote(&s.room, &poll["event_id"], &["1"]).await;
+    boss.vote(&s.room, &poll["event_id"], &["2"]).await;
+    let result = asking.await.expect("ask_choice");
+    assert_eq!(result["answer"], "red", "{result}");
+    assert_eq!(result["answered_by"], s.phone.user_id.as_str());
+    let told = boss
+        .event("the bot telling the boss", |e| {
+            e["sender"] == s.bot.as_str() && e["content"]["msgtype"] == "m.notice"
+        })
+        .await;
+    let body = told["content"]["body"].as_str().unwrap_or_default();
+    assert!(body.contains("Already answered"), "{body}");
+    assert!(
+        body.contains(&s.phone.user_id),
+        "who answered is said: {body}"
+    );
+    drop(agent);
+    s.phone.stop().await;
+    boss.stop().await;
+}
