@@ -1147,3 +1147,95 @@ async fn two_answerers_race_the_first_wins_and_the_second_hears_it_was_already_a
     s.phone.stop().await;
     boss.stop().await;
 }
+
+/// `him doctor` with the set-up's directories: (its whole output, the Matrix section alone).
+fn doctor(s: &Setup) -> (String, String) {
+    let output = std::process::Command::new(support::him_bin())
+        .arg("doctor")
+        .env("XDG_STATE_HOME", s.home.path().join("state"))
+        .env("HIM_RUNTIME_DIR", s.runtime())
+        .env("HOME", s.home.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run him doctor");
+    let out = String::from_utf8_lossy(&output.stdout).into_owned();
+    let section = out
+        .split("Matrix (answering from your phone)")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_else(|| panic!("no Matrix section in: {out}"))
+        .to_owned();
+    (out, section)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_doctor_checks_the_matrix_leg_and_says_how_to_fix_what_fails() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let me = s.phone.user_id.clone();
+    let (_, section) = doctor(&s);
+    for line in [
+        format!("✓ logged in as {}", s.bot),
+        format!("✓ the bot is in the room {}", s.room),
+        "✓ the room is end-to-end encrypted".to_owned(),
+        format!("✓ {me} may answer and is in the room"),
+        "· the bridge has not synced yet".to_owned(),
+    ] {
+        assert!(section.contains(&line), "{line:?} not in:{section}");
+    }
+    assert!(
+        !section.contains("syt_"),
+        "no token in the report: {section}"
+    );
+
+    // After a question, the bridge's last sync and the device's state are reported.
+    let agent = s.agent("doctor-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Doctor?"})).await }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    s.phone.reply(&s.room, &question["event_id"], "fine").await;
+    asking.await.expect("ask_text");
+    let (_, section) = doctor(&s);
+    assert!(section.contains("✓ the bridge's last sync: "), "{section}");
+    assert!(
+        section.contains("⚠ the bot's device is not verified"),
+        "{section}"
+    );
+
+    // Someone who may answer but is not in the room, and a login that is no longer valid.
+    let ghost = "@ghost:localhost";
+    let answerers = format!("{me},{ghost}");
+    let (ok, out, err) = him_matrix(
+        s.home.path(),
+        &["room", "--room", &s.room, "--answerers", &answerers],
+    );
+    assert!(ok, "{out}\n{err}");
+    let (_, section) = doctor(&s);
+    assert!(
+        section.contains(&format!("⚠ {ghost} may answer but is not in the room")),
+        "{section}"
+    );
+    assert!(section.contains(&format!("--invite {ghost}")), "{section}");
+    let session_file = s.home.path().join("state/him/matrix/session.json");
+    let mut session: Value =
+        serde_json::from_str(&std::fs::read_to_string(&session_file).expect("session"))
+            .expect("json");
+    session["access_token"] = json!("not-a-token");
+    std::fs::write(&session_file, session.to_string()).expect("write session");
+    let (_, section) = doctor(&s);
+    assert!(
+        section.contains("✗ the bot's login is no longer valid"),
+        "{section}"
+    );
+    assert!(
+        section.contains(&format!(
+            "fix: him matrix login --homeserver {}",
+            server.url
+        )),
+        "{section}"
+    );
+    drop(agent);
+    s.phone.stop().await;
+}

@@ -259,7 +259,8 @@ async fn run_room(
         )
         .into());
     }
-    tokio::spawn(sync_forever(client.clone()));
+    write_status(dir, &client).await;
+    tokio::spawn(sync_forever(client.clone(), dir.to_owned()));
 
     let mut posted: HashMap<String, Posted> = store::read(dir, POSTED_FILE, "").unwrap_or_default();
     posted.retain(|_, p| p.until_ms > now_ms());
@@ -367,12 +368,15 @@ async fn first_sync(client: &Client, room_id: &RoomId) -> Room {
 
 /// Syncs for as long as the bridge runs; the sync position is kept in the store, so a
 /// bridge started again reads what was said while it was gone.
-async fn sync_forever(client: Client) {
+async fn sync_forever(client: Client, dir: PathBuf) {
     let settings = SyncSettings::default().timeout(SYNC_TIMEOUT);
     let mut backoff = Duration::from_secs(1);
     loop {
         match client.sync_once(settings.clone()).await {
-            Ok(_) => backoff = Duration::from_secs(1),
+            Ok(_) => {
+                backoff = Duration::from_secs(1);
+                write_status(&dir, &client).await;
+            }
             Err(err) => {
                 tracing::warn!(
                     "sync failed (trying again in {} s): {err}",
@@ -382,6 +386,22 @@ async fn sync_forever(client: Client) {
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
+    }
+}
+
+/// What `him matrix doctor` reads of this bridge: its last sync, and whether the bot's
+/// device is cross-signed (which only the store knows).
+async fn write_status(dir: &Path, client: &Client) {
+    let device_verified = match client.encryption().get_own_device().await {
+        Ok(Some(device)) => device.is_cross_signed_by_owner(),
+        _ => false,
+    };
+    let status = super::doctor::BridgeStatus {
+        synced_at_ms: now_ms(),
+        device_verified,
+    };
+    if let Err(err) = store::write(dir, super::doctor::STATUS_FILE, &status) {
+        tracing::warn!("cannot write the bridge's status: {err}");
     }
 }
 

@@ -18,6 +18,7 @@
 //! - `bridge.rs`: the bridge process; `render.rs`: the pure rules of the phone's view.
 
 mod bridge;
+mod doctor;
 mod permission;
 mod render;
 mod setup;
@@ -53,6 +54,7 @@ fn run(command: MatrixCommand) -> Result<ExitCode, BoxError> {
         MatrixCommand::Login(args) => setup::login(&args),
         MatrixCommand::Room(args) => setup::room(&args),
         MatrixCommand::Bridge => bridge::run(),
+        MatrixCommand::Doctor => doctor::run(),
     }
 }
 
