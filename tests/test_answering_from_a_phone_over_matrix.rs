@@ -1255,3 +1255,69 @@ async fn the_doctor_checks_the_matrix_leg_and_says_how_to_fix_what_fails() {
     drop(agent);
     s.phone.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_ci_runner_without_a_browser_asks_the_phone_with_him_ask() {
+    let Some(server) = ready() else { return };
+    // The laptop set the bot and the room up once; the runner has the bot's password in its
+    // secret store and the room's ID in its configuration (README, "On a CI runner").
+    let mut s = set_up(server, None).await;
+    let runner = tempfile::tempdir().expect("runner home");
+    private_dir(&runner.path().join("run"));
+    private_dir(&runner.path().join("state"));
+    let secret = runner.path().join("bot-password");
+    std::fs::write(&secret, "bot-password\n").expect("secret");
+    let (ok, out, err) = him_matrix(
+        runner.path(),
+        &[
+            "login",
+            "--homeserver",
+            &server.url,
+            "--user",
+            &s.bot,
+            "--password-file",
+            &secret.display().to_string(),
+        ],
+    );
+    assert!(ok, "{out}\n{err}");
+    let (ok, out, err) = him_matrix(
+        runner.path(),
+        &["room", "--room", &s.room, "--answerers", &s.phone.user_id],
+    );
+    assert!(ok, "{out}\n{err}");
+    // The job's step: `him ask`, no browser, no terminal; the bridge starts on demand.
+    let asking = tokio::process::Command::new(support::him_bin())
+        .args([
+            "ask",
+            "--no-tty",
+            "--timeout-ms",
+            "120000",
+            "confirm",
+            "Deploy build 42?",
+        ])
+        .env("XDG_STATE_HOME", runner.path().join("state"))
+        .env("HIM_RUNTIME_DIR", runner.path().join("run"))
+        .env("HIM_MATRIX_IDLE_MS", "5000")
+        .env("HIM_LOG", "info")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("him ask");
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    let body = poll["content"]["org.matrix.msc1767.text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(body.contains("him ask"), "who asks is said: {body}");
+    s.phone.vote(&s.room, &poll["event_id"], &["1"]).await;
+    let output = tokio::time::timeout(support::matrix::PHONE_PATIENCE, asking.wait_with_output())
+        .await
+        .expect("him ask ended")
+        .expect("him ask output");
+    let result: Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["confirmed"], true);
+    assert_eq!(result["via"], "matrix");
+    assert_eq!(result["answered_by"], s.phone.user_id.as_str());
+    s.phone.stop().await;
+}
