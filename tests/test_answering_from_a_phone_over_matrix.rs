@@ -1321,3 +1321,76 @@ async fn a_ci_runner_without_a_browser_asks_the_phone_with_him_ask() {
     assert_eq!(result["answered_by"], s.phone.user_id.as_str());
     s.phone.stop().await;
 }
+
+/// Replies in the thread under `root` and returns the bot's next message there saying `text`.
+async fn in_thread(s: &mut Setup, root: &Value, reply: &str, text: &str) -> String {
+    s.phone
+        .cmd(json!({"cmd": "thread_reply", "room": s.room, "root": root, "body": reply}))
+        .await;
+    thread_message(s, root, text).await
+}
+
+/// The bot's next message in the thread under `root` that says `text`.
+async fn thread_message(s: &mut Setup, root: &Value, text: &str) -> String {
+    let bot = s.bot.clone();
+    let event = s
+        .phone
+        .event(&format!("the bot saying {text:?} in the thread"), |e| {
+            e["sender"] == bot.as_str()
+                && e["content"]["m.relates_to"]["rel_type"] == "m.thread"
+                && e["content"]["m.relates_to"]["event_id"] == *root
+                && e["content"]["body"]
+                    .as_str()
+                    .is_some_and(|b| b.contains(text))
+        })
+        .await;
+    event["content"]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_form_is_answered_in_a_thread_one_field_at_a_time_a_wrong_value_asked_again() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = s.agent("form-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_form",
+                json!({"title": "Deploy", "fields": [
+                    {"name": "env", "type": "radio", "label": "Environment", "required": true,
+                     "options": ["staging", "production"]},
+                    {"name": "replicas", "type": "number", "label": "Replicas", "min": 1, "max": 9},
+                    {"name": "notify", "type": "checkbox", "label": "Notify the team"}]}),
+            )
+            .await
+        }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let body = question["content"]["body"].as_str().unwrap_or_default();
+    assert!(body.contains("Answer in the thread"), "{body}");
+    let root = question["event_id"].clone();
+    thread_message(&mut s, &root, "1/3: Environment").await;
+    in_thread(&mut s, &root, "production", "2/3: Replicas").await;
+    let again = in_thread(&mut s, &root, "12", "Again").await;
+    assert!(again.contains("2/3: Replicas"), "{again}");
+    in_thread(&mut s, &root, "3", "3/3: Notify the team").await;
+    let summary = in_thread(&mut s, &root, "yes", "Send this?").await;
+    assert!(summary.contains("Environment: production"), "{summary}");
+    assert!(summary.contains("Replicas: 3"), "{summary}");
+    s.phone
+        .cmd(json!({"cmd": "thread_reply", "room": s.room, "root": root, "body": "yes"}))
+        .await;
+    let result = asking.await.expect("ask_form");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "matrix");
+    assert_eq!(result["values"]["env"], "production");
+    assert_eq!(result["values"]["replicas"], 3);
+    assert_eq!(result["values"]["notify"], true);
+    drop(agent);
+    s.phone.stop().await;
+}

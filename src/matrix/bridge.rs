@@ -44,6 +44,7 @@ use him::runtime;
 use super::permission;
 use super::render::{self, Shape};
 use super::store::{self, ROOM_FIRST, RoomConfig};
+use super::thread;
 
 /// Where each question posted and still open is kept, id → event.
 const POSTED_FILE: &str = "posted.json";
@@ -184,6 +185,8 @@ struct Open {
     /// Answerers' votes and replies that came while an earlier one was judged: each is told
     /// how that one fared.
     later: Vec<OwnedEventId>,
+    /// A form asked in a thread: how far the person is (`thread.rs`).
+    progress: thread::Progress,
 }
 
 /// The short code that allows a permission prompt from the phone: six digits from the OS's
@@ -546,6 +549,7 @@ impl Bridge {
                     kept,
                     poll,
                     later: Vec::new(),
+                    progress: thread::Progress::default(),
                 },
             );
             self.send_host(&ExtensionToHost::Shown { id }).await?;
@@ -610,8 +614,15 @@ impl Bridge {
                 kept: false,
                 poll: None,
                 later: Vec::new(),
+                progress: thread::Progress::default(),
             },
         );
+        if let Some(open) = self.open.get(&id)
+            && open.shape == Shape::Thread
+        {
+            let (root, start) = (open.event.clone(), thread::start(&open.form));
+            self.in_thread(&root, None, &start).await;
+        }
         self.send_host(&ExtensionToHost::Shown { id }).await
     }
 
@@ -686,6 +697,7 @@ impl Bridge {
                 kept: false,
                 poll,
                 later: Vec::new(),
+                progress: thread::Progress::default(),
             },
         );
         self.send_host(&ExtensionToHost::Shown { id }).await
@@ -769,6 +781,29 @@ impl Bridge {
                 open.later.push(event_id);
             }
             return Ok(());
+        }
+        if open.shape == Shape::Thread {
+            let FromRoom::Reply { body, .. } = &event else {
+                return Ok(());
+            };
+            let root = open.event.clone();
+            let values =
+                match thread::take(&open.form, &mut open.progress, render::reply_text(body)) {
+                    thread::Step::Say(text) => {
+                        self.in_thread(&root, Some(&event_id), &text).await;
+                        return Ok(());
+                    }
+                    thread::Step::Send(values) => values,
+                };
+            open.judged = Some((sender.clone(), event_id));
+            let answer = Answer {
+                id,
+                action: Action::Submit,
+                values: Some(values),
+                note: None,
+                answered_by: Some(sender.to_string()),
+            };
+            return self.send_host(&ExtensionToHost::Answer(answer)).await;
         }
         let reply = match &event {
             FromRoom::Reply { body, .. } => {
@@ -875,6 +910,24 @@ impl Bridge {
     fn keep_posted(&self) {
         if let Err(err) = store::write(&self.dir, POSTED_FILE, &self.posted) {
             tracing::warn!("cannot keep the posted questions: {err}");
+        }
+    }
+
+    /// A message in the thread under `root` (a form asked field by field), replying to the
+    /// person's `to` when there is one.
+    async fn in_thread(&self, root: &OwnedEventId, to: Option<&OwnedEventId>, text: &str) {
+        let content = json!({
+            "msgtype": "m.notice",
+            "body": text,
+            "m.relates_to": {
+                "rel_type": "m.thread",
+                "event_id": root,
+                "is_falling_back": to.is_none(),
+                "m.in_reply_to": {"event_id": to.unwrap_or(root)},
+            },
+        });
+        if let Err(err) = self.room.send_raw("m.room.message", content).await {
+            tracing::warn!("cannot post in the question's thread: {err}");
         }
     }
 

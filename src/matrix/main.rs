@@ -23,6 +23,7 @@ mod permission;
 mod render;
 mod setup;
 mod store;
+mod thread;
 
 use std::process::ExitCode;
 

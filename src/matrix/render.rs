@@ -37,14 +37,16 @@ pub enum Shape {
     /// An agent's permission prompt (`permission.rs`): denied by a vote or a reply, allowed
     /// only by a reply with `code`; `None` when it was cut and is allowed at the desk only.
     Permission { code: Option<String> },
+    /// A form of several fields, asked one field at a time in a thread (`thread.rs`).
+    Thread,
     /// Not over Matrix: the reason, said in the message.
     AtTheDesk(&'static str),
 }
 
 const PASSWORD: &str = "It asks for a password, which never goes over Matrix: answer it at \
                         your desk (the side panel or the terminal), where it stays open.";
-const MANY_FIELDS: &str = "It is a form of several fields: answer it at your desk (the side \
-                           panel), where it stays open.";
+const MANY_FIELDS: &str = "It is a form with a field a phone cannot answer: answer it at your \
+                           desk (the side panel), where it stays open.";
 const TOO_MANY_OPTIONS: &str = "It has more options than a Matrix poll can hold: answer it at \
                                 your desk (the side panel), where it stays open.";
 
@@ -57,7 +59,11 @@ pub fn shape(form: &Form) -> Shape {
         return Shape::AtTheDesk(PASSWORD);
     }
     let [field] = form.fields.as_slice() else {
-        return Shape::AtTheDesk(MANY_FIELDS);
+        return if super::thread::fits(form) {
+            Shape::Thread
+        } else {
+            Shape::AtTheDesk(MANY_FIELDS)
+        };
     };
     let options = |field: &him::form::Field| -> Vec<(String, String)> {
         field
@@ -196,6 +202,7 @@ pub fn body(ask: &LabelledAsk, form: &Form, shape: &Shape, now_ms: u64) -> Strin
                 )
             }
         }
+        Shape::Thread => "Answer in the thread under this message, one field at a time.".to_owned(),
         Shape::AtTheDesk(why) => (*why).to_owned(),
         // Posted as `permission::message`, never as this text.
         Shape::Permission { .. } => String::new(),
@@ -273,7 +280,13 @@ pub fn from_text(shape: &Shape, text: &str) -> Result<Reply, String> {
                 let number: f64 = text
                     .parse()
                     .map_err(|_| format!("“{text}” is not a number"))?;
-                json!(number)
+                // As the panel sends it: a whole number as an integer, where an f64 holds it
+                // exactly (up to 2^53).
+                if number.fract() == 0.0 && number.abs() <= 9_007_199_254_740_992.0 {
+                    json!(number as i64)
+                } else {
+                    json!(number)
+                }
             } else {
                 json!(text)
             };
@@ -311,6 +324,7 @@ pub fn from_text(shape: &Shape, text: &str) -> Result<Reply, String> {
             let decision = super::permission::from_text(text, code.as_deref())?;
             Ok(one(DECISION_FIELD, json!(decision), None))
         }
+        Shape::Thread => Err("answer in the thread under the question".into()),
         Shape::AtTheDesk(why) => Err((*why).to_owned()),
     }
 }
