@@ -1394,3 +1394,92 @@ async fn a_form_is_answered_in_a_thread_one_field_at_a_time_a_wrong_value_asked_
     drop(agent);
     s.phone.stop().await;
 }
+
+/// Not a check but a measure (`cargo test --test test_answering_from_a_phone_over_matrix --
+/// --ignored --nocapture bench`): a question asked (the tool call sent) until the phone has
+/// its event, against a plain message sent by a second client until the same phone has it,
+/// interleaved in one run on one homeserver.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a measure, run by hand"]
+async fn bench_question_to_phone_against_a_plain_message() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let mut other = Phone::start().await;
+    let other_name = unique("other");
+    let other_id = other.register(server, &other_name, "other-password").await;
+    other.login(server, &other_name, "other-password").await;
+    s.phone
+        .cmd(json!({"cmd": "invite", "room": s.room, "user": other_id}))
+        .await;
+    other.event("joined", |e| e["event"] == "joined").await;
+    let agent = s.agent("bench-agent").await;
+    // Warm: the bridge started, keys shared both ways.
+    for round in 0..2 {
+        let asking = tokio::spawn({
+            let agent = agent.clone();
+            async move {
+                call(
+                    &agent,
+                    "ask_text",
+                    json!({"question": format!("warm {round}")}),
+                )
+                .await
+            }
+        });
+        let q = s.phone.question(&s.room, &s.bot).await;
+        s.phone.reply(&s.room, &q["event_id"], "ok").await;
+        asking.await.expect("warm");
+        other
+            .cmd(json!({"cmd": "send", "room": s.room, "body": format!("warm {round}")}))
+            .await;
+    }
+    let (mut question_ms, mut plain_ms) = (Vec::new(), Vec::new());
+    for round in 0..10 {
+        let started = std::time::Instant::now();
+        let asking = tokio::spawn({
+            let agent = agent.clone();
+            async move {
+                call(
+                    &agent,
+                    "ask_text",
+                    json!({"question": format!("bench {round}")}),
+                )
+                .await
+            }
+        });
+        let q = s.phone.question(&s.room, &s.bot).await;
+        question_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+        s.phone.reply(&s.room, &q["event_id"], "ok").await;
+        asking.await.expect("bench ask");
+
+        let text = format!("plain {round}");
+        let started = std::time::Instant::now();
+        other
+            .cmd(json!({"cmd": "send", "room": s.room, "body": text}))
+            .await;
+        s.phone
+            .event("the plain message", |e| {
+                e["content"]["body"] == text.as_str()
+            })
+            .await;
+        plain_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    let p = |v: &mut Vec<f64>, q: f64| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[((v.len() - 1) as f64 * q).round() as usize]
+    };
+    let (q50, q90, m50, m90) = (
+        p(&mut question_ms, 0.5),
+        p(&mut question_ms, 0.9),
+        p(&mut plain_ms, 0.5),
+        p(&mut plain_ms, 0.9),
+    );
+    eprintln!(
+        "question asked → event at the phone: p50 {q50:.0} ms, p90 {q90:.0} ms; \
+         plain message sent → at the phone: p50 {m50:.0} ms, p90 {m90:.0} ms; ratio p50 {:.2}",
+        q50 / m50
+    );
+    drop(agent);
+    s.phone.stop().await;
+    other.stop().await;
+}
