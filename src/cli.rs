@@ -78,6 +78,10 @@ pub enum MatrixCommand {
     /// Run the bridge: a host that agents find as they find a browser's, posting their
     /// questions to the room (`him serve` and `him ask` start it when Matrix is set up).
     Bridge,
+    /// Check the Matrix leg (logged in, room joined and encrypted, answerers there, the
+    /// bridge's last sync, the bot's device verified) and say how to fix what fails; `him
+    /// doctor` includes it.
+    Doctor,
 }
 
 #[derive(Debug, Args)]

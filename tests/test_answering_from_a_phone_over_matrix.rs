@@ -250,6 +250,26 @@ async fn each_question_kind_is_answered_from_the_phone_by_poll_or_reply() {
     let result = asking.await.expect("ask_multi_select");
     assert_eq!(result["selected"], json!(["lint", "bench"]), "{result}");
 
+    // A question longer than a Matrix event holds (65,536 bytes) is posted cut, saying how
+    // much is hidden, and is answered all the same.
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "汉".repeat(16_000)})).await }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let body = question["content"]["body"].as_str().expect("body");
+    let tail: String = body
+        .chars()
+        .skip(body.chars().count().saturating_sub(200))
+        .collect();
+    assert!(body.contains("more bytes are hidden"), "{tail}");
+    assert!(
+        body.ends_with("Reply to this message with your answer."),
+        "{tail}"
+    );
+    s.phone.reply(&s.room, &question["event_id"], "long").await;
+    assert_eq!(asking.await.expect("long ask_text")["answer"], "long");
+
     // human_input_status lists Matrix on its own, not as a browser.
     let status = call(&agent, "human_input_status", json!({})).await;
     assert_eq!(status["browsers"], json!([]), "{status}");
@@ -1075,11 +1095,7 @@ async fn a_permission_is_allowed_from_the_phone_only_with_its_code_and_denied_by
         .as_str()
         .expect("body")
         .to_owned();
-    assert!(
-        body.contains("bytes of the input are hidden"),
-        "{}",
-        &body[body.len() - 400..]
-    );
+    assert!(body.contains("bytes of the input are hidden"), "{body}");
     assert!(body.contains("at the desk"));
     assert!(!body.contains("reply with the code"));
     let poll = s.phone.question(&s.room, &s.bot).await;
@@ -1146,4 +1162,324 @@ async fn two_answerers_race_the_first_wins_and_the_second_hears_it_was_already_a
     drop(agent);
     s.phone.stop().await;
     boss.stop().await;
+}
+
+/// `him doctor` with the set-up's directories: (its whole output, the Matrix section alone).
+fn doctor(s: &Setup) -> (String, String) {
+    let output = std::process::Command::new(support::him_bin())
+        .arg("doctor")
+        .env("XDG_STATE_HOME", s.home.path().join("state"))
+        .env("HIM_RUNTIME_DIR", s.runtime())
+        .env("HOME", s.home.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run him doctor");
+    let out = String::from_utf8_lossy(&output.stdout).into_owned();
+    let section = out
+        .split("Matrix (answering from your phone)")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_else(|| panic!("no Matrix section in: {out}"))
+        .to_owned();
+    (out, section)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_doctor_checks_the_matrix_leg_and_says_how_to_fix_what_fails() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let me = s.phone.user_id.clone();
+    let (_, section) = doctor(&s);
+    for line in [
+        format!("✓ logged in as {}", s.bot),
+        format!("✓ the bot is in the room {}", s.room),
+        "✓ the room is end-to-end encrypted".to_owned(),
+        format!("✓ {me} may answer and is in the room"),
+        "· the bridge has not synced yet".to_owned(),
+    ] {
+        assert!(section.contains(&line), "{line:?} not in:{section}");
+    }
+    assert!(
+        !section.contains("syt_"),
+        "no token in the report: {section}"
+    );
+
+    // After a question, the bridge's last sync and the device's state are reported.
+    let agent = s.agent("doctor-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Doctor?"})).await }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    s.phone.reply(&s.room, &question["event_id"], "fine").await;
+    asking.await.expect("ask_text");
+    let (_, section) = doctor(&s);
+    assert!(section.contains("✓ the bridge's last sync: "), "{section}");
+    assert!(
+        section.contains("⚠ the bot's device is not verified"),
+        "{section}"
+    );
+
+    // Someone who may answer but is not in the room, and a login that is no longer valid.
+    let ghost = "@ghost:localhost";
+    let answerers = format!("{me},{ghost}");
+    let (ok, out, err) = him_matrix(
+        s.home.path(),
+        &["room", "--room", &s.room, "--answerers", &answerers],
+    );
+    assert!(ok, "{out}\n{err}");
+    let (_, section) = doctor(&s);
+    assert!(
+        section.contains(&format!("⚠ {ghost} may answer but is not in the room")),
+        "{section}"
+    );
+    assert!(section.contains(&format!("--invite {ghost}")), "{section}");
+    let session_file = s.home.path().join("state/him/matrix/session.json");
+    let mut session: Value =
+        serde_json::from_str(&std::fs::read_to_string(&session_file).expect("session"))
+            .expect("json");
+    session["access_token"] = json!("not-a-token");
+    std::fs::write(&session_file, session.to_string()).expect("write session");
+    let (_, section) = doctor(&s);
+    assert!(
+        section.contains("✗ the bot's login is no longer valid"),
+        "{section}"
+    );
+    assert!(
+        section.contains(&format!(
+            "fix: him matrix login --homeserver {}",
+            server.url
+        )),
+        "{section}"
+    );
+    drop(agent);
+    s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_ci_runner_without_a_browser_asks_the_phone_with_him_ask() {
+    let Some(server) = ready() else { return };
+    // The laptop set the bot and the room up once; the runner has the bot's password in its
+    // secret store and the room's ID in its configuration (README, "On a CI runner").
+    let mut s = set_up(server, None).await;
+    let runner = tempfile::tempdir().expect("runner home");
+    private_dir(&runner.path().join("run"));
+    private_dir(&runner.path().join("state"));
+    let secret = runner.path().join("bot-password");
+    std::fs::write(&secret, "bot-password\n").expect("secret");
+    let (ok, out, err) = him_matrix(
+        runner.path(),
+        &[
+            "login",
+            "--homeserver",
+            &server.url,
+            "--user",
+            &s.bot,
+            "--password-file",
+            &secret.display().to_string(),
+        ],
+    );
+    assert!(ok, "{out}\n{err}");
+    let (ok, out, err) = him_matrix(
+        runner.path(),
+        &["room", "--room", &s.room, "--answerers", &s.phone.user_id],
+    );
+    assert!(ok, "{out}\n{err}");
+    // The job's step: `him ask`, no browser, no terminal; the bridge starts on demand.
+    let asking = tokio::process::Command::new(support::him_bin())
+        .args([
+            "ask",
+            "--no-tty",
+            "--timeout-ms",
+            "120000",
+            "confirm",
+            "Deploy build 42?",
+        ])
+        .env("XDG_STATE_HOME", runner.path().join("state"))
+        .env("HIM_RUNTIME_DIR", runner.path().join("run"))
+        .env("HIM_MATRIX_IDLE_MS", "5000")
+        .env("HIM_LOG", "info")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("him ask");
+    let poll = s.phone.question(&s.room, &s.bot).await;
+    let body = poll["content"]["org.matrix.msc1767.text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(body.contains("him ask"), "who asks is said: {body}");
+    s.phone.vote(&s.room, &poll["event_id"], &["1"]).await;
+    let output = tokio::time::timeout(support::matrix::PHONE_PATIENCE, asking.wait_with_output())
+        .await
+        .expect("him ask ended")
+        .expect("him ask output");
+    let result: Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["confirmed"], true);
+    assert_eq!(result["via"], "matrix");
+    assert_eq!(result["answered_by"], s.phone.user_id.as_str());
+    s.phone.stop().await;
+}
+
+/// Replies in the thread under `root` and returns the bot's next message there saying `text`.
+async fn in_thread(s: &mut Setup, root: &Value, reply: &str, text: &str) -> String {
+    s.phone
+        .cmd(json!({"cmd": "thread_reply", "room": s.room, "root": root, "body": reply}))
+        .await;
+    thread_message(s, root, text).await
+}
+
+/// The bot's next message in the thread under `root` that says `text`.
+async fn thread_message(s: &mut Setup, root: &Value, text: &str) -> String {
+    let bot = s.bot.clone();
+    let event = s
+        .phone
+        .event(&format!("the bot saying {text:?} in the thread"), |e| {
+            e["sender"] == bot.as_str()
+                && e["content"]["m.relates_to"]["rel_type"] == "m.thread"
+                && e["content"]["m.relates_to"]["event_id"] == *root
+                && e["content"]["body"]
+                    .as_str()
+                    .is_some_and(|b| b.contains(text))
+        })
+        .await;
+    event["content"]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_form_is_answered_in_a_thread_one_field_at_a_time_a_wrong_value_asked_again() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = s.agent("form-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_form",
+                json!({"title": "Deploy", "fields": [
+                    {"name": "env", "type": "radio", "label": "Environment", "required": true,
+                     "options": ["staging", "production"]},
+                    {"name": "replicas", "type": "number", "label": "Replicas", "min": 1, "max": 9},
+                    {"name": "notify", "type": "checkbox", "label": "Notify the team"}]}),
+            )
+            .await
+        }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let body = question["content"]["body"].as_str().unwrap_or_default();
+    assert!(body.contains("Answer in the thread"), "{body}");
+    let root = question["event_id"].clone();
+    thread_message(&mut s, &root, "1/3: Environment").await;
+    in_thread(&mut s, &root, "production", "2/3: Replicas").await;
+    let again = in_thread(&mut s, &root, "12", "Again").await;
+    assert!(again.contains("2/3: Replicas"), "{again}");
+    in_thread(&mut s, &root, "3", "3/3: Notify the team").await;
+    let summary = in_thread(&mut s, &root, "yes", "Send this?").await;
+    assert!(summary.contains("Environment: production"), "{summary}");
+    assert!(summary.contains("Replicas: 3"), "{summary}");
+    s.phone
+        .cmd(json!({"cmd": "thread_reply", "room": s.room, "root": root, "body": "yes"}))
+        .await;
+    let result = asking.await.expect("ask_form");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "matrix");
+    assert_eq!(result["values"]["env"], "production");
+    assert_eq!(result["values"]["replicas"], 3);
+    assert_eq!(result["values"]["notify"], true);
+    drop(agent);
+    s.phone.stop().await;
+}
+
+/// Not a check but a measure (`cargo test --test test_answering_from_a_phone_over_matrix --
+/// --ignored --nocapture bench`): a question asked (the tool call sent) until the phone has
+/// its event, against a plain message sent by a second client until the same phone has it,
+/// interleaved in one run on one homeserver.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a measure, run by hand"]
+async fn bench_question_to_phone_against_a_plain_message() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let mut other = Phone::start().await;
+    let other_name = unique("other");
+    let other_id = other.register(server, &other_name, "other-password").await;
+    other.login(server, &other_name, "other-password").await;
+    s.phone
+        .cmd(json!({"cmd": "invite", "room": s.room, "user": other_id}))
+        .await;
+    other.event("joined", |e| e["event"] == "joined").await;
+    let agent = s.agent("bench-agent").await;
+    // Warm: the bridge started, keys shared both ways.
+    for round in 0..2 {
+        let asking = tokio::spawn({
+            let agent = agent.clone();
+            async move {
+                call(
+                    &agent,
+                    "ask_text",
+                    json!({"question": format!("warm {round}")}),
+                )
+                .await
+            }
+        });
+        let q = s.phone.question(&s.room, &s.bot).await;
+        s.phone.reply(&s.room, &q["event_id"], "ok").await;
+        asking.await.expect("warm");
+        other
+            .cmd(json!({"cmd": "send", "room": s.room, "body": format!("warm {round}")}))
+            .await;
+    }
+    let (mut question_ms, mut plain_ms) = (Vec::new(), Vec::new());
+    for round in 0..10 {
+        let started = std::time::Instant::now();
+        let asking = tokio::spawn({
+            let agent = agent.clone();
+            async move {
+                call(
+                    &agent,
+                    "ask_text",
+                    json!({"question": format!("bench {round}")}),
+                )
+                .await
+            }
+        });
+        let q = s.phone.question(&s.room, &s.bot).await;
+        question_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+        s.phone.reply(&s.room, &q["event_id"], "ok").await;
+        asking.await.expect("bench ask");
+
+        let text = format!("plain {round}");
+        let started = std::time::Instant::now();
+        other
+            .cmd(json!({"cmd": "send", "room": s.room, "body": text}))
+            .await;
+        s.phone
+            .event("the plain message", |e| {
+                e["content"]["body"] == text.as_str()
+            })
+            .await;
+        plain_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    let p = |v: &mut Vec<f64>, q: f64| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[((v.len() - 1) as f64 * q).round() as usize]
+    };
+    let (q50, q90, m50, m90) = (
+        p(&mut question_ms, 0.5),
+        p(&mut question_ms, 0.9),
+        p(&mut plain_ms, 0.5),
+        p(&mut plain_ms, 0.9),
+    );
+    eprintln!(
+        "question asked → event at the phone: p50 {q50:.0} ms, p90 {q90:.0} ms; \
+         plain message sent → at the phone: p50 {m50:.0} ms, p90 {m90:.0} ms; ratio p50 {:.2}",
+        q50 / m50
+    );
+    drop(agent);
+    s.phone.stop().await;
+    other.stop().await;
 }

@@ -59,7 +59,7 @@ pub struct Finding {
 }
 
 impl Finding {
-    fn new(status: Status, text: impl Into<String>) -> Finding {
+    pub fn new(status: Status, text: impl Into<String>) -> Finding {
         Finding {
             status,
             text: text.into(),
@@ -68,12 +68,12 @@ impl Finding {
         }
     }
 
-    fn fix(mut self, fix: impl Into<String>) -> Finding {
+    pub fn fix(mut self, fix: impl Into<String>) -> Finding {
         self.fix = Some(fix.into());
         self
     }
 
-    fn detail(mut self, detail: impl Into<String>) -> Finding {
+    pub fn detail(mut self, detail: impl Into<String>) -> Finding {
         self.details.push(detail.into());
         self
     }
@@ -218,19 +218,51 @@ pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
             "load the extension, then run `{him} install` (or `{him} install --browser NAME`)"
         ))
     };
-    sections.push(Section {
+    let summary = Section {
         title: "Summary",
         findings: vec![verdict],
-    });
+    };
+    let matrix = matrix_section(&ctx.exe);
 
     let mut out = io::stdout().lock();
     writeln!(out, "him doctor (him {})\n", env!("CARGO_PKG_VERSION"))?;
     out.write_all(render(&sections).as_bytes())?;
+    out.write_all(matrix.as_bytes())?;
+    out.write_all(render(&[summary]).as_bytes())?;
     Ok(if works {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The Matrix section, when a bot is logged in: `him-matrix doctor`'s report (the Matrix code
+/// lives in that binary only), or why it could not run.
+fn matrix_section(exe: &Path) -> String {
+    let logged_in =
+        crate::matrix_link::state_dir().is_some_and(|dir| dir.join("session.json").is_file());
+    if !logged_in {
+        return String::new();
+    }
+    let matrix = exe.with_file_name("him-matrix");
+    match std::process::Command::new(&matrix)
+        .arg("doctor")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+    {
+        Ok(output) => String::from_utf8_lossy(&output.stdout).into_owned(),
+        Err(err) => render(&[Section {
+            title: "Matrix (answering from your phone)",
+            findings: vec![
+                Finding::new(
+                    Status::Fail,
+                    format!("cannot run {}: {}", matrix.display(), plain(&err)),
+                )
+                .fix("install him-matrix beside him (cargo install builds both)"),
+            ],
+        }]),
+    }
 }
 
 /// Where `him serve --http` keeps its tokens, and whether it would accept that directory

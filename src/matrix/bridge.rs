@@ -44,6 +44,7 @@ use him::runtime;
 use super::permission;
 use super::render::{self, Shape};
 use super::store::{self, ROOM_FIRST, RoomConfig};
+use super::thread;
 
 /// Where each question posted and still open is kept, id → event.
 const POSTED_FILE: &str = "posted.json";
@@ -184,6 +185,8 @@ struct Open {
     /// Answerers' votes and replies that came while an earlier one was judged: each is told
     /// how that one fared.
     later: Vec<OwnedEventId>,
+    /// A form asked in a thread: how far the person is (`thread.rs`).
+    progress: thread::Progress,
 }
 
 /// The short code that allows a permission prompt from the phone: six digits from the OS's
@@ -259,7 +262,8 @@ async fn run_room(
         )
         .into());
     }
-    tokio::spawn(sync_forever(client.clone()));
+    write_status(dir, &client).await;
+    tokio::spawn(sync_forever(client.clone(), dir.to_owned()));
 
     let mut posted: HashMap<String, Posted> = store::read(dir, POSTED_FILE, "").unwrap_or_default();
     posted.retain(|_, p| p.until_ms > now_ms());
@@ -367,12 +371,15 @@ async fn first_sync(client: &Client, room_id: &RoomId) -> Room {
 
 /// Syncs for as long as the bridge runs; the sync position is kept in the store, so a
 /// bridge started again reads what was said while it was gone.
-async fn sync_forever(client: Client) {
+async fn sync_forever(client: Client, dir: PathBuf) {
     let settings = SyncSettings::default().timeout(SYNC_TIMEOUT);
     let mut backoff = Duration::from_secs(1);
     loop {
         match client.sync_once(settings.clone()).await {
-            Ok(_) => backoff = Duration::from_secs(1),
+            Ok(_) => {
+                backoff = Duration::from_secs(1);
+                write_status(&dir, &client).await;
+            }
             Err(err) => {
                 tracing::warn!(
                     "sync failed (trying again in {} s): {err}",
@@ -382,6 +389,22 @@ async fn sync_forever(client: Client) {
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
+    }
+}
+
+/// What `him matrix doctor` reads of this bridge: its last sync, and whether the bot's
+/// device is cross-signed (which only the store knows).
+async fn write_status(dir: &Path, client: &Client) {
+    let device_verified = match client.encryption().get_own_device().await {
+        Ok(Some(device)) => device.is_cross_signed_by_owner(),
+        _ => false,
+    };
+    let status = super::doctor::BridgeStatus {
+        synced_at_ms: now_ms(),
+        device_verified,
+    };
+    if let Err(err) = store::write(dir, super::doctor::STATUS_FILE, &status) {
+        tracing::warn!("cannot write the bridge's status: {err}");
     }
 }
 
@@ -526,6 +549,7 @@ impl Bridge {
                     kept,
                     poll,
                     later: Vec::new(),
+                    progress: thread::Progress::default(),
                 },
             );
             self.send_host(&ExtensionToHost::Shown { id }).await?;
@@ -590,8 +614,15 @@ impl Bridge {
                 kept: false,
                 poll: None,
                 later: Vec::new(),
+                progress: thread::Progress::default(),
             },
         );
+        if let Some(open) = self.open.get(&id)
+            && open.shape == Shape::Thread
+        {
+            let (root, start) = (open.event.clone(), thread::start(&open.form));
+            self.in_thread(&root, None, &start).await;
+        }
         self.send_host(&ExtensionToHost::Shown { id }).await
     }
 
@@ -666,6 +697,7 @@ impl Bridge {
                 kept: false,
                 poll,
                 later: Vec::new(),
+                progress: thread::Progress::default(),
             },
         );
         self.send_host(&ExtensionToHost::Shown { id }).await
@@ -749,6 +781,29 @@ impl Bridge {
                 open.later.push(event_id);
             }
             return Ok(());
+        }
+        if open.shape == Shape::Thread {
+            let FromRoom::Reply { body, .. } = &event else {
+                return Ok(());
+            };
+            let root = open.event.clone();
+            let values =
+                match thread::take(&open.form, &mut open.progress, render::reply_text(body)) {
+                    thread::Step::Say(text) => {
+                        self.in_thread(&root, Some(&event_id), &text).await;
+                        return Ok(());
+                    }
+                    thread::Step::Send(values) => values,
+                };
+            open.judged = Some((sender.clone(), event_id));
+            let answer = Answer {
+                id,
+                action: Action::Submit,
+                values: Some(values),
+                note: None,
+                answered_by: Some(sender.to_string()),
+            };
+            return self.send_host(&ExtensionToHost::Answer(answer)).await;
         }
         let reply = match &event {
             FromRoom::Reply { body, .. } => {
@@ -855,6 +910,24 @@ impl Bridge {
     fn keep_posted(&self) {
         if let Err(err) = store::write(&self.dir, POSTED_FILE, &self.posted) {
             tracing::warn!("cannot keep the posted questions: {err}");
+        }
+    }
+
+    /// A message in the thread under `root` (a form asked field by field), replying to the
+    /// person's `to` when there is one.
+    async fn in_thread(&self, root: &OwnedEventId, to: Option<&OwnedEventId>, text: &str) {
+        let content = json!({
+            "msgtype": "m.notice",
+            "body": text,
+            "m.relates_to": {
+                "rel_type": "m.thread",
+                "event_id": root,
+                "is_falling_back": to.is_none(),
+                "m.in_reply_to": {"event_id": to.unwrap_or(root)},
+            },
+        });
+        if let Err(err) = self.room.send_raw("m.room.message", content).await {
+            tracing::warn!("cannot post in the question's thread: {err}");
         }
     }
 

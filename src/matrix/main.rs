@@ -18,10 +18,12 @@
 //! - `bridge.rs`: the bridge process; `render.rs`: the pure rules of the phone's view.
 
 mod bridge;
+mod doctor;
 mod permission;
 mod render;
 mod setup;
 mod store;
+mod thread;
 
 use std::process::ExitCode;
 
@@ -53,6 +55,7 @@ fn run(command: MatrixCommand) -> Result<ExitCode, BoxError> {
         MatrixCommand::Login(args) => setup::login(&args),
         MatrixCommand::Room(args) => setup::room(&args),
         MatrixCommand::Bridge => bridge::run(),
+        MatrixCommand::Doctor => doctor::run(),
     }
 }
 

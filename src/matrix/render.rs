@@ -37,14 +37,16 @@ pub enum Shape {
     /// An agent's permission prompt (`permission.rs`): denied by a vote or a reply, allowed
     /// only by a reply with `code`; `None` when it was cut and is allowed at the desk only.
     Permission { code: Option<String> },
+    /// A form of several fields, asked one field at a time in a thread (`thread.rs`).
+    Thread,
     /// Not over Matrix: the reason, said in the message.
     AtTheDesk(&'static str),
 }
 
 const PASSWORD: &str = "It asks for a password, which never goes over Matrix: answer it at \
                         your desk (the side panel or the terminal), where it stays open.";
-const MANY_FIELDS: &str = "It is a form of several fields: answer it at your desk (the side \
-                           panel), where it stays open.";
+const MANY_FIELDS: &str = "It is a form with a field a phone cannot answer: answer it at your \
+                           desk (the side panel), where it stays open.";
 const TOO_MANY_OPTIONS: &str = "It has more options than a Matrix poll can hold: answer it at \
                                 your desk (the side panel), where it stays open.";
 
@@ -57,7 +59,11 @@ pub fn shape(form: &Form) -> Shape {
         return Shape::AtTheDesk(PASSWORD);
     }
     let [field] = form.fields.as_slice() else {
-        return Shape::AtTheDesk(MANY_FIELDS);
+        return if super::thread::fits(form) {
+            Shape::Thread
+        } else {
+            Shape::AtTheDesk(MANY_FIELDS)
+        };
     };
     let options = |field: &him::form::Field| -> Vec<(String, String)> {
         field
@@ -130,24 +136,43 @@ pub fn header(ask: &LabelledAsk, now_ms: u64) -> String {
     format!("{who} asks ({left} left to answer):")
 }
 
-/// The message's text (a poll's fallback text too): the header, the question, and how to
-/// answer it here.
+/// Matrix caps an event at 65,536 bytes (spec, "Size limits"), and an encrypted one carries
+/// its content base64'd (4/3): of a question's text (title, descriptions, options) at most
+/// this much is posted, the rest said to be hidden.
+pub const MAX_QUESTION: usize = 12 * 1024;
+/// Of one option's label (a poll answer), at most this much.
+pub const MAX_LABEL: usize = 300;
+/// Of the poll's own question line, at most this much.
+pub const MAX_POLL_QUESTION: usize = 2 * 1024;
+
+/// `text`, cut to at most `max` bytes (on a character boundary) with a last line saying how
+/// much is hidden, when it is longer.
+pub fn fit(text: &str, max: usize) -> String {
+    let (shown, hidden) = super::permission::cut(text, max);
+    if hidden == 0 {
+        return text.to_owned();
+    }
+    format!(
+        "{shown}…\n\n[{hidden} more bytes are hidden: more than a Matrix message holds. The \
+         side panel shows it all.]"
+    )
+}
+
+/// The message's text (a poll's fallback text too): the header, the question (cut to
+/// [`MAX_QUESTION`], saying how much is hidden), and how to answer it here.
 pub fn body(ask: &LabelledAsk, form: &Form, shape: &Shape, now_ms: u64) -> String {
-    let mut text = header(ask, now_ms);
-    text.push_str("\n\n");
-    text.push_str(&terminal_line(&form.title));
+    let mut question = terminal_line(&form.title);
     if let Some(description) = &form.description {
-        text.push_str("\n\n");
-        text.push_str(&terminal_text(description));
+        question.push_str("\n\n");
+        question.push_str(&terminal_text(description));
     }
     if let [field] = form.fields.as_slice()
         && let Some(description) = &field.description
     {
-        text.push_str("\n\n");
-        text.push_str(&terminal_text(description));
+        question.push_str("\n\n");
+        question.push_str(&terminal_text(description));
     }
-    text.push_str("\n\n");
-    match shape {
+    let how = match shape {
         Shape::Text { kind, .. } => {
             let what = match kind {
                 FieldType::Number => "a number",
@@ -155,15 +180,16 @@ pub fn body(ask: &LabelledAsk, form: &Form, shape: &Shape, now_ms: u64) -> Strin
                 FieldType::Url => "a link",
                 _ => "your answer",
             };
-            text.push_str(&format!("Reply to this message with {what}."));
+            format!("Reply to this message with {what}.")
         }
         Shape::Poll {
             options, min, max, ..
         } => {
+            question.push_str("\n\n");
             for (n, (_, label)) in options.iter().enumerate() {
-                text.push_str(&format!("{}. {}\n", n + 1, terminal_literal(label)));
+                question.push_str(&format!("{}. {}\n", n + 1, label_text(label)));
             }
-            let how = if *max == 1 {
+            if *max == 1 {
                 "Vote, or reply with a number or the option's text.".to_owned()
             } else {
                 format!(
@@ -174,19 +200,28 @@ pub fn body(ask: &LabelledAsk, form: &Form, shape: &Shape, now_ms: u64) -> Strin
                         format!("{min} to {max}")
                     }
                 )
-            };
-            text.push_str(&how);
+            }
         }
-        Shape::AtTheDesk(why) => text.push_str(why),
+        Shape::Thread => "Answer in the thread under this message, one field at a time.".to_owned(),
+        Shape::AtTheDesk(why) => (*why).to_owned(),
         // Posted as `permission::message`, never as this text.
-        Shape::Permission { .. } => {}
-    }
-    text
+        Shape::Permission { .. } => String::new(),
+    };
+    format!(
+        "{}\n\n{}\n\n{how}",
+        header(ask, now_ms),
+        fit(question.trim_end(), MAX_QUESTION)
+    )
 }
 
-/// The poll's own question line: the question, plainly.
+/// An option's label as the phone shows it: marked, on one line, cut to [`MAX_LABEL`].
+fn label_text(label: &str) -> String {
+    fit(&terminal_literal(label), MAX_LABEL)
+}
+
+/// The poll's own question line: the question, plainly (cut to [`MAX_POLL_QUESTION`]).
 pub fn poll_question(form: &Form) -> String {
-    terminal_line(&form.title)
+    fit(&terminal_line(&form.title), MAX_POLL_QUESTION)
 }
 
 /// The `content` of a poll start (MSC3381, the unstable names every client reads today).
@@ -198,7 +233,7 @@ pub fn poll_content(form: &Form, shape: &Shape, fallback: &str) -> Option<Value>
         .iter()
         .enumerate()
         .map(|(n, (_, label))| {
-            json!({"id": (n + 1).to_string(), "org.matrix.msc1767.text": terminal_literal(label)})
+            json!({"id": (n + 1).to_string(), "org.matrix.msc1767.text": label_text(label)})
         })
         .collect();
     Some(json!({
@@ -245,7 +280,13 @@ pub fn from_text(shape: &Shape, text: &str) -> Result<Reply, String> {
                 let number: f64 = text
                     .parse()
                     .map_err(|_| format!("“{text}” is not a number"))?;
-                json!(number)
+                // As the panel sends it: a whole number as an integer, where an f64 holds it
+                // exactly (up to 2^53).
+                if number.fract() == 0.0 && number.abs() <= 9_007_199_254_740_992.0 {
+                    json!(number as i64)
+                } else {
+                    json!(number)
+                }
             } else {
                 json!(text)
             };
@@ -283,6 +324,7 @@ pub fn from_text(shape: &Shape, text: &str) -> Result<Reply, String> {
             let decision = super::permission::from_text(text, code.as_deref())?;
             Ok(one(DECISION_FIELD, json!(decision), None))
         }
+        Shape::Thread => Err("answer in the thread under the question".into()),
         Shape::AtTheDesk(why) => Err((*why).to_owned()),
     }
 }
@@ -443,6 +485,32 @@ mod tests {
         .unwrap();
         assert_eq!(shape(&f), Shape::AtTheDesk(PASSWORD));
         assert!(from_text(&shape(&f), "hunter2").is_err());
+    }
+
+    #[test]
+    fn a_question_too_long_for_a_matrix_event_is_cut_saying_how_much_is_hidden() {
+        let long = "汉".repeat(16_000);
+        let f = choice(json!({"question": long, "options": ["a", "b".repeat(2_000)]}));
+        let shape = shape(&f);
+        let ask: LabelledAsk = serde_json::from_value(json!({
+            "id": "q", "form": {}, "timeout_ms": 60_000, "asked_at_ms": 0,
+            "agent": {"name": "agent"}}))
+        .unwrap();
+        let body = body(&ask, &f, &shape, 0);
+        assert!(
+            body.contains("more bytes are hidden"),
+            "{}",
+            &body[body.len() - 300..]
+        );
+        assert!(body.ends_with("Vote, or reply with a number or the option's text."));
+        let content = poll_content(&f, &shape, &body).unwrap();
+        // Encrypted (4/3) with room to spare under 65,536 bytes.
+        assert!(
+            content.to_string().len() * 4 / 3 < 60_000,
+            "{}",
+            content.to_string().len()
+        );
+        assert_eq!(fit("short", 10), "short");
     }
 
     #[test]

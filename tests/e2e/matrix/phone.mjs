@@ -7,7 +7,7 @@
 //           {"event": "joined", "room": "!…"}      a room this client joined (auto-join)
 //
 // Commands: register (by the homeserver's shared secret: no login needed), login, create_room,
-// join, invite, send, reply, vote. Nothing else is printed on stdout: the SDK's own logging goes to
+// join, invite, send, reply, thread_reply, vote. Nothing else is printed on stdout: the SDK's own logging goes to
 // stderr.
 
 import { createHmac } from 'node:crypto';
@@ -141,6 +141,23 @@ async function reply({ room, to, body }) {
   });
 }
 
+// A reply in the thread under `root`, as Element sends one (its reply fallback to `root`).
+async function threadReply({ room, root, body }) {
+  return send({
+    room,
+    content: {
+      msgtype: 'm.text',
+      body,
+      'm.relates_to': {
+        rel_type: 'm.thread',
+        event_id: root,
+        is_falling_back: true,
+        'm.in_reply_to': { event_id: root },
+      },
+    },
+  });
+}
+
 async function vote({ room, poll, answers }) {
   const { event_id } = await client.sendEvent(room, 'org.matrix.msc3381.poll.response', {
     'm.relates_to': { rel_type: 'm.reference', event_id: poll },
@@ -157,6 +174,7 @@ const commands = {
   invite: async ({ room, user }) => (await client.invite(room, user), {}),
   send,
   reply,
+  thread_reply: threadReply,
   vote,
 };
 
