@@ -179,6 +179,13 @@ fn keep_in_store(
         return Kept::Failed("the question could not be read back".into());
     };
     let now = crate::channels::unix_ms();
+    // A question left open after its call returned `pending` is open to its own deadline:
+    // kept from then, however its wait ends (the session going away included).
+    let from_ms = if plan.pending {
+        from_ms.max(ask.asked_at_ms.saturating_add(ask.timeout_ms))
+    } else {
+        from_ms
+    };
     let record = crate::keep::Record {
         id: id.to_owned(),
         tool: plan.tool.clone(),

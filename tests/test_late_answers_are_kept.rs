@@ -862,3 +862,112 @@ async fn a_password_form_and_return_after_zero_wait_to_the_end_instead() {
         assert_eq!(status["return_after_ms"], limit, "{client}: {status}");
     }
 }
+
+// Claude Code stops `him serve` with SIGINT (then SIGTERM at 100 ms, SIGKILL at 500 ms),
+// closing its input only after: a signal ends the session as the end of input does.
+
+fn send_signal(pid: u32, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal)
+        .expect("signal him serve");
+}
+
+/// `him serve` as Claude Code (with its pid), and a question whose call returned `pending`.
+async fn left_open(runtime: &Path, ext: &mut FakeExtension) -> (Agent, u32, Value) {
+    let (agent, _, pid) = start_agent_with_pid(
+        runtime,
+        "claude-code",
+        &[KEEP, RETURN_AFTER],
+        std::process::Stdio::inherit(),
+    )
+    .await;
+    let asking = tokio::spawn(async move {
+        let result = call(
+            &agent,
+            "ask_text",
+            json!({"question": "Which tag?", "timeout_ms": 20_000}),
+        )
+        .await;
+        (agent, result)
+    });
+    let ask = ext.take_ask().await;
+    let (agent, pending) = asking.await.expect("the call");
+    assert_eq!(pending["status"], "pending", "{pending}");
+    (agent, pid, ask)
+}
+
+/// The next frame the extension gets must be question `id`'s card, kept until the
+/// record in the store says, which is `HIM_KEEP_MS` past the question's own deadline.
+async fn next_is_kept_card(ext: &mut FakeExtension, runtime: &Path, ask: &Value) {
+    let frame = ext.recv().await;
+    assert_eq!(frame["type"], "ask", "the card was not kept: {frame}");
+    assert_eq!(frame["id"], ask["id"]);
+    let record = read_record(runtime, &ask["id"]);
+    assert!(record["answer"].is_null());
+    let deadline = ask["asked_at_ms"].as_u64().expect("asked_at_ms")
+        + ask["timeout_ms"].as_u64().expect("timeout_ms");
+    assert_eq!(
+        record["until_ms"].as_u64().expect("until_ms"),
+        deadline + 60_000
+    );
+    assert_eq!(frame["kept_until_ms"], record["until_ms"], "{frame}");
+}
+
+#[tokio::test]
+async fn sigint_after_pending_keeps_the_card_open_to_its_deadline() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let (_agent, pid, ask) = left_open(runtime.path(), &mut ext).await;
+    send_signal(pid, nix::sys::signal::Signal::SIGINT);
+    next_is_kept_card(&mut ext, runtime.path(), &ask).await;
+}
+
+#[tokio::test]
+async fn sigkill_after_pending_the_host_keeps_the_card_the_store_holds_open() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let (_agent, pid, ask) = left_open(runtime.path(), &mut ext).await;
+    // No clean-up at all: only the host, seeing the link close, can keep the card.
+    send_signal(pid, nix::sys::signal::Signal::SIGKILL);
+    next_is_kept_card(&mut ext, runtime.path(), &ask).await;
+}
+
+#[tokio::test]
+async fn sigint_or_sigterm_or_sighup_during_a_blocking_call_keeps_its_question() {
+    use nix::sys::signal::Signal;
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        // Not Claude Code: no early return; the call blocks when the signal comes.
+        let (agent, _, pid) = start_agent_with_pid(
+            runtime.path(),
+            "codex",
+            &[KEEP],
+            std::process::Stdio::inherit(),
+        )
+        .await;
+        let peer = agent.peer().clone();
+        // Its client sees the server go: no result to wait for.
+        let _call = tokio::spawn(async move {
+            let _ = peer
+                .call_tool(params(
+                    "ask_text",
+                    json!({"question": "Which port?", "timeout_ms": 20_000}),
+                ))
+                .await;
+        });
+        let ask = ext.take_ask().await;
+        send_signal(pid, signal);
+        let kept = ext.recv().await;
+        assert_eq!(
+            kept["type"], "ask",
+            "{signal}: the card was not kept: {kept}"
+        );
+        assert_eq!(kept["id"], ask["id"]);
+        let record = read_record(runtime.path(), &ask["id"]);
+        assert!(record["answer"].is_null(), "{signal}");
+        assert_eq!(
+            kept["kept_until_ms"], record["until_ms"],
+            "{signal}: {kept}"
+        );
+    }
+}
