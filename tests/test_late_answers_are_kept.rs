@@ -156,6 +156,14 @@ async fn the_same_question_asked_again_returns_its_kept_answer_at_once() {
     assert_eq!(result["question_id"], id);
     assert_eq!(result["late"], true);
     assert!(result["answered_at"].is_string());
+    // The agent asked anew, and may not know the answer is older than its question.
+    assert!(
+        result["next_step"]
+            .as_str()
+            .unwrap()
+            .contains("check with the person first"),
+        "{result}"
+    );
     assert!(!record_path(runtime.path(), &id).exists(), "collected");
     // No second card: the next thing the panel sees is the next question.
     let next = tokio::spawn(async move {
@@ -970,4 +978,42 @@ async fn sigint_or_sigterm_or_sighup_during_a_blocking_call_keeps_its_question()
             "{signal}: {kept}"
         );
     }
+}
+
+#[tokio::test]
+async fn get_answer_after_the_person_answered_between_calls_says_nothing_of_predating() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let (agent, _, _) = start_agent_with_pid(
+        runtime.path(),
+        "claude-code",
+        &[KEEP, RETURN_AFTER],
+        std::process::Stdio::inherit(),
+    )
+    .await;
+    let asking = tokio::spawn(async move {
+        let result = call(
+            &agent,
+            "ask_text",
+            json!({"question": "Which tag?", "timeout_ms": 20_000}),
+        )
+        .await;
+        (agent, result)
+    });
+    let ask = ext.take_ask().await;
+    let (agent, pending) = asking.await.unwrap();
+    assert_eq!(pending["status"], "pending", "{pending}");
+    // The person answers while the model takes its turn: Claude Code's usual flow.
+    ext.submit(&ask["id"], json!({"answer": "v3"})).await;
+    assert_eq!(
+        next_is_verdict_on(&mut ext, &ask["id"]).await["type"],
+        "accepted"
+    );
+    let late = call(&agent, "get_answer", json!({"question_id": ask["id"]})).await;
+    assert_eq!(late["status"], "answered", "{late}");
+    assert_eq!(late["answer"], "v3");
+    // It named the question it collects: the answer is to it, not to a question asked anew.
+    let next_step = late["next_step"].as_str().unwrap();
+    assert!(!next_step.contains("check with the person"), "{next_step}");
+    assert!(!next_step.contains("predates"), "{next_step}");
 }
