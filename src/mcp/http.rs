@@ -1000,6 +1000,14 @@ fn preflight(request: &Request<Incoming>, from_page: bool) -> Response<Body> {
     response
 }
 
+/// Whether the HTTP request whose parts rmcp put in `extensions` came outside any session
+/// (a 2026-07-28 sessionless request); never for stdio, which has no HTTP request.
+pub(crate) fn outside_a_session(extensions: &rmcp::model::Extensions) -> bool {
+    extensions
+        .get::<http::request::Parts>()
+        .is_some_and(|parts| !parts.headers.contains_key(SESSION_HEADER))
+}
+
 /// Whether a request body is an `initialize`, the one request that opens a session.
 fn is_initialize(body: &[u8]) -> bool {
     #[derive(serde::Deserialize)]

@@ -325,7 +325,12 @@ impl HimServer {
 
     /// After how long an ask tool's call returns `pending` for this client, if ever
     /// (`HIM_RETURN_AFTER_MS`; `auto` recognises Claude Code by its `clientInfo.name`).
+    /// Never for an HTTP request outside a session (2026-07-28): its server, and with it
+    /// the question left open, ends with the request (`http.rs`).
     fn return_after(&self, ctx: &RequestContext<RoleServer>) -> Option<Duration> {
+        if super::http::outside_a_session(&ctx.extensions) {
+            return None;
+        }
         let name = ctx.client_info().map(|info| info.name);
         self.shared.config.return_after.for_client(name.as_deref())
     }
