@@ -163,13 +163,15 @@ pub enum Kept {
 }
 
 /// Writes question `id` (its `ask_frame`) to the store as `plan` says, kept for
-/// `HIM_KEEP_MS` from `from_ms` (Unix ms).
+/// `HIM_KEEP_MS` from `from_ms` (Unix ms); `waited_on`: this process still waits on it
+/// (its call returned `pending`), which the record names as its owner.
 fn keep_in_store(
     identity: &Identity,
     id: &str,
     ask_frame: &[u8],
     plan: &KeepPlan,
     from_ms: u64,
+    waited_on: bool,
 ) -> Kept {
     let store = match &plan.store {
         Ok(store) => store,
@@ -199,6 +201,7 @@ fn keep_in_store(
             .max(now)
             .saturating_add(plan.keep.as_millis() as u64),
         answer: None,
+        owner: waited_on.then(crate::keep::Owner::this_process),
     };
     match store.keep(&record, now) {
         Ok(until) => Kept::Until(until),
@@ -459,6 +462,7 @@ impl Pool {
             &entry.ask_frame,
             plan,
             deadline_ms,
+            true,
         );
         if matches!(kept, Kept::Until(_)) {
             plan.from_store = true;
@@ -487,7 +491,14 @@ impl Pool {
                 .filter(|plan| plan.from_store || host_keeps && (entry.shown || linked))
                 .map(|plan| {
                     let now = crate::channels::unix_ms();
-                    keep_in_store(&self.shared.identity, &id, &entry.ask_frame, plan, now)
+                    keep_in_store(
+                        &self.shared.identity,
+                        &id,
+                        &entry.ask_frame,
+                        plan,
+                        now,
+                        false,
+                    )
                 });
             let frame = withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref());
             for link in state.links.values() {
@@ -643,6 +654,7 @@ impl Question {
                     ask_frame,
                     plan,
                     crate::channels::unix_ms(),
+                    false,
                 ));
             } else if plan.from_store
                 && !plan.pending

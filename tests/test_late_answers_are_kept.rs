@@ -1017,3 +1017,50 @@ async fn get_answer_after_the_person_answered_between_calls_says_nothing_of_pred
     assert!(!next_step.contains("check with the person"), "{next_step}");
     assert!(!next_step.contains("predates"), "{next_step}");
 }
+
+#[tokio::test]
+async fn a_second_serve_asking_the_same_question_gets_its_own_card_not_the_one_another_waits_on() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    // Two terminals of one client in one project: the same name, the same folder.
+    let (first, _, _) = left_open(runtime.path(), &mut ext).await;
+    let (second, _) = start_agent(runtime.path(), "claude-code", &[KEEP, RETURN_AFTER]).await;
+    let asking = tokio::spawn(async move {
+        let result = call(
+            &second,
+            "ask_text",
+            json!({"question": "Which tag?", "timeout_ms": 20_000}),
+        )
+        .await;
+        (second, result)
+    });
+    let own = ext.take_ask().await;
+    let parked: Vec<String> = std::fs::read_dir(answers_dir(runtime.path()))
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".json"))
+        .collect();
+    assert_eq!(
+        parked.len(),
+        1,
+        "only the first question is parked: {parked:?}"
+    );
+    assert_ne!(
+        format!("{}.json", own["id"].as_str().unwrap()),
+        parked[0],
+        "the second asks anew"
+    );
+    ext.submit(&own["id"], json!({"answer": "v4"})).await;
+    let (_second, result) = asking.await.unwrap();
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["answer"], "v4");
+    assert_eq!(result["question_id"], own["id"]);
+    // The first's question is still its own, open, for its get_answer.
+    let mine = call(
+        &first,
+        "get_answer",
+        json!({"question_id": parked[0].trim_end_matches(".json"), "wait_ms": 0}),
+    )
+    .await;
+    assert_eq!(mine["status"], "pending", "{mine}");
+}
