@@ -31,7 +31,7 @@ use crate::agent::{Kept, Pool, Question};
 use crate::ask_result::{self, AskResult, CallContext, Collect, NOT_CONSENT, Status, Via};
 use crate::channels::unix_ms;
 use crate::form::Form;
-use crate::keep::{Store, rfc3339};
+use crate::keep::{KeepError, Store, rfc3339};
 use crate::protocol::{Action, Answer, WithdrawReason};
 use crate::tools::ToolKind;
 use crate::wait::{self, Outcome};
@@ -236,8 +236,13 @@ async fn wait_to_the_end(leaving: Leaving) -> End {
                 answer_of(&id, &outcome).map(|answer| store.answer(&answer, answered_at_ms));
             question.close(WithdrawReason::Answered, host.as_deref());
             match saved {
+                // A browser's host wrote an answer first (it kept the card after a restart):
+                // the first answer wins, and the store has it.
+                Some(Err(KeepError::AlreadyAnswered)) => End::InStore,
                 Some(Err(err)) => {
                     tracing::warn!(%id, "the answer to a question left open could not be kept in the store: {err}");
+                    // Held here instead; the open record would only offer the card again.
+                    store.remove(&id);
                     let result = ask_result::from_outcome(&cx, Via::Extension, outcome);
                     End::Held(crate::late::mark_late(result, answered_at_ms, false))
                 }

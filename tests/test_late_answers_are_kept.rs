@@ -1064,3 +1064,45 @@ async fn a_second_serve_asking_the_same_question_gets_its_own_card_not_the_one_a
     .await;
     assert_eq!(mine["status"], "pending", "{mine}");
 }
+
+#[tokio::test]
+async fn an_answer_the_store_had_first_is_collected_once_not_twice() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let (agent, _, ask) = left_open(runtime.path(), &mut ext).await;
+    let id = ask["id"].as_str().unwrap().to_owned();
+    // A browser's host writes an answer first (it kept the card after a restart).
+    let store = him::keep::Store::at(&state_dir(runtime.path()));
+    let first: him::protocol::Answer =
+        serde_json::from_value(json!({"id": id, "action": "submit", "values": {"answer": "v1"}}))
+            .unwrap();
+    store.answer(&first, 1).unwrap();
+    // Then the panel's answer reaches the question's own wait.
+    ext.submit(&ask["id"], json!({"answer": "v2"})).await;
+    assert_eq!(
+        next_is_verdict_on(&mut ext, &ask["id"]).await["type"],
+        "accepted"
+    );
+    let late = call(&agent, "get_answer", json!({"question_id": id})).await;
+    assert_eq!(late["status"], "answered", "{late}");
+    assert_eq!(late["answer"], "v1", "the first answer wins");
+    assert!(
+        !record_path(runtime.path(), &ask["id"]).exists(),
+        "collected"
+    );
+    // The same question again is a new question: the answer is not handed out twice.
+    let again = tokio::spawn(async move {
+        call(
+            &agent,
+            "ask_text",
+            json!({"question": "Which tag?", "timeout_ms": 20_000}),
+        )
+        .await
+    });
+    let next = ext.take_ask().await;
+    assert_ne!(next["id"], ask["id"]);
+    ext.submit(&next["id"], json!({"answer": "v5"})).await;
+    let result = again.await.unwrap();
+    assert_eq!(result["answer"], "v5", "{result}");
+    assert_eq!(result["late"], false);
+}
