@@ -621,7 +621,9 @@ impl HimServer {
 
     /// Ask the person a yes/no question; `confirmed` is true or false.
     /// Use before anything destructive, costly or irreversible (deleting, deploying,
-    /// spending). If the result is not `answered`, treat it as no.
+    /// spending). If the result is `pending`, the person has not answered yet: call
+    /// `get_answer` as its `next_step` says, and do nothing meanwhile. Any other result that
+    /// is not `answered` is a no.
     #[tool(
         name = "ask_confirm",
         annotations(title = "Ask the person to confirm", read_only_hint = true, open_world_hint = true),
