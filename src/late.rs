@@ -244,7 +244,9 @@ pub async fn get_answer(
         && let Some(waited) = parking.wait(id, wait, collect, cancelled.as_mut()).await
     {
         match waited {
-            Waited::Open(result) | Waited::Ended(result) => return Ok(result),
+            Waited::Open(result) | Waited::Ended(result) | Waited::Cancelled(result) => {
+                return Ok(result);
+            }
             // Answered meanwhile: the store has it.
             Waited::InStore => {}
         }

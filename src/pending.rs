@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Kept, Pool, Question};
 use crate::ask_result::{self, AskResult, CallContext, Collect, NOT_CONSENT, Status, Via};
@@ -58,12 +59,16 @@ struct Parked {
     /// How it ended, for the first call that collects it: `None` when the store has it (the
     /// person's answer, or the question kept past its deadline).
     end: Mutex<Option<AskResult>>,
+    /// Withdraws it everywhere, kept nowhere: its agent no longer wants the answer.
+    withdrawn: CancellationToken,
 }
 
 /// What a call that waited on a parked question found.
 pub enum Waited {
     /// Still open: the result that says so.
     Open(AskResult),
+    /// The call was cancelled while it waited; the question is still open.
+    Cancelled(AskResult),
     /// Over: the result (its deadline passed, or an answer the store could not take).
     Ended(AskResult),
     /// Over, and the store has what became of it.
@@ -102,11 +107,13 @@ impl Parking {
             deadline_ms: leaving.deadline_ms,
             ended: watch::channel(false).0,
             end: Mutex::new(None),
+            withdrawn: CancellationToken::new(),
         });
         self.lock().insert(id.clone(), parked.clone());
         let parking = self.clone();
+        let withdrawn = parked.withdrawn.clone();
         tokio::spawn(async move {
-            let (result, stays) = match wait_to_the_end(leaving).await {
+            let (result, stays) = match wait_to_the_end(leaving, withdrawn).await {
                 End::InStore => (None, false),
                 End::Ended(result) => (Some(result), false),
                 End::Held(result) => (Some(result), true),
@@ -140,6 +147,26 @@ impl Parking {
         result
     }
 
+    /// Withdraws parked question `id` from every browser and from the store, kept nowhere
+    /// (a task cancelled by its agent while it waited on it); its wait ends at once.
+    /// Returns the `cancelled` result of the call that withdrew it.
+    pub fn withdraw(&self, id: &str) -> Option<AskResult> {
+        let parked = self.lock().get(id).cloned()?;
+        parked.withdrawn.cancel();
+        let cx = CallContext {
+            tool: parked.tool,
+            form: &parked.form,
+            question_id: id,
+            elapsed_ms: 0,
+            client_elicitation: false,
+        };
+        Some(ask_result::from_outcome(
+            &cx,
+            Via::Extension,
+            Outcome::Cancelled,
+        ))
+    }
+
     fn forget(&self, id: &str, parked: &Arc<Parked>) {
         let mut map = self.lock();
         if map.get(id).is_some_and(|p| Arc::ptr_eq(p, parked)) {
@@ -158,16 +185,23 @@ impl Parking {
     ) -> Option<Waited> {
         let parked = self.lock().get(id).cloned()?;
         let mut ended = parked.ended.subscribe();
-        let over = tokio::select! {
+        enum Woke {
+            Over,
+            Waited,
+            Cancelled,
+        }
+        let woke = tokio::select! {
             // An end already there wins over a wait of zero.
             biased;
             // An error: the task is gone, and with it the wait.
-            _ = ended.wait_for(|over| *over) => true,
-            _ = tokio::time::sleep(within) => false,
-            _ = cancelled => false,
+            _ = ended.wait_for(|over| *over) => Woke::Over,
+            _ = tokio::time::sleep(within) => Woke::Waited,
+            _ = cancelled => Woke::Cancelled,
         };
-        if !over {
-            return Some(Waited::Open(still_open(&parked, id, collect)));
+        match woke {
+            Woke::Over => {}
+            Woke::Waited => return Some(Waited::Open(still_open(&parked, id, collect))),
+            Woke::Cancelled => return Some(Waited::Cancelled(still_open(&parked, id, collect))),
         }
         let end = parked
             .end
@@ -196,8 +230,8 @@ enum End {
     Held(AskResult),
 }
 
-/// The parked question's wait, to its deadline.
-async fn wait_to_the_end(leaving: Leaving) -> End {
+/// The parked question's wait, to its deadline or its withdrawal.
+async fn wait_to_the_end(leaving: Leaving, withdrawn: CancellationToken) -> End {
     let Leaving {
         mut question,
         form,
@@ -210,9 +244,8 @@ async fn wait_to_the_end(leaving: Leaving) -> End {
         ..
     } = leaving;
     let id = question.id().to_owned();
-    // Nothing cancels it but its pool's end (the session going away), which keeps it.
-    let (outcome, host) =
-        wait::beside(&mut question, &form, deadline, std::future::pending::<()>()).await;
+    // Nothing else cancels it but its pool's end (the session going away), which keeps it.
+    let (outcome, host) = wait::beside(&mut question, &form, deadline, withdrawn.cancelled()).await;
     let cx = CallContext {
         tool,
         form: &form,
@@ -254,6 +287,17 @@ async fn wait_to_the_end(leaving: Leaving) -> End {
             question.close(WithdrawReason::Answered, host.as_deref());
             store.remove(&id);
             End::Held(ask_result::from_outcome(&cx, Via::Extension, outcome))
+        }
+        Outcome::Cancelled if withdrawn.is_cancelled() => {
+            tracing::info!(%id, "a question left open was withdrawn: its agent cancelled the wait");
+            // Gone from the store before any browser hears of it.
+            store.remove(&id);
+            question.close_unkept(WithdrawReason::Cancelled);
+            End::Ended(ask_result::from_outcome(
+                &cx,
+                Via::Extension,
+                Outcome::Cancelled,
+            ))
         }
         // The pool ended (the session went away), which kept the question in the store.
         _ => {
