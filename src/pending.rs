@@ -368,16 +368,26 @@ fn returned_early(
         cx,
         Status::Pending,
         format!(
-            "The person has not answered within {} s. This call returns now, before your client \
+            "The person has not answered within {}. This call returns now, before your client \
              would cut it off or move it to the background; the question stays open in their \
              browser until {}.",
-            after.as_secs(),
+            seconds(after),
             rfc3339(deadline_ms)
         ),
         again(cx.question_id, collect),
     );
     result.via = Via::Extension;
     result
+}
+
+/// `after` in seconds as a person reads them: `100 s`, `1.5 s`.
+fn seconds(after: Duration) -> String {
+    let ms = after.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
 }
 
 /// Resolves once `after` has passed and question `id`, open on `pool`, was written to the

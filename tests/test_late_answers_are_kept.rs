@@ -676,6 +676,13 @@ async fn a_call_past_its_limit_returns_pending_the_card_stays_and_get_answer_bri
     assert!(next_step.contains("get_answer"), "{next_step}");
     assert!(next_step.contains(question_id), "{next_step}");
     assert!(next_step.contains("not consent"), "{next_step}");
+    assert!(
+        pending["message"]
+            .as_str()
+            .unwrap()
+            .contains("not answered within 1.5 s."),
+        "{pending}"
+    );
     // Its own deadline (its timeout_ms) still stands: it is open until then.
     let deadline = ask["asked_at_ms"].as_u64().unwrap() + ask["timeout_ms"].as_u64().unwrap();
     assert!(
