@@ -173,13 +173,15 @@ pub enum Kept {
 }
 
 /// Writes question `id` (its `ask_frame`) to the store as `plan` says, kept for
-/// `HIM_KEEP_MS` from `from_ms` (Unix ms).
+/// `HIM_KEEP_MS` from `from_ms` (Unix ms); `waited_on`: this process still waits on it
+/// (its call returned `pending`), which the record names as its owner.
 fn keep_in_store(
     identity: &Identity,
     id: &str,
     ask_frame: &[u8],
     plan: &KeepPlan,
     from_ms: u64,
+    waited_on: bool,
 ) -> Kept {
     let store = match &plan.store {
         Ok(store) => store,
@@ -189,6 +191,13 @@ fn keep_in_store(
         return Kept::Failed("the question could not be read back".into());
     };
     let now = crate::channels::unix_ms();
+    // A question left open after its call returned `pending` is open to its own deadline:
+    // kept from then, however its wait ends (the session going away included).
+    let from_ms = if plan.pending {
+        from_ms.max(ask.asked_at_ms.saturating_add(ask.timeout_ms))
+    } else {
+        from_ms
+    };
     let record = crate::keep::Record {
         id: id.to_owned(),
         tool: plan.tool.clone(),
@@ -202,6 +211,7 @@ fn keep_in_store(
             .max(now)
             .saturating_add(plan.keep.as_millis() as u64),
         answer: None,
+        owner: waited_on.then(crate::keep::Owner::this_process),
     };
     match store.keep(&record, now) {
         Ok(until) => Kept::Until(until),
@@ -586,6 +596,7 @@ impl Pool {
             &entry.ask_frame,
             plan,
             deadline_ms,
+            true,
         );
         if matches!(kept, Kept::Until(_)) {
             plan.from_store = true;
@@ -614,7 +625,14 @@ impl Pool {
                 .filter(|plan| plan.from_store || host_keeps && (entry.shown || linked))
                 .map(|plan| {
                     let now = crate::channels::unix_ms();
-                    keep_in_store(&self.shared.identity, &id, &entry.ask_frame, plan, now)
+                    keep_in_store(
+                        &self.shared.identity,
+                        &id,
+                        &entry.ask_frame,
+                        plan,
+                        now,
+                        false,
+                    )
                 });
             let frame = withdraw_frame(&id, WithdrawReason::Shutdown, kept.as_ref(), None);
             for link in state.links.values().filter(|l| State::link_has(l, &entry)) {
@@ -786,6 +804,7 @@ impl Question {
                     ask_frame,
                     plan,
                     crate::channels::unix_ms(),
+                    false,
                 ));
             } else if plan.from_store
                 && !plan.pending

@@ -250,6 +250,14 @@ pub async fn ask(
             Some(Waited::Open(result) | Waited::Ended(result)) => {
                 return Asked::Done(Box::new(result));
             }
+            // A task cancelled by its agent (`tasks/cancel`): it no longer wants the answer,
+            // so the question is withdrawn everywhere, as any cancelled task's.
+            Some(Waited::Cancelled(open)) if !channels.keep_if_cancelled => {
+                let result = parking.withdraw(&id).unwrap_or(open);
+                return Asked::Done(Box::new(result));
+            }
+            // A call cancelled by its client: the question stays open, kept as it was.
+            Some(Waited::Cancelled(result)) => return Asked::Done(Box::new(result)),
             // Answered meanwhile: the store has it.
             Some(Waited::InStore) => {
                 if let Some(plan) = &mut plan

@@ -290,6 +290,7 @@ where
     let mut agents = Agents {
         links: HashMap::new(),
         stall: agent_stall,
+        store: store.clone(),
     };
     let mut next_agent: AgentId = 0;
     let mut terminate = terminate_signal();
@@ -422,6 +423,8 @@ fn sweep_kept(relay: &mut Relay, store: &Store, round: u64) -> Vec<Effect> {
 struct Agents {
     links: HashMap<AgentId, AgentLink>,
     stall: Duration,
+    /// The answer store: a question it holds open outlives its agent's link.
+    store: Option<Store>,
 }
 
 impl Agents {
@@ -488,7 +491,12 @@ impl Agents {
                     .map(|(_, id)| undelivered(id, why)),
             );
         }
-        effects.extend(relay.agent_closed(agent, why));
+        let store = self.store.as_ref();
+        let open_until = |id: &str| match store?.lookup(id, crate::channels::unix_ms()) {
+            Lookup::Open(record) => Some(record.until_ms),
+            _ => None,
+        };
+        effects.extend(relay.agent_closed(agent, why, &open_until));
         effects
     }
 }

@@ -53,6 +53,60 @@ pub struct Record {
     pub until_ms: u64,
     #[serde(default)]
     pub answer: Option<KeptAnswer>,
+    /// The process still waiting on it, its call having returned `pending` (`pending.rs`):
+    /// another `him serve` asking the same question leaves it alone while that one lives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
+}
+
+/// A process, told apart from a later one that reuses its pid by when it started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Owner {
+    pub pid: u32,
+    /// Its start time in clock ticks after boot (`/proc/<pid>/stat`, field 22); `None`
+    /// where there is no `/proc`, where the pid alone is looked at.
+    #[serde(default)]
+    pub started: Option<u64>,
+}
+
+impl Owner {
+    pub fn this_process() -> Owner {
+        let pid = std::process::id();
+        Owner {
+            pid,
+            started: start_time(pid),
+        }
+    }
+
+    /// Whether this is another process, still running.
+    pub fn is_another_live_process(&self) -> bool {
+        if self.pid == std::process::id() {
+            return false;
+        }
+        match (self.started, start_time(self.pid)) {
+            (Some(started), Some(now)) => started == now,
+            (Some(_), None) if Path::new("/proc/self/stat").exists() => false,
+            _ => {
+                let Ok(pid) = i32::try_from(self.pid) else {
+                    return false;
+                };
+                // Signal 0 only checks: the process exists (EPERM: it does, another user's).
+                match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+                    Ok(()) => true,
+                    Err(err) => err == nix::errno::Errno::EPERM,
+                }
+            }
+        }
+    }
+}
+
+/// Process `pid`'s start time, from `/proc/<pid>/stat`: the fields after the command name,
+/// which is in parentheses and may hold anything, spaces and parentheses included.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    // Field 3 (state) is the first after the name; field 22 is the 20th from there.
+    after_name.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// The person's answer as the panel sent it, checked against the form by the host.
@@ -307,6 +361,9 @@ impl Store {
                 && &r.form == form
                 && r.agent.name == agent
                 && r.project.as_deref() == project
+                // Left open by another `him serve` that still waits on it (two terminals of
+                // one client in one project): that one's, not to be taken over.
+                && !r.owner.as_ref().is_some_and(Owner::is_another_live_process)
         })
     }
 
@@ -403,6 +460,30 @@ mod tests {
 
     const ID: &str = "0123456789abcdef0123456789abcdef";
 
+    #[test]
+    fn an_owner_is_live_while_its_process_runs_and_not_once_it_ended_or_its_pid_is_reused() {
+        assert!(!Owner::this_process().is_another_live_process(), "this one");
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let owner = Owner {
+            pid: child.id(),
+            started: start_time(child.id()),
+        };
+        assert!(owner.started.is_some(), "Linux has /proc");
+        assert!(owner.is_another_live_process());
+        // The same pid, started at another time: another process.
+        let reused = Owner {
+            started: owner.started.map(|t| t + 1),
+            ..owner.clone()
+        };
+        assert!(!reused.is_another_live_process());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!owner.is_another_live_process());
+    }
+
     fn record(id: &str, until_ms: u64) -> Record {
         Record {
             id: id.into(),
@@ -419,6 +500,7 @@ mod tests {
             kept_at_ms: 2,
             until_ms,
             answer: None,
+            owner: None,
         }
     }
 

@@ -84,7 +84,7 @@ pub fn same_again(
             return None;
         };
         tracing::info!(id = %record.id, "the same question again: its kept answer");
-        return Some(late_result(&record, client_elicitation, now));
+        return Some(late_result(&record, client_elicitation, true));
     }
     tracing::info!(id = %record.id, "the same question again: waiting on the kept one");
     prepared.ask = AskFrame::encode(
@@ -106,9 +106,10 @@ fn form_of(record: &Record) -> Option<(ToolKind, Form)> {
     Some((tool, form))
 }
 
-/// The result the ask tool would have given for the kept answer in `record`, marked late,
-/// for a call that began at `call_started_ms` (Unix ms).
-pub fn late_result(record: &Record, client_elicitation: bool, call_started_ms: u64) -> AskResult {
+/// The result the ask tool would have given for the kept answer in `record`, marked late;
+/// `asked_again`: collected by the same question asked again, whose agent may not know the
+/// answer predates this call (`get_answer` names the question it collects, so it does).
+pub fn late_result(record: &Record, client_elicitation: bool, asked_again: bool) -> AskResult {
     let Some(((tool, form), kept)) = form_of(record).zip(record.answer.as_ref()) else {
         return unknown(&record.id, "the kept answer could not be read");
     };
@@ -126,15 +127,12 @@ pub fn late_result(record: &Record, client_elicitation: bool, call_started_ms: u
         result.via = Via::Matrix;
         result.answered_by = kept.answered_by.clone();
     }
-    mark_late(
-        result,
-        kept.answered_at_ms,
-        kept.answered_at_ms < call_started_ms,
-    )
+    mark_late(result, kept.answered_at_ms, asked_again)
 }
 
 /// `result` marked as an answer given after the call that asked had ended, at
-/// `answered_at_ms`; `predates`: before the call that collects it began.
+/// `answered_at_ms`; `predates`: collected by a call that asked the same question anew, so
+/// the agent hears that the answer is older than its question.
 pub(crate) fn mark_late(mut result: AskResult, answered_at_ms: u64, predates: bool) -> AskResult {
     let at = rfc3339(answered_at_ms);
     result.message = format!(
@@ -242,14 +240,15 @@ pub async fn get_answer(
                 .into(),
         });
     }
-    let call_started_ms = unix_ms();
     let call_started = Instant::now();
     tokio::pin!(cancelled);
     if let Some(parking) = parking
         && let Some(waited) = parking.wait(id, wait, collect, cancelled.as_mut()).await
     {
         match waited {
-            Waited::Open(result) | Waited::Ended(result) => return Ok(result),
+            Waited::Open(result) | Waited::Ended(result) | Waited::Cancelled(result) => {
+                return Ok(result);
+            }
             // Answered meanwhile: the store has it.
             Waited::InStore => {}
         }
@@ -269,7 +268,7 @@ pub async fn get_answer(
         }
         Lookup::Expired => return Ok(expired(id)),
         Lookup::Answered(record) => {
-            return Ok(late_result(&record, client_elicitation, call_started_ms));
+            return Ok(late_result(&record, client_elicitation, false));
         }
         Lookup::Open(record) => record,
     };

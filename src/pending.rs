@@ -26,12 +26,13 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Kept, Pool, Question};
 use crate::ask_result::{self, AskResult, CallContext, Collect, NOT_CONSENT, Status, Via};
 use crate::channels::unix_ms;
 use crate::form::Form;
-use crate::keep::{Store, rfc3339};
+use crate::keep::{KeepError, Store, rfc3339};
 use crate::protocol::{Action, Answer, WithdrawReason};
 use crate::tools::ToolKind;
 use crate::wait::{self, Outcome};
@@ -58,12 +59,16 @@ struct Parked {
     /// How it ended, for the first call that collects it: `None` when the store has it (the
     /// person's answer, or the question kept past its deadline).
     end: Mutex<Option<AskResult>>,
+    /// Withdraws it everywhere, kept nowhere: its agent no longer wants the answer.
+    withdrawn: CancellationToken,
 }
 
 /// What a call that waited on a parked question found.
 pub enum Waited {
     /// Still open: the result that says so.
     Open(AskResult),
+    /// The call was cancelled while it waited; the question is still open.
+    Cancelled(AskResult),
     /// Over: the result (its deadline passed, or an answer the store could not take).
     Ended(AskResult),
     /// Over, and the store has what became of it.
@@ -102,11 +107,13 @@ impl Parking {
             deadline_ms: leaving.deadline_ms,
             ended: watch::channel(false).0,
             end: Mutex::new(None),
+            withdrawn: CancellationToken::new(),
         });
         self.lock().insert(id.clone(), parked.clone());
         let parking = self.clone();
+        let withdrawn = parked.withdrawn.clone();
         tokio::spawn(async move {
-            let (result, stays) = match wait_to_the_end(leaving).await {
+            let (result, stays) = match wait_to_the_end(leaving, withdrawn).await {
                 End::InStore => (None, false),
                 End::Ended(result) => (Some(result), false),
                 End::Held(result) => (Some(result), true),
@@ -140,6 +147,26 @@ impl Parking {
         result
     }
 
+    /// Withdraws parked question `id` from every browser and from the store, kept nowhere
+    /// (a task cancelled by its agent while it waited on it); its wait ends at once.
+    /// Returns the `cancelled` result of the call that withdrew it.
+    pub fn withdraw(&self, id: &str) -> Option<AskResult> {
+        let parked = self.lock().get(id).cloned()?;
+        parked.withdrawn.cancel();
+        let cx = CallContext {
+            tool: parked.tool,
+            form: &parked.form,
+            question_id: id,
+            elapsed_ms: 0,
+            client_elicitation: false,
+        };
+        Some(ask_result::from_outcome(
+            &cx,
+            Via::Extension,
+            Outcome::Cancelled,
+        ))
+    }
+
     fn forget(&self, id: &str, parked: &Arc<Parked>) {
         let mut map = self.lock();
         if map.get(id).is_some_and(|p| Arc::ptr_eq(p, parked)) {
@@ -158,16 +185,23 @@ impl Parking {
     ) -> Option<Waited> {
         let parked = self.lock().get(id).cloned()?;
         let mut ended = parked.ended.subscribe();
-        let over = tokio::select! {
+        enum Woke {
+            Over,
+            Waited,
+            Cancelled,
+        }
+        let woke = tokio::select! {
             // An end already there wins over a wait of zero.
             biased;
             // An error: the task is gone, and with it the wait.
-            _ = ended.wait_for(|over| *over) => true,
-            _ = tokio::time::sleep(within) => false,
-            _ = cancelled => false,
+            _ = ended.wait_for(|over| *over) => Woke::Over,
+            _ = tokio::time::sleep(within) => Woke::Waited,
+            _ = cancelled => Woke::Cancelled,
         };
-        if !over {
-            return Some(Waited::Open(still_open(&parked, id, collect)));
+        match woke {
+            Woke::Over => {}
+            Woke::Waited => return Some(Waited::Open(still_open(&parked, id, collect))),
+            Woke::Cancelled => return Some(Waited::Cancelled(still_open(&parked, id, collect))),
         }
         let end = parked
             .end
@@ -196,8 +230,8 @@ enum End {
     Held(AskResult),
 }
 
-/// The parked question's wait, to its deadline.
-async fn wait_to_the_end(leaving: Leaving) -> End {
+/// The parked question's wait, to its deadline or its withdrawal.
+async fn wait_to_the_end(leaving: Leaving, withdrawn: CancellationToken) -> End {
     let Leaving {
         mut question,
         form,
@@ -210,9 +244,8 @@ async fn wait_to_the_end(leaving: Leaving) -> End {
         ..
     } = leaving;
     let id = question.id().to_owned();
-    // Nothing cancels it but its pool's end (the session going away), which keeps it.
-    let (outcome, host) =
-        wait::beside(&mut question, &form, deadline, std::future::pending::<()>()).await;
+    // Nothing else cancels it but its pool's end (the session going away), which keeps it.
+    let (outcome, host) = wait::beside(&mut question, &form, deadline, withdrawn.cancelled()).await;
     let cx = CallContext {
         tool,
         form: &form,
@@ -241,8 +274,13 @@ async fn wait_to_the_end(leaving: Leaving) -> End {
                 .map(|answer| store.answer(&answer, answered_at_ms));
             question.close(WithdrawReason::Answered, host.as_deref());
             match saved {
+                // A browser's host wrote an answer first (it kept the card after a restart):
+                // the first answer wins, and the store has it.
+                Some(Err(KeepError::AlreadyAnswered)) => End::InStore,
                 Some(Err(err)) => {
                     tracing::warn!(%id, "the answer to a question left open could not be kept in the store: {err}");
+                    // Held here instead; the open record would only offer the card again.
+                    store.remove(&id);
                     let result = crate::channels::via_host(
                         &question,
                         host.as_deref(),
@@ -258,6 +296,17 @@ async fn wait_to_the_end(leaving: Leaving) -> End {
             question.close(WithdrawReason::Answered, host.as_deref());
             store.remove(&id);
             End::Held(ask_result::from_outcome(&cx, Via::Extension, outcome))
+        }
+        Outcome::Cancelled if withdrawn.is_cancelled() => {
+            tracing::info!(%id, "a question left open was withdrawn: its agent cancelled the wait");
+            // Gone from the store before any browser hears of it.
+            store.remove(&id);
+            question.close_unkept(WithdrawReason::Cancelled);
+            End::Ended(ask_result::from_outcome(
+                &cx,
+                Via::Extension,
+                Outcome::Cancelled,
+            ))
         }
         // The pool ended (the session went away), which kept the question in the store.
         _ => {
@@ -329,16 +378,26 @@ fn returned_early(
         cx,
         Status::Pending,
         format!(
-            "The person has not answered within {} s. This call returns now, before your client \
+            "The person has not answered within {}. This call returns now, before your client \
              would cut it off or move it to the background; the question stays open in their \
              browser until {}.",
-            after.as_secs(),
+            seconds(after),
             rfc3339(deadline_ms)
         ),
         again(cx.question_id, collect),
     );
     result.via = Via::Extension;
     result
+}
+
+/// `after` in seconds as a person reads them: `100 s`, `1.5 s`.
+fn seconds(after: Duration) -> String {
+    let ms = after.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
 }
 
 /// Resolves once `after` has passed and question `id`, open on `pool`, was written to the

@@ -138,29 +138,44 @@ impl Relay {
 
     /// The agent's link closed (`why`, for the person): its questions can no longer be
     /// answered, so they leave the panel, except one whose answer it had not yet taken,
-    /// which goes back to the panel as undelivered, to copy.
-    pub fn agent_closed(&mut self, agent: AgentId, why: &str) -> Vec<Effect> {
+    /// which goes back to the panel as undelivered, to copy, and one the answer store holds
+    /// open (`open_until` gives until when): its agent ended without a word (killed,
+    /// crashed) after leaving it open for a late answer, so its card is kept as if the
+    /// agent had withdrawn it with `keep`.
+    pub fn agent_closed(
+        &mut self,
+        agent: AgentId,
+        why: &str,
+        open_until: &dyn Fn(&str) -> Option<u64>,
+    ) -> Vec<Effect> {
         let Some(state) = self.agents.remove(&agent) else {
             return Vec::new();
         };
         let mut ids: Vec<String> = state.questions.into_keys().collect();
         ids.sort();
-        ids.into_iter()
-            .map(|id| {
-                self.owners.remove(&id);
-                self.asks.remove(&id);
-                if self.judging.remove(&id) {
-                    undelivered(id, why)
-                } else {
-                    Effect::ToExtension(HostToExtension::Withdraw {
-                        id,
-                        reason: WithdrawReason::Cancelled,
-                        answered_via: None,
-                        answered_by: None,
-                    })
-                }
-            })
-            .collect()
+        let mut effects = Vec::new();
+        for id in ids {
+            self.owners.remove(&id);
+            let frame = self.asks.remove(&id);
+            if self.judging.remove(&id) {
+                effects.push(undelivered(id, why));
+                continue;
+            }
+            if let Some(frame) = frame
+                && let Some(until_ms) = open_until(&id)
+                && let Some(kept) = self.keep(&id, &frame, until_ms)
+            {
+                effects.extend(kept);
+                continue;
+            }
+            effects.push(Effect::ToExtension(HostToExtension::Withdraw {
+                id,
+                reason: WithdrawReason::Cancelled,
+                answered_via: None,
+                answered_by: None,
+            }));
+        }
+        effects
     }
 
     pub fn agent_frame(&mut self, agent: AgentId, bytes: &[u8]) -> Vec<Effect> {
@@ -861,7 +876,7 @@ mod tests {
         let mut r = judging_relay();
         r.agent_frame(1, &ask(Q2));
         r.extension_frame(&submit(Q1));
-        let effects = r.agent_closed(1, "it left");
+        let effects = r.agent_closed(1, "it left", &|_| None);
         assert_eq!(
             effects,
             vec![
@@ -1026,7 +1041,7 @@ mod tests {
         r.agent_connected(2);
         r.agent_frame(1, &ask(Q1));
         r.agent_frame(2, &ask(Q2));
-        let effects = r.agent_closed(1, "it left");
+        let effects = r.agent_closed(1, "it left", &|_| None);
         assert_eq!(
             effects,
             vec![Effect::ToExtension(HostToExtension::Withdraw {

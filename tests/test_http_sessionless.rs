@@ -283,3 +283,66 @@ async fn a_sessionless_call_whose_stream_is_closed_is_withdrawn_within_two_secon
     drop(http);
     withdrawn_in_time(&mut ext, &ask, closed).await;
 }
+
+/// The JSON-RPC response in a body that is plain JSON or a stream of server-sent events.
+fn response_in(body: &str) -> Value {
+    let data = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .rfind(|data| data.contains("\"result\"") || data.contains("\"error\""))
+        .unwrap_or(body);
+    serde_json::from_str(data).expect("a JSON-RPC response")
+}
+
+#[tokio::test]
+async fn a_sessionless_call_never_returns_pending_so_its_card_is_not_re_marked() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let server = HttpServer::start(
+        runtime.path(),
+        &[],
+        &[("HIM_KEEP_MS", "60000"), ("HIM_RETURN_AFTER_MS", "1500")],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    // Its server ends with the request: a question left open after `pending` would be
+    // marked kept at once, and marked again at each get_answer. So it waits to its end.
+    let request = post_sessionless(
+        &server,
+        &http,
+        &sessionless_call(
+            1,
+            "ask_text",
+            json!({"question": "Which tag?", "timeout_ms": 3000}),
+        ),
+    );
+    let calling = tokio::spawn(async move {
+        let response = request.send().await.expect("tools/call");
+        response.text().await.expect("body")
+    });
+    let ask = ext.take_ask().await;
+    let response = response_in(&calling.await.unwrap());
+    let result = &response["result"]["structuredContent"];
+    assert_eq!(result["status"], "timeout", "{response}");
+    assert!(result["elapsed_ms"].as_u64().unwrap() >= 3000, "{result}");
+    // The next the panel sees of it is its card kept at its deadline, as any timeout's.
+    let kept = ext.recv().await;
+    assert_eq!(kept["type"], "ask", "{kept}");
+    assert_eq!(kept["id"], ask["id"]);
+    assert!(kept["kept_until_ms"].is_u64(), "{kept}");
+    // human_input_status says so to such a client.
+    let status = post_sessionless(
+        &server,
+        &http,
+        &sessionless_call(2, "human_input_status", json!({})),
+    )
+    .send()
+    .await
+    .expect("tools/call");
+    let status = response_in(&status.text().await.expect("body"));
+    assert_eq!(
+        status["result"]["structuredContent"]["return_after_ms"], 0,
+        "{status}"
+    );
+}

@@ -156,6 +156,14 @@ async fn the_same_question_asked_again_returns_its_kept_answer_at_once() {
     assert_eq!(result["question_id"], id);
     assert_eq!(result["late"], true);
     assert!(result["answered_at"].is_string());
+    // The agent asked anew, and may not know the answer is older than its question.
+    assert!(
+        result["next_step"]
+            .as_str()
+            .unwrap()
+            .contains("check with the person first"),
+        "{result}"
+    );
     assert!(!record_path(runtime.path(), &id).exists(), "collected");
     // No second card: the next thing the panel sees is the next question.
     let next = tokio::spawn(async move {
@@ -668,6 +676,13 @@ async fn a_call_past_its_limit_returns_pending_the_card_stays_and_get_answer_bri
     assert!(next_step.contains("get_answer"), "{next_step}");
     assert!(next_step.contains(question_id), "{next_step}");
     assert!(next_step.contains("not consent"), "{next_step}");
+    assert!(
+        pending["message"]
+            .as_str()
+            .unwrap()
+            .contains("not answered within 1.5 s."),
+        "{pending}"
+    );
     // Its own deadline (its timeout_ms) still stands: it is open until then.
     let deadline = ask["asked_at_ms"].as_u64().unwrap() + ask["timeout_ms"].as_u64().unwrap();
     assert!(
@@ -861,4 +876,240 @@ async fn a_password_form_and_return_after_zero_wait_to_the_end_instead() {
         let status = call(&auto, "human_input_status", json!({})).await;
         assert_eq!(status["return_after_ms"], limit, "{client}: {status}");
     }
+}
+
+// Claude Code stops `him serve` with SIGINT (then SIGTERM at 100 ms, SIGKILL at 500 ms),
+// closing its input only after: a signal ends the session as the end of input does.
+
+fn send_signal(pid: u32, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal)
+        .expect("signal him serve");
+}
+
+/// `him serve` as Claude Code (with its pid), and a question whose call returned `pending`.
+async fn left_open(runtime: &Path, ext: &mut FakeExtension) -> (Agent, u32, Value) {
+    let (agent, _, pid) = start_agent_with_pid(
+        runtime,
+        "claude-code",
+        &[KEEP, RETURN_AFTER],
+        std::process::Stdio::inherit(),
+    )
+    .await;
+    let asking = tokio::spawn(async move {
+        let result = call(
+            &agent,
+            "ask_text",
+            json!({"question": "Which tag?", "timeout_ms": 20_000}),
+        )
+        .await;
+        (agent, result)
+    });
+    let ask = ext.take_ask().await;
+    let (agent, pending) = asking.await.expect("the call");
+    assert_eq!(pending["status"], "pending", "{pending}");
+    (agent, pid, ask)
+}
+
+/// The next frame the extension gets must be question `id`'s card, kept until the
+/// record in the store says, which is `HIM_KEEP_MS` past the question's own deadline.
+async fn next_is_kept_card(ext: &mut FakeExtension, runtime: &Path, ask: &Value) {
+    let frame = ext.recv().await;
+    assert_eq!(frame["type"], "ask", "the card was not kept: {frame}");
+    assert_eq!(frame["id"], ask["id"]);
+    let record = read_record(runtime, &ask["id"]);
+    assert!(record["answer"].is_null());
+    let deadline = ask["asked_at_ms"].as_u64().expect("asked_at_ms")
+        + ask["timeout_ms"].as_u64().expect("timeout_ms");
+    assert_eq!(
+        record["until_ms"].as_u64().expect("until_ms"),
+        deadline + 60_000
+    );
+    assert_eq!(frame["kept_until_ms"], record["until_ms"], "{frame}");
+}
+
+#[tokio::test]
+async fn sigint_after_pending_keeps_the_card_open_to_its_deadline() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let (_agent, pid, ask) = left_open(runtime.path(), &mut ext).await;
+    send_signal(pid, nix::sys::signal::Signal::SIGINT);
+    next_is_kept_card(&mut ext, runtime.path(), &ask).await;
+}
+
+#[tokio::test]
+async fn sigkill_after_pending_the_host_keeps_the_card_the_store_holds_open() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let (_agent, pid, ask) = left_open(runtime.path(), &mut ext).await;
+    // No clean-up at all: only the host, seeing the link close, can keep the card.
+    send_signal(pid, nix::sys::signal::Signal::SIGKILL);
+    next_is_kept_card(&mut ext, runtime.path(), &ask).await;
+}
+
+#[tokio::test]
+async fn sigint_or_sigterm_or_sighup_during_a_blocking_call_keeps_its_question() {
+    use nix::sys::signal::Signal;
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        // Not Claude Code: no early return; the call blocks when the signal comes.
+        let (agent, _, pid) = start_agent_with_pid(
+            runtime.path(),
+            "codex",
+            &[KEEP],
+            std::process::Stdio::inherit(),
+        )
+        .await;
+        let peer = agent.peer().clone();
+        // Its client sees the server go: no result to wait for.
+        let _call = tokio::spawn(async move {
+            let _ = peer
+                .call_tool(params(
+                    "ask_text",
+                    json!({"question": "Which port?", "timeout_ms": 20_000}),
+                ))
+                .await;
+        });
+        let ask = ext.take_ask().await;
+        send_signal(pid, signal);
+        let kept = ext.recv().await;
+        assert_eq!(
+            kept["type"], "ask",
+            "{signal}: the card was not kept: {kept}"
+        );
+        assert_eq!(kept["id"], ask["id"]);
+        let record = read_record(runtime.path(), &ask["id"]);
+        assert!(record["answer"].is_null(), "{signal}");
+        assert_eq!(
+            kept["kept_until_ms"], record["until_ms"],
+            "{signal}: {kept}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn get_answer_after_the_person_answered_between_calls_says_nothing_of_predating() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let (agent, _, _) = start_agent_with_pid(
+        runtime.path(),
+        "claude-code",
+        &[KEEP, RETURN_AFTER],
+        std::process::Stdio::inherit(),
+    )
+    .await;
+    let asking = tokio::spawn(async move {
+        let result = call(
+            &agent,
+            "ask_text",
+            json!({"question": "Which tag?", "timeout_ms": 20_000}),
+        )
+        .await;
+        (agent, result)
+    });
+    let ask = ext.take_ask().await;
+    let (agent, pending) = asking.await.unwrap();
+    assert_eq!(pending["status"], "pending", "{pending}");
+    // The person answers while the model takes its turn: Claude Code's usual flow.
+    ext.submit(&ask["id"], json!({"answer": "v3"})).await;
+    assert_eq!(
+        next_is_verdict_on(&mut ext, &ask["id"]).await["type"],
+        "accepted"
+    );
+    let late = call(&agent, "get_answer", json!({"question_id": ask["id"]})).await;
+    assert_eq!(late["status"], "answered", "{late}");
+    assert_eq!(late["answer"], "v3");
+    // It named the question it collects: the answer is to it, not to a question asked anew.
+    let next_step = late["next_step"].as_str().unwrap();
+    assert!(!next_step.contains("check with the person"), "{next_step}");
+    assert!(!next_step.contains("predates"), "{next_step}");
+}
+
+#[tokio::test]
+async fn a_second_serve_asking_the_same_question_gets_its_own_card_not_the_one_another_waits_on() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    // Two terminals of one client in one project: the same name, the same folder.
+    let (first, _, _) = left_open(runtime.path(), &mut ext).await;
+    let (second, _) = start_agent(runtime.path(), "claude-code", &[KEEP, RETURN_AFTER]).await;
+    let asking = tokio::spawn(async move {
+        let result = call(
+            &second,
+            "ask_text",
+            json!({"question": "Which tag?", "timeout_ms": 20_000}),
+        )
+        .await;
+        (second, result)
+    });
+    let own = ext.take_ask().await;
+    let parked: Vec<String> = std::fs::read_dir(answers_dir(runtime.path()))
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".json"))
+        .collect();
+    assert_eq!(
+        parked.len(),
+        1,
+        "only the first question is parked: {parked:?}"
+    );
+    assert_ne!(
+        format!("{}.json", own["id"].as_str().unwrap()),
+        parked[0],
+        "the second asks anew"
+    );
+    ext.submit(&own["id"], json!({"answer": "v4"})).await;
+    let (_second, result) = asking.await.unwrap();
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["answer"], "v4");
+    assert_eq!(result["question_id"], own["id"]);
+    // The first's question is still its own, open, for its get_answer.
+    let mine = call(
+        &first,
+        "get_answer",
+        json!({"question_id": parked[0].trim_end_matches(".json"), "wait_ms": 0}),
+    )
+    .await;
+    assert_eq!(mine["status"], "pending", "{mine}");
+}
+
+#[tokio::test]
+async fn an_answer_the_store_had_first_is_collected_once_not_twice() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let (agent, _, ask) = left_open(runtime.path(), &mut ext).await;
+    let id = ask["id"].as_str().unwrap().to_owned();
+    // A browser's host writes an answer first (it kept the card after a restart).
+    let store = him::keep::Store::at(&state_dir(runtime.path()));
+    let first: him::protocol::Answer =
+        serde_json::from_value(json!({"id": id, "action": "submit", "values": {"answer": "v1"}}))
+            .unwrap();
+    store.answer(&first, 1).unwrap();
+    // Then the panel's answer reaches the question's own wait.
+    ext.submit(&ask["id"], json!({"answer": "v2"})).await;
+    assert_eq!(
+        next_is_verdict_on(&mut ext, &ask["id"]).await["type"],
+        "accepted"
+    );
+    let late = call(&agent, "get_answer", json!({"question_id": id})).await;
+    assert_eq!(late["status"], "answered", "{late}");
+    assert_eq!(late["answer"], "v1", "the first answer wins");
+    assert!(
+        !record_path(runtime.path(), &ask["id"]).exists(),
+        "collected"
+    );
+    // The same question again is a new question: the answer is not handed out twice.
+    let again = tokio::spawn(async move {
+        call(
+            &agent,
+            "ask_text",
+            json!({"question": "Which tag?", "timeout_ms": 20_000}),
+        )
+        .await
+    });
+    let next = ext.take_ask().await;
+    assert_ne!(next["id"], ask["id"]);
+    ext.submit(&next["id"], json!({"answer": "v5"})).await;
+    let result = again.await.unwrap();
+    assert_eq!(result["answer"], "v5", "{result}");
+    assert_eq!(result["late"], false);
 }

@@ -46,6 +46,14 @@ async fn the_six_tools_are_listed_with_output_schemas_and_annotations() {
             "{} needs a real description",
             tool.name
         );
+        // A `pending` result is not a no: the agent collects the answer (issue 24.3).
+        if tool.name == "ask_confirm" {
+            let description = tool.description.as_deref().unwrap_or_default();
+            assert!(
+                description.contains("`pending`") && description.contains("get_answer"),
+                "ask_confirm must say what `pending` means: {description}"
+            );
+        }
         // The TypeScript SDK rejects `true` schemas and unresolved references.
         let text = serde_json::to_string(schema).unwrap();
         assert!(

@@ -600,3 +600,51 @@ async fn a_form_with_a_password_gets_the_blocking_call_so_no_task_keeps_the_secr
     assert_eq!(result["values"]["token"], "hunter2", "{result}");
     agent.cancel().await.ok();
 }
+
+#[tokio::test]
+async fn tasks_cancel_withdraws_a_question_a_blocking_call_had_left_open() {
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start_correcting(runtime.path()).await;
+    let agent = start(
+        runtime.path(),
+        Era::Session,
+        tasks(),
+        &[("HIM_KEEP_MS", "86400000"), ("HIM_RETURN_AFTER_MS", "1500")],
+    )
+    .await;
+    let args = json!({"question": "Name?", "timeout_ms": 20_000});
+    // A blocking call returns `pending` at its limit, the question left open...
+    let call = {
+        let (peer, args) = (agent.peer().clone(), args.clone());
+        tokio::spawn(async move { peer.call_tool(params("ask_text", args)).await })
+    };
+    let ask = ext.take_ask().await;
+    let pending = call.await.unwrap().expect("tools/call");
+    let pending = pending.structured_content.expect("structured content");
+    assert_eq!(pending["status"], "pending", "{pending}");
+    // ...then the same question, as a task, waits on it; the agent cancels that task.
+    let task = start_task(&agent, "ask_text", args).await;
+    agent
+        .peer()
+        .cancel_task(CancelTaskParams::new(task.task_id.clone()))
+        .await
+        .expect("tasks/cancel");
+    // The question is withdrawn everywhere and kept nowhere, as any cancelled task's.
+    let withdraw = ext.recv().await;
+    assert_eq!(withdraw["type"], "withdraw", "{withdraw}");
+    assert_eq!(withdraw["id"], ask["id"]);
+    assert_eq!(withdraw["reason"], "cancelled");
+    let done = poll_until(&agent, &task, "the task to end", |t| {
+        t.status().is_terminal()
+    })
+    .await;
+    assert_eq!(done.status(), TaskStatus::Cancelled, "{done:?}");
+    let answers = support::state_dir(runtime.path()).join("answers");
+    let kept: Vec<_> = std::fs::read_dir(&answers)
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".json"))
+        .collect();
+    assert!(kept.is_empty(), "the withdrawn question was kept: {kept:?}");
+    agent.cancel().await.ok();
+}

@@ -247,8 +247,9 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
                  for ~/.claude/settings.json."
                     .into(),
                 "Headless: `claude -p` denies every MCP tool it was not allowed; add `--allowedTools \
-                 mcp__him` (all of him's tools), or \"permissions\": {\"allow\": [\"mcp__him\"]} in \
-                 ~/.claude/settings.json."
+                 mcp__him` (all of him's tools, get_answer included, which collects an answer after \
+                 `pending`), or \"permissions\": {\"allow\": [\"mcp__him\"]} in \
+                 ~/.claude/settings.json (the terminal UI then asks nothing either)."
                     .into(),
                 format!(
                     "Timeout: Claude Code ends a tool call after MCP_TOOL_TIMEOUT ms (default 100000000, \

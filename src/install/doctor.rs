@@ -281,7 +281,14 @@ pub fn check_http_tokens(
                     Status::Warn,
                     format!("no directory for HTTP tokens or kept answers: {why}"),
                 )
-                .fix("set HIM_STATE_DIR, or give the token in HIM_HTTP_TOKEN"),
+                .fix(match why {
+                    crate::state::NoStateDir::Relative(_) => {
+                        "make HIM_STATE_DIR absolute (the same value for every him process)"
+                    }
+                    crate::state::NoStateDir::NoHome => {
+                        "set HIM_STATE_DIR, or give the token in HIM_HTTP_TOKEN"
+                    }
+                }),
             ];
         }
     };
@@ -969,6 +976,17 @@ mod tests {
         assert_eq!(
             check_http_tokens(Err(&crate::state::NoStateDir::NoHome), uid)[0].status,
             Status::Warn
+        );
+        let relative = crate::state::NoStateDir::Relative("state".into());
+        let relative = &check_http_tokens(Err(&relative), uid)[0];
+        assert_eq!(relative.status, Status::Warn);
+        assert!(
+            relative
+                .fix
+                .as_deref()
+                .is_some_and(|f| f.contains("make HIM_STATE_DIR absolute")),
+            "{:?}",
+            relative.fix
         );
     }
 

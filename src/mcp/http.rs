@@ -292,7 +292,7 @@ pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
             );
         }
         let gate = Gate::new(config, bound, &options, token, path_token);
-        run(listener, gate, shutdown_signal()).await;
+        run(listener, gate, stop_signals()).await;
         Ok::<_, BoxError>(())
     })?;
     Ok(ExitCode::SUCCESS)
@@ -311,6 +311,40 @@ pub(crate) async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = terminate => {}
+    }
+}
+
+/// Resolves on SIGINT, SIGTERM or SIGHUP: how a client or a terminal stops `him serve`
+/// (Claude Code sends SIGINT, then SIGTERM, and closes stdin only after). The handlers are
+/// installed here, at once, so a signal that comes before the first poll is not lost to
+/// its default action (the process ending without its clean-up).
+pub(crate) fn stop_signals() -> impl Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{SignalKind, signal};
+    let kinds = [
+        ("SIGINT", SignalKind::interrupt()),
+        ("SIGTERM", SignalKind::terminate()),
+        ("SIGHUP", SignalKind::hangup()),
+    ];
+    let mut streams: Vec<_> = kinds
+        .into_iter()
+        .filter_map(|(name, kind)| match signal(kind) {
+            Ok(stream) => Some((name, stream)),
+            Err(err) => {
+                tracing::warn!("cannot handle {name}: {err}");
+                None
+            }
+        })
+        .collect();
+    async move {
+        if streams.is_empty() {
+            return std::future::pending().await;
+        }
+        let waits = streams
+            .iter_mut()
+            .map(|(name, stream)| Box::pin(async move { stream.recv().await.map(|_| *name) }));
+        if let (Some(name), ..) = futures::future::select_all(waits).await {
+            tracing::info!("stopped by {name}");
+        }
     }
 }
 
@@ -964,6 +998,14 @@ fn preflight(request: &Request<Incoming>, from_page: bool) -> Response<Body> {
         headers.insert(PNA_ALLOW, HeaderValue::from_static("true"));
     }
     response
+}
+
+/// Whether the HTTP request whose parts rmcp put in `extensions` came outside any session
+/// (a 2026-07-28 sessionless request); never for stdio, which has no HTTP request.
+pub(crate) fn outside_a_session(extensions: &rmcp::model::Extensions) -> bool {
+    extensions
+        .get::<http::request::Parts>()
+        .is_some_and(|parts| !parts.headers.contains_key(SESSION_HEADER))
 }
 
 /// Whether a request body is an `initialize`, the one request that opens a session.

@@ -38,7 +38,9 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
+    let ended = runtime.block_on(async move {
+        // First, before anything can be asked: a signal must find its handler in place.
+        let stopped = http::stop_signals();
         crate::agent::spawn_tidy(&config.runtime);
         let server = if args.permission_tool {
             HimServer::new(config).with_permission_tool()
@@ -57,13 +59,24 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
                 on_eof.shutdown_tasks();
             }),
         );
-        let service = server.serve(transport).await?;
-        let reason = service.waiting().await;
+        let running = async {
+            let service = server.serve(transport).await?;
+            Ok::<_, BoxError>(service.waiting().await)
+        };
+        // A client stops its server with a signal as often as by closing its input (Claude
+        // Code: SIGINT, SIGTERM 100 ms later, SIGKILL at 500 ms, stdin closed only after).
+        // Either way the session is over, and ends alike: what a browser has is kept.
+        tokio::select! {
+            reason = running => tracing::debug!(reason = ?reason?, "MCP session ended"),
+            () = stopped => {}
+        }
         // The client is gone: whatever it asked can no longer be answered to anyone.
         pool_owner.close().await;
         pool_owner.close_tasks().await;
-        tracing::debug!(?reason, "MCP session ended");
         Ok::<_, BoxError>(())
-    })?;
+    });
+    // Not waiting on a read of stdin still blocked in a thread (a signal came first).
+    runtime.shutdown_background();
+    ended?;
     Ok(ExitCode::SUCCESS)
 }

@@ -340,7 +340,12 @@ impl HimServer {
 
     /// After how long an ask tool's call returns `pending` for this client, if ever
     /// (`HIM_RETURN_AFTER_MS`; `auto` recognises Claude Code by its `clientInfo.name`).
+    /// Never for an HTTP request outside a session (2026-07-28): its server, and with it
+    /// the question left open, ends with the request (`http.rs`).
     fn return_after(&self, ctx: &RequestContext<RoleServer>) -> Option<Duration> {
+        if super::http::outside_a_session(&ctx.extensions) {
+            return None;
+        }
         let name = ctx.client_info().map(|info| info.name);
         self.shared.config.return_after.for_client(name.as_deref())
     }
@@ -631,7 +636,9 @@ impl HimServer {
 
     /// Ask the person a yes/no question; `confirmed` is true or false.
     /// Use before anything destructive, costly or irreversible (deleting, deploying,
-    /// spending). If the result is not `answered`, treat it as no.
+    /// spending). If the result is `pending`, the person has not answered yet: call
+    /// `get_answer` as its `next_step` says, and do nothing meanwhile. Any other result that
+    /// is not `answered` is a no.
     #[tool(
         name = "ask_confirm",
         annotations(title = "Ask the person to confirm", read_only_hint = true, open_world_hint = true),

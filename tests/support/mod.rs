@@ -360,6 +360,18 @@ pub async fn start_agent_with_stderr(
     env: &[(&str, &str)],
     stderr: Stdio,
 ) -> (Agent, TestClient) {
+    let (agent, handler, _) = start_agent_with_pid(runtime, name, env, stderr).await;
+    (agent, handler)
+}
+
+/// As `start_agent_with_stderr`, with the process id of `him serve`, for a test that
+/// signals it.
+pub async fn start_agent_with_pid(
+    runtime: &Path,
+    name: &str,
+    env: &[(&str, &str)],
+    stderr: Stdio,
+) -> (Agent, TestClient, u32) {
     let handler = TestClient {
         name: name.into(),
         progress: Arc::default(),
@@ -386,12 +398,13 @@ pub async fn start_agent_with_stderr(
         .stderr(stderr)
         .spawn()
         .expect("spawn him serve");
+    let pid = transport.id().expect("him serve's pid");
     let client = handler
         .clone()
         .serve(transport)
         .await
         .expect("initialize him serve");
-    (client, handler)
+    (client, handler, pid)
 }
 
 pub fn params(tool: &str, args: Value) -> CallToolRequestParams {
