@@ -1168,7 +1168,7 @@ async fn two_answerers_race_the_first_wins_and_the_second_hears_it_was_already_a
 fn doctor(s: &Setup) -> (String, String) {
     let output = std::process::Command::new(support::him_bin())
         .arg("doctor")
-        .env("XDG_STATE_HOME", s.home.path().join("state"))
+        .env("HIM_STATE_DIR", s.home.path().join("state/him"))
         .env("HIM_RUNTIME_DIR", s.runtime())
         .env("HOME", s.home.path())
         .stdin(std::process::Stdio::null())
@@ -1295,7 +1295,7 @@ async fn a_ci_runner_without_a_browser_asks_the_phone_with_him_ask() {
             "confirm",
             "Deploy build 42?",
         ])
-        .env("XDG_STATE_HOME", runner.path().join("state"))
+        .env("HIM_STATE_DIR", runner.path().join("state/him"))
         .env("HIM_RUNTIME_DIR", runner.path().join("run"))
         .env("HIM_MATRIX_IDLE_MS", "5000")
         .env("HIM_LOG", "info")
