@@ -257,6 +257,8 @@ impl State {
             links,
             questions,
             matrix_route,
+            all_lost_at,
+            restart_grace,
             ..
         } = self;
         if !links.values().any(|l| l.status.matrix) {
@@ -270,10 +272,12 @@ impl State {
                 panel_open: l.status.panel_open,
             })
             .collect();
+        let desk = presence::Desk {
+            browsers: &browsers,
+            restarting: all_lost_at.is_some_and(|at| at.elapsed() < *restart_grace),
+        };
         for (id, entry) in questions.iter_mut() {
-            if entry.to_matrix
-                || !presence::due(*matrix_route, &browsers, entry.opened_at.elapsed())
-            {
+            if entry.to_matrix || !presence::due(*matrix_route, &desk, entry.opened_at.elapsed()) {
                 continue;
             }
             tracing::info!(id, "the question goes to the Matrix room too");
@@ -309,6 +313,9 @@ struct State {
     all_lost_at: Option<tokio::time::Instant>,
     /// When questions go to the Matrix bridge.
     matrix_route: MatrixRoute,
+    /// How long a browser whose last host ended may take to start a new one (a service worker
+    /// restarting) before the phone is rung as if no browser were there.
+    restart_grace: Duration,
 }
 
 struct Shared {
@@ -382,9 +389,15 @@ impl Pool {
     }
 
     /// The pool with `route` deciding when a question goes to the Matrix bridge (`HIM_MATRIX`,
-    /// `HIM_AWAY_MS`); `MatrixRoute::default()` until set.
-    pub fn with_matrix_route(self, route: MatrixRoute) -> Pool {
-        self.shared.state().matrix_route = route;
+    /// `HIM_AWAY_MS`), and a browser whose last host ended less than `restart_grace` ago
+    /// (`HIM_RECONNECT_GRACE_MS`) waited for as a browser still there;
+    /// `MatrixRoute::default()` and no grace until set.
+    pub fn with_matrix_route(self, route: MatrixRoute, restart_grace: Duration) -> Pool {
+        {
+            let mut state = self.shared.state();
+            state.matrix_route = route;
+            state.restart_grace = restart_grace;
+        }
         self
     }
 
@@ -536,14 +549,7 @@ impl Pool {
             );
             state.route_to_matrix();
             if let MatrixRoute::Away(after) = state.matrix_route {
-                // The away time is looked at once more when it ends; the pool may be gone.
-                let shared = Arc::downgrade(&self.shared);
-                tokio::spawn(async move {
-                    tokio::time::sleep(after).await;
-                    if let Some(shared) = shared.upgrade() {
-                        shared.state().route_to_matrix();
-                    }
-                });
+                route_to_matrix_again(&self.shared, after);
             }
             if !state.scanner {
                 state.scanner = true;
@@ -840,6 +846,18 @@ impl Drop for Question {
         // Dropped without a word (the question went back to the chat): nothing is kept.
         self.close_keeping(WithdrawReason::Cancelled, None, false);
     }
+}
+
+/// Looks at which questions are due on the Matrix bridge once more after `after` (the away
+/// time, or the grace of a restarting browser), unless the pool is gone by then.
+fn route_to_matrix_again(shared: &Arc<Shared>, after: Duration) {
+    let shared = Arc::downgrade(shared);
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        if let Some(shared) = shared.upgrade() {
+            shared.state().route_to_matrix();
+        }
+    });
 }
 
 async fn rescan_while_waiting(shared: Arc<Shared>) {
@@ -1203,9 +1221,13 @@ async fn run_link(
     state.spare_routes.clear();
     if state.browsers() == 0 && !shared.is_matrix(&path) {
         state.all_lost_at = Some(tokio::time::Instant::now());
+        if state.matrix_route != MatrixRoute::Never {
+            route_to_matrix_again(&shared, state.restart_grace);
+        }
     }
     shared.publish_link_count(&state);
-    // The last browser gone: the phone is the way to the person now.
+    // The last browser gone: the phone is the way to the person now, or once the grace for
+    // a restarting service worker has passed without a new host.
     state.route_to_matrix();
     // A host gone before its welcome is no longer waited for.
     shared.welcomes.send_replace(());

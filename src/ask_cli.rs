@@ -61,7 +61,7 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
         .build()?;
     let result = runtime.block_on(async {
         let pool = Pool::for_runtime(&config.runtime, Identity::with_cwd_project(him_ask()))
-            .with_matrix_route(config.matrix_route);
+            .with_matrix_route(config.matrix_route, config.reconnect_grace);
         // Ctrl-C withdraws the question rather than leaving it in the panel; so does
         // SIGTERM (`timeout`, a script's kill), which also gives a terminal prompt the chance
         // to put the terminal back.
@@ -105,7 +105,7 @@ fn answer_of(id: &str, timeout_ms: Option<u64>) -> Result<ExitCode, BoxError> {
         .build()?;
     let result = runtime.block_on(async {
         let pool = Pool::for_runtime(&config.runtime, Identity::with_cwd_project(him_ask()))
-            .with_matrix_route(config.matrix_route);
+            .with_matrix_route(config.matrix_route, config.reconnect_grace);
         let interrupted = crate::mcp::http::shutdown_signal();
         let result = crate::late::get_answer(
             &pool,

@@ -181,8 +181,8 @@ fn ask(
             },
             None => Identity::with_cwd_project(info),
         };
-        let pool =
-            Pool::for_runtime(&config.runtime, identity).with_matrix_route(config.matrix_route);
+        let pool = Pool::for_runtime(&config.runtime, identity)
+            .with_matrix_route(config.matrix_route, config.reconnect_grace);
         let outcome = permission::ask_until(
             &pool,
             &prompt,

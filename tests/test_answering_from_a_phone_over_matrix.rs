@@ -825,6 +825,103 @@ async fn with_the_panel_open_the_phone_rings_only_when_the_person_is_away() {
     s.phone.stop().await;
 }
 
+/// The body of the next question the bot posts in the room.
+async fn next_question_body(s: &mut Setup) -> (Value, String) {
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let body = question["content"]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (question, body)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_browser_restarting_its_host_does_not_ring_the_phone_until_its_grace_has_passed() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let mut panel = FakeExtension::start(&s.runtime()).await;
+    let agent = s
+        .agent_with("restarting-agent", &[("HIM_AWAY_MS", "600000")])
+        .await;
+    open_panel(&mut panel, &agent, true).await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_text",
+                json!({"question": "Through a restart?"}),
+            )
+            .await
+        }
+    });
+    panel.take_ask().await;
+    // The service worker restarts: its host ends, a new one starts, the panel still open.
+    panel.close().await;
+    let mut panel = FakeExtension::start(&s.runtime()).await;
+    let ask = panel.take_ask().await;
+    open_panel(&mut panel, &agent, true).await;
+    // Had the gap rung the phone, that question would be in the room before this one.
+    let always = s
+        .agent_with("marker-agent", &[("HIM_MATRIX", "always")])
+        .await;
+    let marking = tokio::spawn({
+        let agent = always.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Marker?"})).await }
+    });
+    panel.take_ask().await;
+    let (marker, body) = next_question_body(&mut s).await;
+    assert!(
+        body.contains("Marker?"),
+        "the phone was rung while the browser restarted its host: {body}"
+    );
+    s.phone.reply(&s.room, &marker["event_id"], "seen").await;
+    assert_eq!(marking.await.expect("marker")["via"], "matrix");
+    panel
+        .submit(&ask["id"], json!({"answer": "still here"}))
+        .await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["via"], "extension", "{result}");
+    assert_eq!(result["answer"], "still here", "{result}");
+    drop(agent);
+
+    // No new host within the grace: the browser is gone, and the phone rings.
+    let agent = s
+        .agent_with(
+            "gone-agent",
+            &[
+                ("HIM_AWAY_MS", "600000"),
+                ("HIM_RECONNECT_GRACE_MS", "2000"),
+            ],
+        )
+        .await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Gone for good?"})).await }
+    });
+    panel.take_ask().await;
+    let closed_at = now_ms();
+    panel.close().await;
+    let (question, body) = next_question_body(&mut s).await;
+    assert!(body.contains("Gone for good?"), "{body}");
+    assert!(
+        question["ts"].as_u64().expect("ts") >= closed_at + 2000,
+        "the phone rang {} ms after the host ended, within its grace",
+        question["ts"]
+            .as_u64()
+            .unwrap_or(0)
+            .saturating_sub(closed_at)
+    );
+    s.phone
+        .reply(&s.room, &question["event_id"], "from the phone")
+        .await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["via"], "matrix", "{result}");
+    drop(agent);
+    drop(always);
+    s.phone.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn never_keeps_questions_off_the_phone_and_always_sends_them_past_an_open_panel() {
     let Some(server) = ready() else { return };

@@ -310,8 +310,10 @@ impl HimServer {
 
     fn pool(&self, ctx: &RequestContext<RoleServer>) -> &Pool {
         self.pool.get_or_init(|| {
-            Pool::for_runtime(&self.shared.config.runtime, identity(ctx))
-                .with_matrix_route(self.shared.config.matrix_route)
+            Pool::for_runtime(&self.shared.config.runtime, identity(ctx)).with_matrix_route(
+                self.shared.config.matrix_route,
+                self.shared.config.reconnect_grace,
+            )
         })
     }
 

@@ -98,8 +98,8 @@ impl Tasks {
         client_elicitation: bool,
         parking: Parking,
     ) -> Task {
-        let pool =
-            Pool::for_runtime(&config.runtime, identity).with_matrix_route(config.matrix_route);
+        let pool = Pool::for_runtime(&config.runtime, identity)
+            .with_matrix_route(config.matrix_route, config.reconnect_grace);
         // Linked now, so the first status message says where the chain will put the question.
         let linked = pool.scan().await;
         let waiting = if linked > 0 {
