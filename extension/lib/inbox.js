@@ -70,14 +70,33 @@ function hash(text) {
   return h;
 }
 
+/** The key an agent is told apart by: its label and project. */
+export function agentKey(label, project) {
+  return `${String(label ?? '').trim()}\u0000${project ?? ''}`;
+}
+
 /**
- * How an agent looks in the panel: its initial and a colour that depend only on its label
- * and project, so the same agent in the same project always looks the same, across
- * questions, reloads and browser restarts.
+ * How an agent looks in the panel: its label on a colour of its own. The colour comes from
+ * the label and project, so the same agent in the same project looks the same across
+ * questions, reloads and browser restarts; `taken` maps the keys of the other agents on
+ * screen to their hues, and a hue one of them has is passed over for the next free one
+ * (eight agents at once share none). An agent already in `taken` keeps its hue.
  */
-export function agentMark(label, project) {
+export function agentMark(label, project, taken = new Map()) {
   const name = String(label ?? '').trim();
-  const first = [...name].find((ch) => /[\p{L}\p{N}]/u.test(ch)) ?? '?';
-  const hue = hash(`${name}\u0000${project ?? ''}`) % AGENT_PALETTE.length;
-  return { initial: first.toLocaleUpperCase(), hue, colours: AGENT_PALETTE[hue] };
+  const key = agentKey(label, project);
+  const preferred = hash(key) % AGENT_PALETTE.length;
+  let hue = taken.get(key);
+  if (hue === undefined) {
+    const used = new Set(taken.values());
+    hue = preferred;
+    for (let step = 0; step < AGENT_PALETTE.length; step++) {
+      const candidate = (preferred + step) % AGENT_PALETTE.length;
+      if (!used.has(candidate)) {
+        hue = candidate;
+        break;
+      }
+    }
+  }
+  return { name: name || '?', key, hue, colours: AGENT_PALETTE[hue] };
 }

@@ -28,6 +28,8 @@ const $ = (id) => document.getElementById(id);
 const DRAFT_DELAY_MS = 250;
 /** Under this, the time left turns red. */
 const URGENT_MS = 30_000;
+/** How long a card that arrived while the panel was not in focus is highlighted. */
+const ARRIVAL_CUE_MS = 3200;
 /** A value longer than this is cut short in a notice (Recent shows it whole). */
 const ECHO_MAX = 80;
 
@@ -42,6 +44,8 @@ let reconnected = false;
 const cards = new Map();
 let cardCounter = 0;
 let noticeKeys = '';
+/** Whether the queue has been drawn: what comes after arrives while the panel is open. */
+let drawnOnce = false;
 let recentKey = '';
 /** The id of the open card, and whether the person chose it (then it stays open). */
 let activeId = null;
@@ -194,10 +198,12 @@ function renderNotices(notices) {
         said.textContent = t('panel_notice_echo', echo);
         p.append(document.createTextNode(' '), said);
       }
+      // One line each; the whole of it in the tooltip.
+      p.title = p.textContent;
       const dismiss = document.createElement('button');
       dismiss.type = 'button';
       dismiss.textContent = '×';
-      dismiss.setAttribute('aria-label', t('panel_notice_dismiss'));
+      dismiss.setAttribute('aria-label', t('panel_notice_dismiss', titleText(notice.title)));
       dismiss.addEventListener('click', () => send({ type: 'dismiss', key: notice.key }));
       el.append(p, dismiss);
       return el;
@@ -242,9 +248,8 @@ function renderRecent(recent) {
       li.className = 'recent-item';
       const head = document.createElement('p');
       head.className = 'recent-head';
-      const who = [entry.agent, entry.project].filter(Boolean).join(' · ');
-      head.append(markElement(entry.agent, entry.project));
-      appendMarked(document, head, who);
+      head.append(markElement(entry.agent, agentMark(entry.agent, entry.project, huesOnScreen())));
+      if (entry.project) appendMarked(document, head, ` · ${entry.project}`);
       const when = document.createElement('time');
       when.dateTime = new Date(entry.at_ms).toISOString();
       when.textContent = new Date(entry.at_ms).toLocaleTimeString(t('panel_lang'), { hour: '2-digit', minute: '2-digit' });
@@ -271,16 +276,42 @@ $('recent-copy').addEventListener('click', () => {
   setTimeout(() => (button.textContent = t('panel_recent_copy')), 2000);
 });
 
-/** The small coloured initial that tells agents apart (lib/inbox.js's agentMark). */
-function markElement(label, project) {
-  const mark = agentMark(label, project);
+/** The agents on screen and their hues, so a new agent's colour is one none of them has. */
+function huesOnScreen() {
+  const taken = new Map();
+  for (const card of cards.values()) taken.set(card.agentKey, card.hue);
+  return taken;
+}
+
+/**
+ * The agent's name on a colour of its own (lib/inbox.js's agentMark), which tells agents
+ * apart at a glance: the whole name, cut with an ellipsis only in a narrow panel (the tooltip
+ * has it all).
+ */
+function markElement(label, mark) {
   const el = document.createElement('span');
   el.className = 'mark';
-  el.setAttribute('aria-hidden', 'true');
-  el.textContent = mark.initial;
+  // Names the agent's client wrote, marked (lib/display.js).
+  appendMarked(document, el, label);
+  el.title = label;
   el.style.setProperty('--mark-light', mark.colours.light);
   el.style.setProperty('--mark-dark', mark.colours.dark);
   return el;
+}
+
+/**
+ * Tells of questions that came while the panel was open: a screen reader hears who asks
+ * what (a live region), and a panel that is not in focus highlights their cards a moment.
+ */
+function announceArrivals(arrived) {
+  if (arrived.length === 0) return;
+  $('arrivals').textContent = arrived
+    .map((card) => t('panel_arrived', agentLabel(card.question.agent), titleText(card.question.form?.title)))
+    .join(' ');
+  if (document.hasFocus()) return;
+  for (const card of arrived) card.element.dataset.arrived = '';
+  // Not on animationend: with reduced motion there is no animation, only the outline.
+  setTimeout(() => arrived.forEach((card) => delete card.element.dataset.arrived), ARRIVAL_CUE_MS);
 }
 
 function renderQueue(questions) {
@@ -295,15 +326,19 @@ function renderQueue(questions) {
       changed = true;
     }
   }
+  const arrived = [];
   for (const question of questions) {
     let card = cards.get(question.id);
     if (!card) {
       card = createCard(question);
       cards.set(question.id, card);
       changed = true;
+      if (drawnOnce && isWaiting(question)) arrived.push(card);
     }
     card.question = question;
   }
+  drawnOnce = true;
+  announceArrivals(arrived);
   if (chosenId !== null && !ids.has(chosenId)) chosenId = null;
 
   const order = inboxOrder(questions);
@@ -434,6 +469,7 @@ function createCard(question) {
   element.className = 'card';
   element.setAttribute('aria-labelledby', `${prefix}-title`);
   const label = agentLabel(question.agent);
+  const mark = agentMark(label, question.project, huesOnScreen());
 
   // The card as one line (agent · title · time left), when another card is open.
   const row = document.createElement('button');
@@ -442,11 +478,11 @@ function createCard(question) {
   row.hidden = true;
   const rowWho = document.createElement('span');
   rowWho.className = 'row-who';
-  // Names the agent's client wrote, marked (lib/display.js): a bidi override or a control
-  // character in them must not reorder or hide what the card says.
-  appendMarked(document, rowWho, label);
+  rowWho.append(markElement(label, mark));
   if (question.project) {
     // In a narrow panel the project gives way to the title; the mark's colour still tells.
+    // Names the agent's client wrote, marked (lib/display.js): a bidi override or a control
+    // character in them must not reorder or hide what the card says.
     const project = document.createElement('span');
     project.className = 'row-project';
     appendMarked(document, project, ` · ${question.project}`);
@@ -454,18 +490,20 @@ function createCard(question) {
   }
   const rowTitle = document.createElement('span');
   rowTitle.className = 'row-title';
+  // Two lines of the question in the row, the whole of it in the tooltip.
   rowTitle.textContent = titleText(question.form?.title);
+  rowTitle.title = rowTitle.textContent;
   const rowTime = document.createElement('span');
   rowTime.className = 'row-time';
-  row.append(markElement(label, question.project), rowWho, rowTitle, rowTime);
+  row.append(rowWho, rowTitle, rowTime);
   row.addEventListener('click', () => open(question.id));
 
   const head = document.createElement('div');
   head.className = 'card-head';
   const who = document.createElement('span');
   who.className = 'who';
-  who.append(markElement(label, question.project));
-  appendMarked(document, who, [label, question.project].filter(Boolean).join(' · '));
+  who.append(markElement(label, mark));
+  if (question.project) appendMarked(document, who, ` · ${question.project}`);
   const timeEl = document.createElement('span');
   timeEl.className = 'time';
   timeEl.setAttribute('role', 'timer');
@@ -473,6 +511,8 @@ function createCard(question) {
 
   const card = {
     id: question.id,
+    agentKey: mark.key,
+    hue: mark.hue,
     element,
     row,
     rowTime,

@@ -105,8 +105,8 @@ async function askAndAnswer(client, title, meta) {
   const call = client.callTool({ name: 'ask_text', arguments: { question: title }, ...(meta ? { _meta: meta } : {}) }, undefined, { timeout: STEP_MS });
   const card = await cardOf(title);
   const who = card.locator('.who');
-  // What it says, less the coloured initial in front (aria-hidden, `.mark`).
-  const text = await who.evaluate((el) => [...el.childNodes].filter((n) => !n.classList?.contains('mark')).map((n) => n.textContent).join(''));
+  // What it says: the agent's name (its coloured mark, `.mark`), then the project.
+  const text = await who.textContent();
   const shown = { text, marks: await who.locator('.him-mark').allTextContents() };
   await everyCardArmed(page);
   await card.getByRole('textbox').fill('fine');

@@ -115,8 +115,8 @@ test('the inbox: the soonest deadline is open on top, the others one line each; 
   assert.deepEqual(await rowTitles(), ['Which port for the API?', 'Run the migrations now?'], 'the rest by deadline');
   assert.match(
     await inboxCard('Which port for the API?').locator('.card-row').textContent(),
-    /^Ccodex · infraWhich port for the API\?[34]:\d\d left$/,
-    'mark · agent · project · title · time left',
+    /^codex · infraWhich port for the API\?[34]:\d\d left$/,
+    'agent (its mark) · project · title · time left',
   );
   assert.equal(await page.locator('h1').count(), 0, 'no product name: the side panel header shows it');
   assert.equal(await openCard().getByRole('radio', { name: 'Postgres' }).evaluate((el) => el === document.activeElement), true);

@@ -42,13 +42,12 @@ test('stepping goes through the questions that can be opened, round and round', 
   assert.equal(stepActive([], 'a', 1), null);
 });
 
-test("an agent's mark depends on its label and project only, and is an initial", () => {
+test("an agent's mark is its name, on a colour that depends on its label and project only", () => {
   const a = agentMark('claude-code', 'him');
   assert.deepEqual(agentMark('claude-code', 'him'), a, 'stable');
-  assert.equal(a.initial, 'C');
-  assert.equal(agentMark('  _codex', null).initial, 'C', 'the first letter, past punctuation');
-  assert.equal(agentMark('élan', 'x').initial, 'É');
-  assert.equal(agentMark('', null).initial, '?');
+  assert.equal(a.name, 'claude-code');
+  assert.equal(agentMark('  codex ', null).name, 'codex');
+  assert.equal(agentMark('', null).name, '?');
   assert.equal(agentMark('', null).colours, AGENT_PALETTE[agentMark('', null).hue]);
   // Different agents and projects spread over the palette.
   const hues = new Set(
@@ -58,6 +57,48 @@ test("an agent's mark depends on its label and project only, and is an initial",
   );
   assert.ok(hues.size >= 6, `only ${hues.size} colours for 24 agent/project pairs`);
 });
+
+test('agents on screen never share a colour, and one already there keeps its own', () => {
+  const taken = new Map();
+  const agents = [
+    ['codex', 'payments-api'],
+    ['cursor', 'docs-site'],
+    ['cline', 'infra'],
+    ['claude-code', 'web'],
+    ['codex', 'web'],
+    ['gemini-cli', 'web'],
+    ['goose', 'web'],
+    ['zed', 'web'],
+  ];
+  for (const [name, project] of agents) {
+    const mark = agentMark(name, project, taken);
+    assert.ok(![...taken.values()].includes(mark.hue), `${name}·${project} got a colour already on screen`);
+    taken.set(mark.key, mark.hue);
+  }
+  assert.equal(new Set(taken.values()).size, AGENT_PALETTE.length, 'eight agents, eight colours');
+  // The first agent asks again: the same colour as its card on screen.
+  const again = agentMark('codex', 'payments-api', taken);
+  assert.equal(again.hue, taken.get(again.key));
+  // Alone on screen, an agent has the colour of its own name and project.
+  assert.equal(agentMark('cline', 'infra', new Map()).hue, agentMark('cline', 'infra').hue);
+  // Two agents whose preferred colours are the same: the second is moved on.
+  const [x, y] = findClash();
+  const first = agentMark(x, 'p');
+  const second = agentMark(y, 'p', new Map([[first.key, first.hue]]));
+  assert.equal(agentMark(y, 'p').hue, first.hue, 'they would clash');
+  assert.notEqual(second.hue, first.hue);
+});
+
+/** Two agent names whose preferred colours in project "p" are the same. */
+function findClash() {
+  const seen = new Map();
+  for (let i = 0; ; i++) {
+    const name = `agent-${i}`;
+    const hue = agentMark(name, 'p').hue;
+    if (seen.has(hue)) return [seen.get(hue), name];
+    seen.set(hue, name);
+  }
+}
 
 function luminance(hex) {
   const n = Number.parseInt(hex.slice(1), 16);

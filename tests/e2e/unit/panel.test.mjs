@@ -182,7 +182,7 @@ test('an inbox: the most urgent question is open on top, the others one line eac
   assert.equal(document.getElementById('nav').hidden, false);
   const row = cards()[1].querySelector('.card-row');
   assert.equal(row.hidden, false);
-  assert.match(row.textContent, /^Ccodex · demoLater one\d+:\d\d left$/, 'mark · agent · title · time left');
+  assert.match(row.textContent, /^codex · demoLater one\d+:\d\d left$/, 'agent · project · title · time left');
   assert.equal(cards()[1].querySelector('form').hidden, true, 'its form is kept, hidden');
   assert.equal(document.querySelector('h1'), null, 'no product name: the browser shows it above the panel');
 
@@ -216,17 +216,36 @@ test('an inbox: the most urgent question is open on top, the others one line eac
   assert.equal(document.activeElement, open()[0].querySelector('input'));
 });
 
-test('each agent has a mark of its own: its initial on a colour taken from agent and project', async () => {
+test('each agent has a mark of its own: its name on a colour no other agent on screen has', async () => {
   const { document, push } = await openPanel();
   const a = question('a', textForm('A'), 'claude-code');
   const b = { ...question('b', textForm('B'), 'claude-code'), project: 'other' };
   const c = question('c', textForm('C'), 'claude-code');
   push([a, b, c]);
   const mark = (id) => [...document.querySelectorAll('article.card')].find((el) => el.textContent.includes(id === 'a' ? 'A' : id === 'b' ? 'B' : 'C')).querySelector('.mark');
-  assert.equal(mark('a').textContent, 'C');
-  assert.equal(mark('a').getAttribute('aria-hidden'), 'true', 'the name is said in words beside it');
+  assert.equal(mark('a').textContent, 'claude-code', 'the name, not an initial');
+  assert.equal(mark('a').title, 'claude-code');
   assert.equal(mark('a').style.getPropertyValue('--mark-light'), mark('c').style.getPropertyValue('--mark-light'), 'same agent, same project, same colour');
+  assert.notEqual(mark('a').style.getPropertyValue('--mark-light'), mark('b').style.getPropertyValue('--mark-light'), 'another project, another colour');
   assert.match(mark('a').style.getPropertyValue('--mark-dark'), /^#[0-9a-f]{6}$/);
+});
+
+test('a question that comes while the panel is open is said to a screen reader, and a notice is one line with a named dismiss', async () => {
+  const { document, push } = await openPanel();
+  const a = question('a', textForm('First'), 'codex');
+  push([a]);
+  assert.equal(document.getElementById('arrivals').textContent, '', 'what was there when the panel opened is not announced');
+  assert.equal(document.getElementById('arrivals').getAttribute('aria-live'), 'polite');
+  const b = question('b', textForm('Deploy now?'), 'cursor');
+  push([a, b]);
+  assert.equal(document.getElementById('arrivals').textContent, 'cursor asks: Deploy now?');
+  const row = [...document.querySelectorAll('.row-title')].find((el) => el.textContent === 'Deploy now?' || el.textContent === 'First');
+  assert.equal(row.title, row.textContent, 'the row title has the whole question as its tooltip');
+  push([a, b], { notices: [{ key: 'n1', id: 'z', title: 'Old one', agent: 'codex', text: 'Answer sent.', kind: 'submit', at_ms: Date.now() }] });
+  const notice = document.querySelector('.notice');
+  assert.equal(notice.querySelector('button').getAttribute('aria-label'), 'Dismiss the notice about “Old one”');
+  assert.equal(notice.querySelector('p').title, notice.querySelector('p').textContent);
+  assert.match(notice.querySelector('p').title, /Old one.*Answer sent/);
 });
 
 test('a notice echoes what was sent, password fields never; Recent lists the session\'s answers', async () => {
