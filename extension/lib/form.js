@@ -193,10 +193,12 @@ export function renderForm(doc, form, opts = {}) {
   summary.hidden = true;
   body.append(summary, actions);
 
+  // With the buttons, whose bar stays in sight in a long form: "Press Esc again" or a
+  // refusal shows where the person is, not below the fold.
   const status = doc.createElement('p');
   status.className = 'him-status';
   status.setAttribute('role', 'status');
-  root.appendChild(status);
+  actions.appendChild(status);
 
   // Digits pick only where it is plain which field they mean: the group the focus is in,
   // or the one field there is. Key badges show only there (form.css).
@@ -625,7 +627,7 @@ const COMPACT_OVER = 8;
 /**
  * The filter above a long option group: typing narrows the rows to those whose label or
  * description holds the text (a letter typed on an option lands here too); Enter picks
- * the first row left, ↓ goes to it, Esc clears the text. `onFilter(rows)` hears which rows
+ * the first row left and, once it is picked, sends; ↓ goes to it, Esc clears the text. `onFilter(rows)` hears which rows
  * are left; their key badges are renumbered 1–9.
  */
 function optionFilter(doc, field, id, list, rows, onFilter) {
@@ -671,8 +673,12 @@ function optionFilter(doc, field, id, list, rows, onFilter) {
     if (event.isComposing || event.keyCode === 229) return;
     const shown = rows.filter((r) => !r.row.hidden);
     if (event.key === 'Enter' && !event.ctrlKey && !event.metaKey) {
+      // Enter picks the first row left; once it is picked, Enter sends, as the hint says
+      // (the form's own Enter, which a default not prevented reaches).
+      const first = shown[0];
+      if (first?.input.checked) return;
       event.preventDefault();
-      if (shown[0] && !shown[0].input.disabled) shown[0].input.click();
+      if (first && !first.input.disabled) first.input.click();
     } else if (event.key === 'ArrowDown' && shown[0]) {
       event.preventDefault();
       shown[0].input.focus();

@@ -230,6 +230,21 @@ test('a card that moves up when the card above it goes must be seen again before
   assert.equal((await gone.result()).status, 'timeout');
   const closed = page.locator('article.card[data-closed]', { hasText: 'Which changelog entry is this?' });
   await closed.waitFor();
+  // It looks closed in both themes: no key hints, and a Submit that looks like no button.
+  for (const scheme of ['dark', 'light']) {
+    await page.emulateMedia({ colorScheme: scheme });
+    assert.equal(await closed.locator('.him-hint').isVisible(), false, `${scheme}: a closed card shows no key hints`);
+    const submit = await closed.locator('.him-submit').evaluate((el) => {
+      const probe = document.createElement('div');
+      probe.style.background = 'var(--him-surface)';
+      el.parentElement.append(probe);
+      const surface = getComputedStyle(probe).backgroundColor;
+      probe.remove();
+      return { disabled: el.disabled, background: getComputedStyle(el).backgroundColor, surface };
+    });
+    assert.equal(submit.disabled, true);
+    assert.equal(submit.background, submit.surface, `${scheme}: a disabled Submit is not filled like one to press`);
+  }
   await armedCard('Publish the release notes?').waitFor();
 
   // In the page: in the task that takes the closed card away, a Y where the keys go then.

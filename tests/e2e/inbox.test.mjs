@@ -274,6 +274,19 @@ test('options: the whole tile picks; Recommended is a badge, not a look of being
   assert.equal(await look(/Local runner/), plain, 'same border and fill as an unchosen tile');
   assert.notEqual(await look('GitHub Actions'), plain, 'a chosen tile looks chosen');
 
+  // "Press Esc again" shows where the person is: in the bar that stays in sight.
+  await page.evaluate(() => scrollTo(0, 0));
+  await c.getByRole('checkbox', { name: 'Rust' }).focus();
+  await page.keyboard.press('Escape');
+  const escAgain = c.getByText('Press Esc again to decline.');
+  await escAgain.waitFor();
+  const seen = await escAgain.evaluate((el) => {
+    const r = el.getBoundingClientRect();
+    return { top: r.top, bottom: r.bottom, height: innerHeight };
+  });
+  assert.ok(seen.top >= 0 && seen.bottom <= seen.height, `"Press Esc again" is in sight: ${JSON.stringify(seen)}`);
+  await c.getByText('Press Esc again to decline.').waitFor({ state: 'hidden' });
+
   await submit.click();
   const r = await q.result();
   assert.deepEqual(r.values, { lang: ['Go', 'Kotlin', 'Swift'], ci: 'gh' });

@@ -464,3 +464,23 @@ test('the send hint is platform-aware and names digits only where they work', as
   const linux = mount({ title: 'T', allow_note: true, fields: [{ name: 'c', type: 'radio', label: 'C', options: opts(['a', 'b', 'c', 'd']) }] });
   assert.equal(linux.el.querySelector('.him-hint').textContent, 'Ctrl+Enter to send · 1–4 to pick · Esc Esc to decline');
 });
+
+test('in a long option list, Enter in the filter picks the first row left, and a second Enter sends', () => {
+  const options = Array.from({ length: 12 }, (_, i) => ({ value: `v${i}`, label: `Option ${i}` }));
+  for (const [kind, text, picked] of [
+    ['radio', 'option 7', 'v7'],
+    ['multi_select', 'ion 1', ['v1']],
+  ]) {
+    const { el, window, view, calls } = mount({ fields: [{ name: 'pick', type: kind, label: 'Pick', options }] });
+    const filter = el.querySelector('.him-filter input');
+    assert.ok(filter, `${kind}: a long list has a filter`);
+    type(window, filter, text);
+    assert.equal(key(window, filter, 'Enter').defaultPrevented, true, `${kind}: the first Enter only picks`);
+    assert.equal(calls.submit.length, 0, `${kind}: nothing sent on the first Enter`);
+    assert.deepEqual(view.values().pick, picked, `${kind}: the first row left is picked`);
+    key(window, filter, 'Enter');
+    assert.deepEqual(view.values().pick, picked, `${kind}: the second Enter does not unpick it`);
+    assert.equal(calls.submit.length, 1, `${kind}: the second Enter sends`);
+    assert.deepEqual(calls.submit[0].values.pick, picked);
+  }
+});
