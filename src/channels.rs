@@ -185,6 +185,9 @@ pub struct Channels<'a> {
     /// Return `pending` after this long, the question left open in `parking`, when it would
     /// be kept (`HIM_RETURN_AFTER_MS` for this client; only while the browsers have it).
     pub return_after: Option<Duration>,
+    /// Say through `notice` that the question waits in the browser (`him ask`, whose person
+    /// looks at the terminal they ran it in).
+    pub tell_where: bool,
 }
 
 impl<'a> Channels<'a> {
@@ -202,6 +205,7 @@ impl<'a> Channels<'a> {
             keep_if_cancelled: true,
             parking: None,
             return_after: None,
+            tell_where: true,
         }
     }
 }
@@ -380,6 +384,13 @@ async fn chain(
     let early = early.filter(|early| early.after < prepared.timeout);
     let after = early.as_ref().map(|early| early.after);
     let returned = AtomicBool::new(false);
+    if channels.tell_where && question.sent_to() > 0 {
+        (channels.notice)(
+            "the question is waiting in your browser's him side panel; answer it there, or \
+             press Ctrl-C to cancel."
+                .to_owned(),
+        );
+    }
     let (outcome, answered_by) = {
         // The browsers' wait ends as on cancellation when the limit comes with the question
         // kept open; `returned` tells the two apart.

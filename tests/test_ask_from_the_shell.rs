@@ -47,6 +47,12 @@ async fn an_answered_question_prints_the_result_and_exits_0() {
     assert_complete(&result);
     assert_eq!(result["tool"], "ask_multi_select");
     assert_eq!(result["selected"], json!(["e2e"]));
+    // The person at the terminal learns where the question went, and how to take it back.
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("waiting in your browser's him side panel") && said.contains("Ctrl-C"),
+        "{said}"
+    );
 }
 
 #[tokio::test]

@@ -267,9 +267,13 @@ fn esc_declines_and_ctrl_c_cancels() {
     let mut term = InTerminal::ask(runtime.path(), &["confirm", "Deploy?"]);
     term.expect("Deploy?");
     term.send(ESC);
-    let (result, code) = term.finish();
+    let (result, code, shown) = term.finish_showing();
     assert_in_terminal(&result, "declined");
     assert_eq!(code, 1);
+    assert!(
+        shown.contains("Deploy? declined") && !shown.contains("<canceled>"),
+        "the prompt Esc closed says it was declined: {shown}"
+    );
 
     let mut term = InTerminal::ask(runtime.path(), &["text", "Name it"]);
     term.expect("Name it");

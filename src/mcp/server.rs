@@ -418,6 +418,7 @@ impl HimServer {
             keep_if_cancelled: true,
             parking: Some(self.shared.parking.clone()),
             return_after: self.return_after(&ctx),
+            tell_where: false,
         };
         let asking = channels::ask(
             self.pool(&ctx),

@@ -198,6 +198,7 @@ async fn run(
         parking: Some(parking),
         // A task waits without a blocking call: it never returns early.
         return_after: None,
+        tell_where: false,
         client_elicitation,
         elicitation,
         terminal: None,

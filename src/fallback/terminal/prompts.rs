@@ -135,6 +135,11 @@ fn ended(err: InquireError) -> Result<Asked, InquireError> {
 /// Asks the whole form and returns the person's reply (submit, decline or cancel).
 pub fn ask(request: &Request) -> Result<Answer, InquireError> {
     let form = &request.form;
+    // Esc declines here, as in the panel: the prompt Esc closed says so, not "<canceled>".
+    inquire::set_global_render_config(
+        inquire::ui::RenderConfig::default()
+            .with_canceled_prompt_indicator(inquire::ui::Styled::new("declined")),
+    );
     eprint!("{}", header(form, request.timeout_ms));
     let reply = |action, values, note| Answer {
         id: request.id.clone(),
