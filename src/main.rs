@@ -52,7 +52,7 @@ fn run_matrix() -> Result<ExitCode, BoxError> {
     let args = std::env::args_os().skip(2);
     let err = std::process::Command::new(&matrix).args(args).exec();
     Err(format!(
-        "cannot run {}: {err}; him-matrix is installed beside him (cargo install builds both)",
+        "cannot run {}: {err}; install the Matrix bridge beside him: cargo install --path matrix (in him's source folder)",
         matrix.display()
     )
     .into())

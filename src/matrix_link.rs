@@ -1,5 +1,5 @@
 //! The agent side's part of the Matrix bridge (`him matrix bridge`, whose code is in the
-//! binary only, `src/matrix/`): whether this user set Matrix up, and starting the bridge when
+//! `him-matrix` package, `matrix/`): whether this user set Matrix up, and starting the bridge when
 //! a question is asked and none answers on its socket, as a native host starts the gateway.
 //! Nothing here touches Matrix; a user without it pays one `stat` per question.
 

@@ -117,7 +117,22 @@ async fn set_up(server: &Synapse, answerers: Option<&str>) -> Setup {
 
 fn ready() -> Option<&'static Synapse> {
     phone_available()?;
-    synapse()
+    let server = synapse()?;
+    support::matrix::bridge_built();
+    Some(server)
+}
+
+/// The bridge's own unit tests (its package, matrix/, is not `cargo test`'s here): they need
+/// no homeserver.
+#[test]
+fn the_bridges_own_unit_tests_pass() {
+    let said = support::matrix::cargo_in_target(&["test", "-p", "him-matrix"]);
+    let passed: usize = said
+        .lines()
+        .filter_map(|line| line.strip_prefix("test result: ok. "))
+        .filter_map(|rest| rest.split(' ').next()?.parse::<usize>().ok())
+        .sum();
+    assert!(passed >= 10, "the bridge's unit tests did not run:\n{said}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

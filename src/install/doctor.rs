@@ -259,7 +259,7 @@ fn matrix_section(exe: &Path) -> String {
                     Status::Fail,
                     format!("cannot run {}: {}", matrix.display(), plain(&err)),
                 )
-                .fix("install him-matrix beside him (cargo install builds both)"),
+                .fix("install the Matrix bridge beside him: cargo install --path matrix (in him's source folder)"),
             ],
         }]),
     }

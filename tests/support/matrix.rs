@@ -79,6 +79,44 @@ pub fn synapse() -> Option<&'static Synapse> {
     SYNAPSE.get_or_init(start_synapse).as_ref()
 }
 
+/// Builds `him-matrix` (a package of its own, matrix/) beside the `him` under test, once per
+/// test process: `cargo test` here builds only `him`'s targets, and `him matrix` runs the
+/// binary it finds beside `him`. Panics with cargo's output when it does not build.
+pub fn bridge_built() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        cargo_in_target(&["build", "-p", "him-matrix", "--bin", "him-matrix"]);
+    });
+}
+
+/// `cargo ARGS` in this workspace, into the target directory and profile of the `him` under
+/// test; its stdout, or a panic with its output when it fails.
+pub fn cargo_in_target(args: &[&str]) -> String {
+    let him = super::him_bin();
+    let profile_dir = him.parent().expect("him's directory");
+    let target = profile_dir.parent().expect("the target directory");
+    let mut command =
+        std::process::Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()));
+    command
+        .args(args)
+        .current_dir(manifest_dir())
+        .env("CARGO_TARGET_DIR", target);
+    if profile_dir
+        .file_name()
+        .is_some_and(|name| name == "release")
+    {
+        command.arg("--release");
+    }
+    let output = command.output().expect("run cargo");
+    assert!(
+        output.status.success(),
+        "cargo {} failed:\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// Whether the phone can run; `None` after saying why not.
 pub fn phone_available() -> Option<()> {
     if !node().exists() {

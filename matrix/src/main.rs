@@ -1,7 +1,8 @@
 //! `him-matrix`, run as `him matrix …`: answering from the phone and with a team, through a
-//! Matrix room. A binary of its own: `him` (every other role) and the library (every test that
-//! links it) have no Matrix code, so `him serve` and the native host start and stay as small
-//! as before; `him matrix ARGS` executes `him-matrix ARGS`, installed beside `him`.
+//! Matrix room. A package of its own (on the `him` library): `him` (every other role) has no
+//! Matrix code, so `him serve` and the native host start and stay as small as before, and
+//! building `him` does not build matrix-sdk; `him matrix ARGS` executes `him-matrix ARGS`,
+//! installed beside `him` (`cargo install --path matrix`).
 //!
 //! ```text
 //!  him serve / him ask ──§3 link──► <runtime>/matrix/bridge.sock ─► host side (host.rs +
