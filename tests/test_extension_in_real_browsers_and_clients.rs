@@ -6,8 +6,9 @@
 //! extension in Chromium started in German and in Chinese (tests/e2e/languages.test.mjs), and
 //! the side panel as an inbox with its measured contrast, targets and text sizes
 //! (tests/e2e/inbox.test.mjs), keys and clicks on a card not yet seen deciding nothing
-//! (tests/e2e/arming.test.mjs), and the card naming who asks through bridges
-//! (tests/e2e/asker.test.mjs).
+//! (tests/e2e/arming.test.mjs), the card naming who asks through bridges
+//! (tests/e2e/asker.test.mjs), and the folder `him install` writes run by Chromium, with
+//! `him try`'s demo answered in its panel (tests/e2e/install.test.mjs).
 //!
 //! They need Node, the npm packages of tests/e2e (installed here with `npm ci` when they are
 //! missing), and for the end-to-end runs Debian's Chromium (`/usr/lib/chromium/chromium`, or `HIM_CHROMIUM`).
@@ -151,6 +152,18 @@ fn a_person_answers_every_ask_tool_in_the_chromium_side_panel() {
         )
     {
         node_test(&["chromium.test.mjs"]);
+    }
+}
+
+#[test]
+fn the_extension_him_install_writes_runs_in_chromium_and_him_try_is_answered_there() {
+    if node_ready()
+        && have(
+            chromium().is_file(),
+            "Chromium is not installed (apt-get install chromium)",
+        )
+    {
+        node_test(&["install.test.mjs"]);
     }
 }
 

@@ -4,26 +4,35 @@
 //! ```text
 //! browsers.rs  where each browser reads manifests (pure: OS + home in, paths out)
 //! manifest.rs  the manifest JSON: build, render, check (pure)
+//! extension.rs the extension built into him, and the per-user folder it is written to
+//! zip.rs       the stored zip the Firefox add-on (.xpi) is
 //! doctor.rs    every check, each with its fix; the host probe
 //! clients.rs   one snippet per MCP client (pure)
 //! ```
 //!
 //! Install and uninstall are symmetric: install writes `<dir>/dev.him.host.json` in each
-//! browser's per-user folder; uninstall removes exactly those files when they hold a him
-//! manifest, and nothing else. Commands whose job is to print write to stdout; warnings and
+//! browser's per-user folder and the extension's files in him's own folder
+//! (extension.rs); uninstall removes exactly those files when they hold a him manifest, and
+//! him's extension folder, and nothing else. Commands whose job is to print write to stdout; warnings and
 //! explanations go to stderr.
 
 pub mod browsers;
 pub mod clients;
 pub mod doctor;
+pub mod extension;
+pub mod guide;
 pub mod manifest;
+mod zip;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::BoxError;
-use crate::cli::{Browser, ConfigArgs, DoctorArgs, InstallArgs, ManifestArgs, UninstallArgs};
+use crate::cli::{
+    Browser, ConfigArgs, DoctorArgs, ExtensionArgs, ExtensionBuild, InstallArgs, ManifestArgs,
+    UninstallArgs,
+};
 use browsers::{Layout, Os};
 
 /// What the commands read from the process environment, gathered once.
@@ -32,6 +41,8 @@ pub struct Context {
     pub layout: Layout,
     /// The running binary, canonicalized: the path manifests point at.
     pub exe: PathBuf,
+    /// Where the extension's builds go (extension.rs).
+    pub extension_root: PathBuf,
 }
 
 impl Context {
@@ -51,7 +62,11 @@ impl Context {
         let xdg = std::env::var_os("XDG_CONFIG_HOME")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
+        let xdg_data = std::env::var_os("XDG_DATA_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
         Ok(Context {
+            extension_root: extension::install_root(Os::current(), &home, xdg_data),
             layout: Layout::new(Os::current(), home, xdg),
             exe: current_exe()?,
         })
@@ -200,6 +215,9 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode, BoxError> {
         }
     }
 
+    let (updated, wrote_ok) = write_extension_builds(&ctx.extension_root, &chosen)?;
+    failed |= !wrote_ok;
+
     for s in browsers::sandboxed_on_disk(Path::new("/"), &ctx.layout.home) {
         eprintln!(
             "him: warning: {} {} ({}) cannot start native-messaging hosts; the side panel will \
@@ -209,15 +227,123 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode, BoxError> {
             s.evidence.display()
         );
     }
-    eprintln!(
-        "Next: load the him extension in the browser (see the README), then check with `{} doctor`.",
-        him_command(&ctx.exe)
+    eprint!(
+        "{}",
+        guide::next_steps(
+            &chosen,
+            &ctx.extension_root,
+            &him_command(&ctx.exe),
+            updated
+        )
     );
     Ok(if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The builds the chosen browsers load.
+fn builds_for(chosen: &[Browser]) -> Vec<extension::Build> {
+    let mut builds = Vec::new();
+    if chosen
+        .iter()
+        .any(|b| browsers::family(*b) == browsers::Family::Chromium)
+    {
+        builds.push(extension::Build::Chromium);
+    }
+    if chosen.contains(&Browser::Firefox) {
+        builds.push(extension::Build::Firefox);
+    }
+    builds
+}
+
+/// Writes the extension's builds for the chosen browsers under `root`, saying on stdout what
+/// changed. Returns whether an earlier copy was updated, and whether everything was written.
+fn write_extension_builds(root: &Path, chosen: &[Browser]) -> Result<(bool, bool), BoxError> {
+    let mut updated = false;
+    let mut ok = true;
+    for build in builds_for(chosen) {
+        let dir = root.join(build.folder_name());
+        let existed = dir.is_dir();
+        match extension::write_folder(&dir, build) {
+            Ok(done) => {
+                updated |= existed && done.changed();
+                let verb = if done.changed() { "wrote" } else { "unchanged" };
+                writeln!(out(), "{verb} {}", dir.display())?;
+            }
+            Err(err) => {
+                eprintln!(
+                    "him: cannot write the extension to {}: {err}",
+                    dir.display()
+                );
+                ok = false;
+            }
+        }
+        if build == extension::Build::Firefox {
+            let xpi = root.join(extension::xpi_name());
+            match extension::write_if_changed(&xpi, &extension::xpi()) {
+                Ok(true) => writeln!(out(), "wrote {}", xpi.display())?,
+                Ok(false) => writeln!(out(), "unchanged {}", xpi.display())?,
+                Err(err) => {
+                    eprintln!("him: cannot write {}: {err}", xpi.display());
+                    ok = false;
+                }
+            }
+        }
+    }
+    Ok((updated, ok))
+}
+
+/// `him extension BUILD PATH`: one build of the extension, as `him install` writes it.
+pub fn write_extension(args: &ExtensionArgs) -> Result<ExitCode, BoxError> {
+    let written = match args.build {
+        ExtensionBuild::Chromium => extension::write_folder(&args.path, extension::Build::Chromium),
+        ExtensionBuild::Firefox => extension::write_folder(&args.path, extension::Build::Firefox),
+        ExtensionBuild::Xpi => extension::write_if_changed(&args.path, &extension::xpi())
+            .map(|_| extension::Written::default()),
+    };
+    written.map_err(|err| format!("cannot write {}: {err}", args.path.display()))?;
+    writeln!(out(), "wrote {}", args.path.display())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Removes the extension builds that only the uninstalled browsers load (every build when
+/// all browsers go), then him's folders if that left them empty.
+fn remove_extension_builds(root: &Path, chosen: &[Browser]) -> Result<bool, BoxError> {
+    let mut ok = true;
+    let all_chromium = browsers::ALL
+        .iter()
+        .filter(|b| browsers::family(**b) == browsers::Family::Chromium)
+        .all(|b| chosen.contains(b));
+    let mut gone: Vec<PathBuf> = Vec::new();
+    if all_chromium {
+        gone.push(root.join(extension::Build::Chromium.folder_name()));
+    }
+    if chosen.contains(&Browser::Firefox) {
+        gone.push(root.join(extension::Build::Firefox.folder_name()));
+        gone.push(root.join(extension::xpi_name()));
+    }
+    for path in gone {
+        let result = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        match result {
+            Ok(()) => writeln!(out(), "removed {}", path.display())?,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            Err(err) => {
+                eprintln!("him: cannot remove {}: {err}", path.display());
+                ok = false;
+            }
+        }
+    }
+    // `<data>/him/extension`, then `<data>/him`, when nothing else is left in them.
+    for dir in [Some(root), root.parent()].into_iter().flatten() {
+        let _ = std::fs::remove_dir(dir);
+    }
+    Ok(ok)
 }
 
 /// Writes `text` to `path` unless it already holds exactly that; creates the folder. The
@@ -252,7 +378,7 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode, BoxError> {
     };
     let mut removed = 0;
     let mut failed = false;
-    for browser in chosen {
+    for browser in chosen.iter().copied() {
         let path = browsers::manifest_path(browser, &ctx.layout);
         match std::fs::read_to_string(&path) {
             Err(err) if err.kind() == io::ErrorKind::NotFound => {}
@@ -280,6 +406,7 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode, BoxError> {
     if removed == 0 && !failed {
         eprintln!("him: no him manifest found; nothing to remove");
     }
+    failed |= !remove_extension_builds(&ctx.extension_root, &chosen)?;
     // What `him remote` set up: the ssh_config blocks, and the gateway's start.
     match crate::remote::uninstall() {
         Ok(Some(config)) => writeln!(

@@ -1,19 +1,11 @@
-// Builds the Firefox add-on from extension/: every file but the Chromium manifest (and the
-// icon generator), with manifest.firefox.json as its manifest.json. Firefox and Chromium
-// share everything else.
+// The Firefox add-on as him ships it: `him extension firefox DIR` writes the very build `him
+// install` writes (src/install/extension.rs decides which file of extension/ goes where), so
+// the tests run what people get. Needs HIM_BIN (cargo test sets it).
 
-import { cpSync, rmSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { execFileSync } from 'node:child_process';
 
-const EXT_DIR = fileURLToPath(new URL('../../extension/', import.meta.url));
-
-/** Copy extension/ into `dest` as the Firefox add-on. */
+/** Write the shipped Firefox add-on into `dest`. */
 export function buildFirefox(dest) {
-  cpSync(EXT_DIR, dest, {
-    recursive: true,
-    filter: (src) => !src.endsWith('.py') && path.basename(src) !== 'manifest.json',
-  });
-  rmSync(path.join(dest, 'manifest.firefox.json'));
-  cpSync(path.join(EXT_DIR, 'manifest.firefox.json'), path.join(dest, 'manifest.json'));
+  if (!process.env.HIM_BIN) throw new Error('HIM_BIN must name the him binary (cargo test sets it)');
+  execFileSync(process.env.HIM_BIN, ['extension', 'firefox', dest], { stdio: ['ignore', 'ignore', 'inherit'] });
 }
