@@ -276,6 +276,14 @@ pub struct InstallArgs {
     /// Also allow this Chromium extension id (repeatable), e.g. an unpacked copy with another id.
     #[arg(long = "extension-id", value_name = "ID")]
     pub extension_ids: Vec<String>,
+    /// Install the Firefox add-on for good in Firefox ESR, Developer Edition and Nightly
+    /// profiles without asking: this turns off signature checks for every add-on in them.
+    #[arg(long, conflicts_with = "no_firefox_unsigned")]
+    pub yes: bool,
+    /// Do not turn off Firefox's signature checks (the add-on is then loaded as a temporary
+    /// one, gone at each restart).
+    #[arg(long)]
+    pub no_firefox_unsigned: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -20,6 +20,7 @@ pub mod browsers;
 pub mod clients;
 pub mod doctor;
 pub mod extension;
+pub mod firefox;
 pub mod guide;
 pub mod manifest;
 mod zip;
@@ -217,6 +218,13 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode, BoxError> {
 
     let (updated, wrote_ok) = write_extension_builds(&ctx.extension_root, &chosen)?;
     failed |= !wrote_ok;
+    let firefox_setup = if chosen.contains(&Browser::Firefox) {
+        let setup = firefox_for_good(&ctx.layout, args)?;
+        failed |= setup.failed;
+        Some(setup)
+    } else {
+        None
+    };
 
     for s in browsers::sandboxed_on_disk(Path::new("/"), &ctx.layout.home) {
         eprintln!(
@@ -233,7 +241,8 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode, BoxError> {
             &chosen,
             &ctx.extension_root,
             &him_command(&ctx.exe),
-            updated
+            updated,
+            firefox_setup.as_ref()
         )
     );
     Ok(if failed {
@@ -241,6 +250,69 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode, BoxError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Installs the Firefox add-on for good in the profiles whose Firefox takes unsigned add-ons,
+/// once the person agreed (or agreed at an earlier install, whose block is still there).
+fn firefox_for_good(layout: &Layout, args: &InstallArgs) -> Result<guide::FirefoxSetup, BoxError> {
+    let mut setup = guide::FirefoxSetup::default();
+    let (takes, others): (Vec<_>, Vec<_>) = firefox::profiles(layout)
+        .into_iter()
+        .partition(|p| p.channel.takes_unsigned());
+    setup.release = others;
+    if takes.is_empty() || args.no_firefox_unsigned {
+        setup.declined = args.no_firefox_unsigned && !takes.is_empty();
+        return Ok(setup);
+    }
+    let agreed_before = takes.iter().all(|p| firefox::has_block(&p.path));
+    let agreed = agreed_before || args.yes || ask_unsigned(&takes)?;
+    if !agreed {
+        setup.declined = true;
+        return Ok(setup);
+    }
+    for profile in takes {
+        match firefox::install(&profile.path) {
+            Ok(changed) => {
+                let verb = if changed { "wrote" } else { "unchanged" };
+                writeln!(
+                    out(),
+                    "{verb} {}",
+                    firefox::xpi_path(&profile.path).display()
+                )?;
+                setup.installed.push(profile);
+            }
+            Err(err) => {
+                eprintln!(
+                    "him: cannot install the add-on in Firefox profile {}: {err}",
+                    profile.path.display()
+                );
+                setup.failed = true;
+            }
+        }
+    }
+    Ok(setup)
+}
+
+/// Asks on the terminal whether to turn signature checks off; no terminal means no.
+fn ask_unsigned(profiles: &[firefox::Profile]) -> Result<bool, BoxError> {
+    use std::io::IsTerminal;
+    if !(io::stdin().is_terminal() && io::stderr().is_terminal()) {
+        return Ok(false);
+    }
+    let names: Vec<String> = profiles
+        .iter()
+        .map(|p| format!("{} ({})", p.name, p.path.display()))
+        .collect();
+    eprint!(
+        "Firefox keeps an add-on across restarts only when it is signed by Mozilla, unless \
+         signature checks are off.\nTurn them off in Firefox profile {}, to install him there \
+         for good? This lets every add-on of that profile run unsigned; him writes the two \
+         settings in its user.js, and `him uninstall` takes them out. [y/N] ",
+        names.join(", ")
+    );
+    let mut answer = String::new();
+    io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
 }
 
 /// The builds the chosen browsers load.
@@ -293,6 +365,47 @@ fn write_extension_builds(root: &Path, chosen: &[Browser]) -> Result<(bool, bool
         }
     }
     Ok((updated, ok))
+}
+
+/// Takes the add-on and the signature settings out of every Firefox profile that has them.
+fn remove_from_firefox_profiles(layout: &Layout) -> Result<bool, BoxError> {
+    let mut ok = true;
+    for profile in firefox::profiles(layout) {
+        match firefox::uninstall(&profile.path) {
+            Ok(removed) => {
+                if removed.xpi {
+                    writeln!(
+                        out(),
+                        "removed {}",
+                        firefox::xpi_path(&profile.path).display()
+                    )?;
+                }
+                if removed.prefs {
+                    writeln!(
+                        out(),
+                        "removed him's settings from {} (signature checks are on again)",
+                        profile.path.join("user.js").display()
+                    )?;
+                    if firefox::in_use(&profile.path) {
+                        eprintln!(
+                            "him: Firefox is running with profile {}: quit it and run `him \
+                             uninstall --browser firefox` again, or it writes the settings back \
+                             into prefs.js when it quits",
+                            profile.name
+                        );
+                    }
+                }
+            }
+            Err(err) => {
+                eprintln!(
+                    "him: cannot remove him from Firefox profile {}: {err}",
+                    profile.path.display()
+                );
+                ok = false;
+            }
+        }
+    }
+    Ok(ok)
 }
 
 /// `him extension BUILD PATH`: one build of the extension, as `him install` writes it.
@@ -407,6 +520,9 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode, BoxError> {
         eprintln!("him: no him manifest found; nothing to remove");
     }
     failed |= !remove_extension_builds(&ctx.extension_root, &chosen)?;
+    if chosen.contains(&Browser::Firefox) {
+        failed |= !remove_from_firefox_profiles(&ctx.layout)?;
+    }
     // What `him remote` set up: the ssh_config blocks, and the gateway's start.
     match crate::remote::uninstall() {
         Ok(Some(config)) => writeln!(
