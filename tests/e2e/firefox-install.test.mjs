@@ -291,6 +291,10 @@ test('a question is answered in the add-on\'s panel page, in the same profile', 
     await browser.installExtension(testBuild);
     const page = await panelPage(browser);
     while (liveHostSockets().length === 0) await new Promise((r) => setTimeout(r, 100));
+    // The shortcut that opens the sidebar is registered with its key.
+    const commands = await page.evaluate(() => browser.commands.getAll());
+    const sidebar = commands.find((c) => c.name === '_execute_sidebar_action');
+    assert.equal(sidebar?.shortcut, 'Alt+Shift+H', JSON.stringify(commands));
 
     const ask = spawn(HIM_BIN, ['ask', 'text', 'Which branch shall I release from?', '--no-tty'], {
       env: personEnv(),
