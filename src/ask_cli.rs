@@ -56,23 +56,38 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
         }
         Err(err) => return Err(err.into()),
     };
+    let pool = |config: &Config| {
+        Pool::for_runtime(&config.runtime, Identity::with_cwd_project(him_ask()))
+            .with_matrix_route(config.matrix_route, config.reconnect_grace)
+    };
+    // Asked here only: `him serve` and hooks never take the terminal.
+    let result = ask_once(&config, pool, prepared, !args.no_tty)?;
+    print_result(&result)
+}
+
+/// Asks one prepared question through every channel `him ask` has (the terminal only when
+/// `terminal` allows it) and returns its result once the question is over.
+pub(crate) fn ask_once(
+    config: &Config,
+    pool: impl FnOnce(&Config) -> Pool,
+    prepared: channels::Prepared,
+    terminal: bool,
+) -> Result<crate::ask_result::AskResult, BoxError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let result = runtime.block_on(async {
-        let pool = Pool::for_runtime(&config.runtime, Identity::with_cwd_project(him_ask()))
-            .with_matrix_route(config.matrix_route, config.reconnect_grace);
+    Ok(runtime.block_on(async {
+        let pool = pool(config);
         // Ctrl-C withdraws the question rather than leaving it in the panel; so does
         // SIGTERM (`timeout`, a script's kill), which also gives a terminal prompt the chance
         // to put the terminal back.
         let interrupted = crate::mcp::http::shutdown_signal();
         // The loopback form's address, for a person running this in a terminal.
         let notice = Box::new(|message: String| eprintln!("him: {message}"));
-        // Asked here only: `him serve` and hooks never take the terminal.
-        let terminal = (!args.no_tty).then(Terminal::open).flatten();
+        let terminal = terminal.then(Terminal::open).flatten();
         let channels = channels::Channels::without_elicitation(terminal, notice);
         let result =
-            match channels::ask(&pool, &config, Box::new(prepared), channels, interrupted).await {
+            match channels::ask(&pool, config, Box::new(prepared), channels, interrupted).await {
                 channels::Asked::Done(result) => *result,
                 // Only an MCP session offers elicitation; `him ask` never does.
                 channels::Asked::InputRequired(_) => unreachable!("him ask offers no elicitation"),
@@ -81,9 +96,13 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
         // this process goes; otherwise it would tell the person the answer was not delivered.
         pool.close(crate::agent::EXIT_WAIT).await;
         result
-    });
+    }))
+}
+
+/// The result as JSON on stdout; exit 0 when it holds the person's answer.
+pub(crate) fn print_result(result: &crate::ask_result::AskResult) -> Result<ExitCode, BoxError> {
     let mut stdout = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut stdout, &result)?;
+    serde_json::to_writer_pretty(&mut stdout, result)?;
     writeln!(stdout)?;
     Ok(if result.is_answered() {
         ExitCode::SUCCESS

@@ -385,11 +385,11 @@ async fn chain(
     let after = early.as_ref().map(|early| early.after);
     let returned = AtomicBool::new(false);
     if channels.tell_where && question.sent_to() > 0 {
-        (channels.notice)(
-            "the question is waiting in your browser's him side panel; answer it there, or \
-             press Ctrl-C to cancel."
-                .to_owned(),
-        );
+        (channels.notice)(format!(
+            "the question is waiting in your browser's him side panel (the him icon in the \
+             toolbar, or {}); answer it there, or press Ctrl-C to cancel.",
+            crate::install::guide::SHORTCUT
+        ));
     }
     let (outcome, answered_by) = {
         // The browsers' wait ends as on cancellation when the limit comes with the question

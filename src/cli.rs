@@ -35,6 +35,11 @@ pub enum Command {
     Manifest(ManifestArgs),
     /// Print the snippet that registers `him serve` with an MCP client.
     Config(ConfigArgs),
+    /// Put a demo question in the browser's side panel and print what an agent would get.
+    Try,
+    /// Write the browser extension built into him (what `him install` writes) to a folder,
+    /// or the Firefox add-on to an .xpi file: for packagers and tests.
+    Extension(ExtensionArgs),
     /// The prompt `him ask` runs on the person's terminal: the form as JSON on stdin, the
     /// reply as JSON on stdout (internal; see `fallback/terminal.rs`).
     #[command(hide = true)]
@@ -271,6 +276,33 @@ pub struct InstallArgs {
     /// Also allow this Chromium extension id (repeatable), e.g. an unpacked copy with another id.
     #[arg(long = "extension-id", value_name = "ID")]
     pub extension_ids: Vec<String>,
+    /// Install the Firefox add-on for good in Firefox ESR, Developer Edition and Nightly
+    /// profiles without asking: this turns off signature checks for every add-on in them.
+    #[arg(long, conflicts_with = "no_firefox_unsigned")]
+    pub yes: bool,
+    /// Do not turn off Firefox's signature checks (the add-on is then loaded as a temporary
+    /// one, gone at each restart).
+    #[arg(long)]
+    pub no_firefox_unsigned: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExtensionBuild {
+    /// The Chromium-family extension, as a folder to load unpacked.
+    Chromium,
+    /// The Firefox add-on, as a folder.
+    Firefox,
+    /// The Firefox add-on, as one .xpi file.
+    Xpi,
+}
+
+#[derive(Debug, Args)]
+pub struct ExtensionArgs {
+    #[arg(value_enum)]
+    pub build: ExtensionBuild,
+    /// The folder to write (made to hold exactly the extension's files), or the .xpi file.
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -53,6 +53,7 @@ pub mod role;
 pub mod runtime;
 pub mod state;
 pub mod tools;
+pub mod try_cli;
 pub mod wait;
 pub mod web;
 

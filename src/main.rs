@@ -33,6 +33,8 @@ fn run(cli: Cli) -> Result<ExitCode, BoxError> {
         Command::Doctor(args) => him::install::doctor(&args),
         Command::Manifest(args) => him::install::manifest(&args),
         Command::Config(args) => him::install::config(&args),
+        Command::Try => him::try_cli::run(),
+        Command::Extension(args) => him::install::write_extension(&args),
         Command::TerminalPrompt => him::fallback::terminal::run_prompt(),
         Command::Hook(args) => him::hook::run(args),
         Command::Matrix(_) => run_matrix(),

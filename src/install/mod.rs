@@ -4,19 +4,32 @@
 //! ```text
 //! browsers.rs  where each browser reads manifests (pure: OS + home in, paths out)
 //! manifest.rs  the manifest JSON: build, render, check (pure)
+//! extension.rs the extension built into him, and the per-user folder it is written to
+//! firefox.rs   the Firefox profiles that keep an unsigned add-on, and what makes them keep it
+//! setup.rs     what install and uninstall do with the extension's builds and those profiles
+//! guide.rs     what install says is left to do in each browser
+//! zip.rs       the stored zip the Firefox add-on (.xpi) is
 //! doctor.rs    every check, each with its fix; the host probe
 //! clients.rs   one snippet per MCP client (pure)
 //! ```
 //!
 //! Install and uninstall are symmetric: install writes `<dir>/dev.him.host.json` in each
-//! browser's per-user folder; uninstall removes exactly those files when they hold a him
-//! manifest, and nothing else. Commands whose job is to print write to stdout; warnings and
+//! browser's per-user folder and the extension's files in him's own folder
+//! (extension.rs); uninstall removes exactly those files when they hold a him manifest, and
+//! him's extension folder, and nothing else. Commands whose job is to print write to stdout; warnings and
 //! explanations go to stderr.
 
 pub mod browsers;
 pub mod clients;
 pub mod doctor;
+pub mod extension;
+pub mod firefox;
+pub mod guide;
 pub mod manifest;
+mod setup;
+mod zip;
+
+pub use setup::write_extension;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -32,6 +45,8 @@ pub struct Context {
     pub layout: Layout,
     /// The running binary, canonicalized: the path manifests point at.
     pub exe: PathBuf,
+    /// Where the extension's builds go (extension.rs).
+    pub extension_root: PathBuf,
 }
 
 impl Context {
@@ -51,7 +66,11 @@ impl Context {
         let xdg = std::env::var_os("XDG_CONFIG_HOME")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
+        let xdg_data = std::env::var_os("XDG_DATA_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
         Ok(Context {
+            extension_root: extension::install_root(Os::current(), &home, xdg_data),
             layout: Layout::new(Os::current(), home, xdg),
             exe: current_exe()?,
         })
@@ -200,6 +219,16 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode, BoxError> {
         }
     }
 
+    let (updated, wrote_ok) = setup::write_extension_builds(&ctx.extension_root, &chosen)?;
+    failed |= !wrote_ok;
+    let firefox_setup = if chosen.contains(&Browser::Firefox) {
+        let setup = setup::firefox_for_good(&ctx.layout, args)?;
+        failed |= setup.failed;
+        Some(setup)
+    } else {
+        None
+    };
+
     for s in browsers::sandboxed_on_disk(Path::new("/"), &ctx.layout.home) {
         eprintln!(
             "him: warning: {} {} ({}) cannot start native-messaging hosts; the side panel will \
@@ -209,9 +238,15 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode, BoxError> {
             s.evidence.display()
         );
     }
-    eprintln!(
-        "Next: load the him extension in the browser (see the README), then check with `{} doctor`.",
-        him_command(&ctx.exe)
+    eprint!(
+        "{}",
+        guide::next_steps(
+            &chosen,
+            &ctx.extension_root,
+            &him_command(&ctx.exe),
+            updated,
+            firefox_setup.as_ref()
+        )
     );
     Ok(if failed {
         ExitCode::FAILURE
@@ -252,7 +287,7 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode, BoxError> {
     };
     let mut removed = 0;
     let mut failed = false;
-    for browser in chosen {
+    for browser in chosen.iter().copied() {
         let path = browsers::manifest_path(browser, &ctx.layout);
         match std::fs::read_to_string(&path) {
             Err(err) if err.kind() == io::ErrorKind::NotFound => {}
@@ -279,6 +314,10 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode, BoxError> {
     }
     if removed == 0 && !failed {
         eprintln!("him: no him manifest found; nothing to remove");
+    }
+    failed |= !setup::remove_extension_builds(&ctx.extension_root, &chosen)?;
+    if chosen.contains(&Browser::Firefox) {
+        failed |= !setup::remove_from_firefox_profiles(&ctx.layout)?;
     }
     // What `him remote` set up: the ssh_config blocks, and the gateway's start.
     match crate::remote::uninstall() {

@@ -76,7 +76,8 @@ impl Env {
             .env("HOME", &self.home)
             .env("HIM_RUNTIME_DIR", &self.runtime)
             .env_remove("XDG_RUNTIME_DIR")
-            .env_remove("XDG_CONFIG_HOME");
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME");
         if let Some(xdg) = &self.xdg {
             cmd.env("XDG_CONFIG_HOME", xdg);
         }
