@@ -123,7 +123,7 @@ test('the folder him install writes is the extension Chromium runs, and its demo
   await card.waitFor({ timeout: 20_000 }).catch((e) => {
     throw new Error(`${e.message}\n--- him try ---\n${err}${out}`);
   });
-  await until('him try to say where the question waits', () =>
+  await until('him try to say where the question waits', async () =>
     /waiting in your browser's him side panel \(the him icon in the toolbar, or Alt\+Shift\+H\)/.test(err),
   );
   await everyCardArmed(page);
