@@ -246,3 +246,129 @@ fn him_try_with_no_browser_connected_says_so_and_how_to_find_out_why() {
     );
     assert!(run.stderr.contains("`him doctor`"), "{}", run.stderr);
 }
+
+/// `packaging/build-dist` packages the binary under test: the store zip, the .xpi and a
+/// .deb whose contents are checked with `dpkg-deb -c`; then, extracted with `dpkg-deb -x` and
+/// laid over `/usr` and `/etc` in a mount namespace of its own (never installed on this
+/// machine), `him doctor` run by a fresh user finds the system-wide manifests starting
+/// `/usr/bin/him`, and the extension is in `/usr/share/him`.
+#[test]
+fn the_debian_package_holds_him_the_extension_and_the_manifests_and_its_doctor_finds_them() {
+    let Some(user) = support::fresh_user::fresh_user() else {
+        return;
+    };
+    let dist = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/build-dist"),
+    )
+    .args(["--quick", "--bin", env!("CARGO_BIN_EXE_him"), "--out"])
+    .arg(dist.path())
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "build-dist failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let version = env!("CARGO_PKG_VERSION");
+    let listed: Vec<String> = std::fs::read_dir(dist.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let deb = listed
+        .iter()
+        .find(|name| name.starts_with(&format!("him_{version}_")) && name.ends_with(".deb"))
+        .unwrap_or_else(|| panic!("no .deb among {listed:?}"));
+    for name in [
+        format!("him-chromium-{version}.zip"),
+        format!("him-firefox-{version}.xpi"),
+    ] {
+        assert!(listed.contains(&name), "{name} missing from {listed:?}");
+    }
+    // The store's zip has no "key": the store gives the id.
+    let store = std::process::Command::new("python3")
+        .args(["-c", "import json,sys,zipfile; m=json.loads(zipfile.ZipFile(sys.argv[1]).read('manifest.json')); print('key' in m, m['manifest_version'])"])
+        .arg(dist.path().join(format!("him-chromium-{version}.zip")))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&store.stdout).trim(), "False 3");
+
+    let deb = dist.path().join(deb);
+    let contents = std::process::Command::new("dpkg-deb")
+        .arg("-c")
+        .arg(&deb)
+        .output()
+        .unwrap();
+    let contents = String::from_utf8_lossy(&contents.stdout);
+    for path in [
+        "./usr/bin/him",
+        "./usr/share/him/extension/chromium/manifest.json",
+        "./usr/share/him/extension/chromium/panel/panel.html",
+        "./usr/share/him/extension/firefox/manifest.json",
+        "./usr/share/him/him@him.dev.xpi",
+        "./etc/chromium/native-messaging-hosts/dev.him.host.json",
+        "./etc/opt/chrome/native-messaging-hosts/dev.him.host.json",
+        "./usr/lib/mozilla/native-messaging-hosts/dev.him.host.json",
+    ] {
+        assert!(
+            contents.lines().any(|l| l.ends_with(path)),
+            "{path} is not in the package:\n{contents}"
+        );
+    }
+    assert!(
+        contents
+            .lines()
+            .any(|l| l.starts_with("-rwxr-xr-x root/root") && l.ends_with("./usr/bin/him")),
+        "him is root's and executable:\n{contents}"
+    );
+
+    let root = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        root.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let extracted = std::process::Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(&deb)
+        .arg(root.path())
+        .status()
+        .unwrap();
+    assert!(extracted.success());
+    let root = root.path().display().to_string();
+    let script = format!(
+        "set -e; mount --make-rprivate /; \
+         mount -t overlay overlay -o lowerdir={root}/usr:/usr /usr; \
+         mount -t overlay overlay -o lowerdir={root}/etc:/etc /etc; \
+         test -f /usr/share/him/extension/chromium/manifest.json; \
+         exec setpriv --reuid={uid} --regid={gid} --clear-groups env -i HOME={home} \
+         USER={name} PATH=/usr/bin:/bin /usr/bin/him doctor",
+        uid = user.uid,
+        gid = user.gid,
+        home = user.home.display(),
+        name = user.name,
+    );
+    let doctor = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    let err = String::from_utf8_lossy(&doctor.stderr);
+    for manifest in [
+        "Chromium: /etc/chromium/native-messaging-hosts/dev.him.host.json",
+        "Google Chrome: /etc/opt/chrome/native-messaging-hosts/dev.him.host.json",
+        "Firefox: /usr/lib/mozilla/native-messaging-hosts/dev.him.host.json",
+    ] {
+        assert!(
+            said.lines()
+                .any(|l| l.contains("✓") && l.contains(manifest)),
+            "the doctor does not pass {manifest}:\n{said}\n{err}"
+        );
+    }
+    assert!(!said.contains("not this binary"), "{said}");
+    // Nothing of the package reached this machine's own folders.
+    assert!(
+        !Path::new("/usr/share/him").exists()
+            && !Path::new("/etc/chromium/native-messaging-hosts/dev.him.host.json").exists()
+    );
+}

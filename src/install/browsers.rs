@@ -139,6 +139,18 @@ pub fn manifest_path(browser: Browser, layout: &Layout) -> PathBuf {
     manifest_dir(browser, layout).join(format!("{}.json", crate::HOST_NAME))
 }
 
+/// Where a package puts the browser's manifest for every user (Linux; the `.deb` of
+/// packaging/build-dist): read when the user has none of their own.
+pub fn system_manifest_path(browser: Browser, layout: &Layout) -> Option<PathBuf> {
+    let dir = match (layout.os, browser) {
+        (Os::Linux, Browser::Chromium) => "/etc/chromium/native-messaging-hosts",
+        (Os::Linux, Browser::Chrome) => "/etc/opt/chrome/native-messaging-hosts",
+        (Os::Linux, Browser::Firefox) => "/usr/lib/mozilla/native-messaging-hosts",
+        _ => return None,
+    };
+    Some(Path::new(dir).join(format!("{}.json", crate::HOST_NAME)))
+}
+
 /// Folders whose existence means the browser is installed for this user (any one will do).
 pub fn detection_dirs(browser: Browser, layout: &Layout) -> Vec<PathBuf> {
     if let Some(dir) = chromium_config_dir(browser, layout) {

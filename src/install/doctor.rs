@@ -384,7 +384,12 @@ pub fn check_manifests(layout: &Layout, exe: &Path, him: &str) -> (Vec<Finding>,
 /// Checks one browser's manifest on disk; `true` when the browser can start this host.
 pub fn check_manifest(browser: Browser, layout: &Layout, exe: &Path, him: &str) -> (Finding, bool) {
     let name = browsers::display_name(browser);
-    let path = browsers::manifest_path(browser, layout);
+    let own = browsers::manifest_path(browser, layout);
+    // The user's own manifest, else the one a package put there for every user.
+    let path = match browsers::system_manifest_path(browser, layout) {
+        Some(system) if !own.exists() && system.is_file() => system,
+        _ => own,
+    };
     let reinstall = format!(
         "run `{him} install --browser {}`",
         browsers::cli_name(browser)
