@@ -258,6 +258,7 @@ impl State {
             questions,
             matrix_route,
             all_lost_at,
+            open_panel_lost_at,
             restart_grace,
             ..
         } = self;
@@ -274,7 +275,10 @@ impl State {
             .collect();
         let desk = presence::Desk {
             browsers: &browsers,
-            restarting: all_lost_at.is_some_and(|at| at.elapsed() < *restart_grace),
+            restarting: [*all_lost_at, *open_panel_lost_at]
+                .into_iter()
+                .flatten()
+                .any(|at| at.elapsed() < *restart_grace),
         };
         for (id, entry) in questions.iter_mut() {
             if entry.to_matrix || !presence::due(*matrix_route, &desk, entry.opened_at.elapsed()) {
@@ -311,6 +315,8 @@ struct State {
     closed: bool,
     /// When the last link to a host ended, while no other was left.
     all_lost_at: Option<tokio::time::Instant>,
+    /// When a link to a browser's host whose side panel was open ended.
+    open_panel_lost_at: Option<tokio::time::Instant>,
     /// When questions go to the Matrix bridge.
     matrix_route: MatrixRoute,
     /// How long a browser whose last host ended may take to start a new one (a service worker
@@ -1216,7 +1222,15 @@ async fn run_link(
         }
     }
     let mut state = shared.state();
-    state.links.remove(&path);
+    let ended = state.links.remove(&path);
+    // A browser whose panel was open restarting its host (its service worker): that panel
+    // is still there, whatever the other browsers' panels are.
+    if ended.is_some_and(|link| link.status.panel_open && !link.status.matrix) {
+        state.open_panel_lost_at = Some(tokio::time::Instant::now());
+        if state.matrix_route != MatrixRoute::Never {
+            route_to_matrix_again(&shared, state.restart_grace);
+        }
+    }
     // A spare route may be the way to that gateway now.
     state.spare_routes.clear();
     if state.browsers() == 0 && !shared.is_matrix(&path) {

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::BoxError;
-use crate::agent::{Identity, Pool};
+use crate::agent::{Identity, MatrixRoute, Pool};
 use crate::channels;
 use crate::config::Config;
 use crate::form::Form;
@@ -50,8 +50,9 @@ pub fn run() -> Result<ExitCode, BoxError> {
     crate::logging::init();
     let config = Config::from_env()?;
     let pool = |config: &Config| {
+        // The demo is for the panel just installed: never the phone, nor a team's room.
         Pool::for_runtime(&config.runtime, Identity::with_cwd_project(him_try()))
-            .with_matrix_route(config.matrix_route, config.reconnect_grace)
+            .with_matrix_route(MatrixRoute::Never, config.reconnect_grace)
     };
     if !browser_connected(&config, pool)? {
         eprintln!(

@@ -761,11 +761,19 @@ fn now_ms() -> u64 {
 
 /// Opens the fake extension's side panel, and waits until `agent` has heard so.
 async fn open_panel(panel: &mut FakeExtension, agent: &Agent, open: bool) {
+    open_panel_of(panel, agent, open, 1).await;
+}
+
+/// As [`open_panel`], with `browsers` browsers linked: waits until the agent sees them all,
+/// one with its panel open (or none).
+async fn open_panel_of(panel: &mut FakeExtension, agent: &Agent, open: bool, browsers: usize) {
     panel.send(json!({"type": "panel", "open": open})).await;
     let deadline = tokio::time::Instant::now() + support::matrix::PHONE_PATIENCE;
     loop {
         let status = call(agent, "human_input_status", json!({})).await;
-        if status["browsers"][0]["panel_open"] == open {
+        let listed = status["browsers"].as_array().cloned().unwrap_or_default();
+        let opened = listed.iter().filter(|b| b["panel_open"] == true).count();
+        if listed.len() == browsers && opened == usize::from(open) {
             return;
         }
         assert!(
@@ -855,10 +863,12 @@ async fn a_browser_restarting_its_host_does_not_ring_the_phone_until_its_grace_h
     let Some(server) = ready() else { return };
     let mut s = set_up(server, None).await;
     let mut panel = FakeExtension::start(&s.runtime()).await;
+    // A second browser, its panel closed, stays linked throughout.
+    let mut other = FakeExtension::start(&s.runtime()).await;
     let agent = s
         .agent_with("restarting-agent", &[("HIM_AWAY_MS", "600000")])
         .await;
-    open_panel(&mut panel, &agent, true).await;
+    open_panel_of(&mut panel, &agent, true, 2).await;
     let asking = tokio::spawn({
         let agent = agent.clone();
         async move {
@@ -871,11 +881,12 @@ async fn a_browser_restarting_its_host_does_not_ring_the_phone_until_its_grace_h
         }
     });
     panel.take_ask().await;
+    other.take_ask().await;
     // The service worker restarts: its host ends, a new one starts, the panel still open.
     panel.close().await;
     let mut panel = FakeExtension::start(&s.runtime()).await;
     let ask = panel.take_ask().await;
-    open_panel(&mut panel, &agent, true).await;
+    open_panel_of(&mut panel, &agent, true, 2).await;
     // Had the gap rung the phone, that question would be in the room before this one.
     let always = s
         .agent_with("marker-agent", &[("HIM_MATRIX", "always")])
@@ -885,6 +896,7 @@ async fn a_browser_restarting_its_host_does_not_ring_the_phone_until_its_grace_h
         async move { call(&agent, "ask_text", json!({"question": "Marker?"})).await }
     });
     panel.take_ask().await;
+    other.take_ask().await;
     let (marker, body) = next_question_body(&mut s).await;
     assert!(
         body.contains("Marker?"),
@@ -899,6 +911,7 @@ async fn a_browser_restarting_its_host_does_not_ring_the_phone_until_its_grace_h
     assert_eq!(result["via"], "extension", "{result}");
     assert_eq!(result["answer"], "still here", "{result}");
     drop(agent);
+    other.close().await;
 
     // No new host within the grace: the browser is gone, and the phone rings.
     let agent = s

@@ -664,21 +664,28 @@ function optionFilter(doc, field, id, list, rows, onFilter) {
     onFilter(shown);
     return shown;
   };
+  // The row the last Enter here picked, for this text: a second Enter sends, as the hint
+  // says. Any other Enter picks (or, in a multiple choice, unticks) the first row left.
+  let enterPicked = null;
   // The filter's text is no part of the answer: its edits are not the form's.
   input.addEventListener('input', (event) => {
     event.stopPropagation();
+    enterPicked = null;
     apply();
   });
   input.addEventListener('keydown', (event) => {
     if (event.isComposing || event.keyCode === 229) return;
     const shown = rows.filter((r) => !r.row.hidden);
     if (event.key === 'Enter' && !event.ctrlKey && !event.metaKey) {
-      // Enter picks the first row left; once it is picked, Enter sends, as the hint says
-      // (the form's own Enter, which a default not prevented reaches).
+      // The second Enter on the row the first picked goes on to the form's own Enter.
       const first = shown[0];
-      if (first?.input.checked) return;
+      if (first && enterPicked?.row === first && enterPicked.text === input.value && first.input.checked) return;
       event.preventDefault();
-      if (first && !first.input.disabled) first.input.click();
+      if (first && !first.input.disabled) {
+        // A radio already chosen stays chosen; a checkbox toggles, as a click on it does.
+        if (!(first.input.type === 'radio' && first.input.checked)) first.input.click();
+        enterPicked = first.input.checked ? { row: first, text: input.value } : null;
+      }
     } else if (event.key === 'ArrowDown' && shown[0]) {
       event.preventDefault();
       shown[0].input.focus();

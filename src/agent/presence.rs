@@ -34,10 +34,11 @@ pub struct Browser {
     pub panel_open: bool,
 }
 
-/// What the agent knows of the desk: the browsers' hosts linked now, and whether every host
-/// had ended a moment ago (within `HIM_RECONNECT_GRACE_MS`). A service worker that restarts
-/// ends its host and starts a new one, whose first word says the panel is closed until the
-/// panel page has found the new worker: an open panel is still waited for then.
+/// What the agent knows of the desk: the browsers' hosts linked now, and whether every host,
+/// or one whose side panel was open, ended a moment ago (within `HIM_RECONNECT_GRACE_MS`). A
+/// service worker that restarts ends its host and starts a new one, whose first word says the
+/// panel is closed until the panel page has found the new worker: an open panel is still
+/// waited for then.
 #[derive(Debug, Clone, Copy)]
 pub struct Desk<'a> {
     pub browsers: &'a [Browser],

@@ -84,12 +84,57 @@ impl Written {
     }
 }
 
+/// The file that marks a folder as a build him wrote: only such a folder is written over,
+/// has files removed, or is removed by `him uninstall`.
+pub const MARKER: &str = ".him-extension";
+
+const MARKER_TEXT: &[u8] =
+    b"This folder is the him browser extension, written by `him install` or \
+`him extension`.\nhim rewrites it on the next install and removes what is not part of the \
+extension: keep nothing of your own here.\n";
+
+/// Whether `dir` is a build him wrote (it holds the marker).
+pub fn is_ours(dir: &Path) -> bool {
+    dir.join(MARKER).is_file()
+}
+
 /// Makes `dir` hold exactly the files of `build`: each file rewritten only when it differs
 /// (renamed into place, so a browser starting meanwhile reads old or new, never half), and
 /// files that are no longer part of the extension removed, so an upgrade leaves no stale file.
+/// Refuses a symbolic link, and a folder that holds anything but a build him wrote: that is
+/// someone's own folder, and nothing in it is removed.
 pub fn write_folder(dir: &Path, build: Build) -> io::Result<Written> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is a symbolic link; give the folder itself, or remove the link",
+                    dir.display()
+                ),
+            ));
+        }
+        Ok(meta) if !meta.is_dir() => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is a file, not a folder", dir.display()),
+            ));
+        }
+        Ok(_) if !is_ours(dir) && std::fs::read_dir(dir)?.next().is_some() => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} holds files him did not write (no {MARKER}); give an empty or new \
+                     folder: him would remove what is not part of the extension",
+                    dir.display()
+                ),
+            ));
+        }
+        _ => {}
+    }
     let files = files(build);
     let mut done = Written::default();
+    write_if_changed(&dir.join(MARKER), MARKER_TEXT)?;
     for (rel, bytes) in &files {
         if write_if_changed(&dir.join(rel), bytes)? {
             done.written += 1;
@@ -97,7 +142,8 @@ pub fn write_folder(dir: &Path, build: Build) -> io::Result<Written> {
             done.unchanged += 1;
         }
     }
-    let keep: BTreeSet<PathBuf> = files.iter().map(|(rel, _)| dir.join(rel)).collect();
+    let mut keep: BTreeSet<PathBuf> = files.iter().map(|(rel, _)| dir.join(rel)).collect();
+    keep.insert(dir.join(MARKER));
     done.removed = remove_others(dir, &keep)?;
     Ok(done)
 }
@@ -234,5 +280,38 @@ mod tests {
         let repaired = write_folder(&dir, Build::Chromium).unwrap();
         assert_eq!((repaired.written, repaired.removed), (1, 1));
         assert!(!dir.join("old").exists());
+    }
+
+    #[test]
+    fn a_folder_him_did_not_write_is_refused_and_nothing_in_it_is_touched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("project");
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("NOTES.md"), "mine").unwrap();
+        std::fs::write(dir.join("src/main.rs"), "fn main() {}").unwrap();
+        let err = write_folder(&dir, Build::Chromium).unwrap_err();
+        assert!(
+            err.to_string().contains("holds files him did not write"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("NOTES.md")).unwrap(),
+            "mine"
+        );
+        assert!(dir.join("src/main.rs").exists());
+        assert!(!dir.join("manifest.json").exists());
+
+        // A symbolic link to a folder (a checkout's extension/, say) is refused too.
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        let err = write_folder(&link, Build::Chromium).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert!(dir.join("NOTES.md").exists());
+
+        // An empty folder is taken, and marked.
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        write_folder(&empty, Build::Firefox).unwrap();
+        assert!(is_ours(&empty));
     }
 }

@@ -192,6 +192,43 @@ pub fn xpi_path(profile: &Path) -> PathBuf {
     profile.join("extensions").join(extension::xpi_name())
 }
 
+/// The block's line for a setting the person had before him's install: uninstall leaves it.
+const HAD: &str = "// him: set before him, kept by him uninstall: ";
+
+/// The settings of `PREFS` the block of `text` says the person had before (see [`HAD`]).
+fn had_before(text: &str) -> Vec<&'static str> {
+    PREFS
+        .into_iter()
+        .filter(|pref| text.lines().any(|l| l.strip_prefix(HAD) == Some(*pref)))
+        .collect()
+}
+
+/// `text` refused when it has the block's first line but not its last after it (edited by
+/// hand): taking the block out would take the person's lines after it too.
+fn check_block(text: &str, path: &Path) -> io::Result<()> {
+    let mut lines = text.lines().skip_while(|l| *l != BEGIN);
+    if lines.next().is_some() && !lines.any(|l| l == END) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} has him's line \"{BEGIN}\" but not \"{END}\" after it; put it back or \
+                 remove him's lines by hand, then run this again",
+                path.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Where to write `user.js`: the file a symbolic link (a dotfile manager's) points to.
+fn user_js(profile: &Path) -> io::Result<PathBuf> {
+    let path = profile.join("user.js");
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(&path),
+        _ => Ok(path),
+    }
+}
+
 /// `text` without him's block (and the blank line before it, which `with_block` adds).
 fn without_block(text: &str) -> String {
     let mut out: Vec<&str> = Vec::new();
@@ -215,14 +252,19 @@ fn without_block(text: &str) -> String {
     joined
 }
 
-/// `text` with him's block at the end, once.
-fn with_block(text: &str) -> String {
+/// `text` with him's block at the end, once, saying which settings the person had before.
+fn with_block(text: &str, had: &[&str]) -> String {
     let mut out = without_block(text);
     if !out.is_empty() {
         out.push('\n');
     }
     out.push_str(BEGIN);
     out.push('\n');
+    for pref in had {
+        out.push_str(HAD);
+        out.push_str(pref);
+        out.push('\n');
+    }
     for pref in PREFS {
         out.push_str(pref);
         out.push('\n');
@@ -239,10 +281,23 @@ pub fn has_block(profile: &Path) -> bool {
 
 /// Installs the add-on in `profile` for good; true when anything changed.
 pub fn install(profile: &Path) -> io::Result<bool> {
-    let xpi = extension::write_if_changed(&xpi_path(profile), &extension::xpi())?;
-    let user_js = profile.join("user.js");
+    let user_js = user_js(profile)?;
     let old = read_or_empty(&user_js)?;
-    let prefs = extension::write_if_changed(&user_js, with_block(&old).as_bytes())?;
+    check_block(&old, &user_js)?;
+    // What the person had set before him's first install stays when him's block goes. Once
+    // the block is there, prefs.js holds its settings because Firefox copied them: the block
+    // already says what was the person's.
+    let had = if old.lines().any(|l| l == BEGIN) {
+        had_before(&old)
+    } else {
+        let prefs = read_or_empty(&profile.join("prefs.js"))?;
+        PREFS
+            .into_iter()
+            .filter(|pref| old.lines().chain(prefs.lines()).any(|l| l == *pref))
+            .collect()
+    };
+    let xpi = extension::write_if_changed(&xpi_path(profile), &extension::xpi())?;
+    let prefs = extension::write_if_changed(&user_js, with_block(&old, &had).as_bytes())?;
     Ok(xpi || prefs)
 }
 
@@ -255,15 +310,17 @@ pub struct Removed {
 
 /// Removes the add-on and the settings from `profile`.
 pub fn uninstall(profile: &Path) -> io::Result<Removed> {
+    let user_js = user_js(profile)?;
+    let old = read_or_empty(&user_js)?;
+    check_block(&old, &user_js)?;
     let mut removed = Removed::default();
     match std::fs::remove_file(xpi_path(profile)) {
         Ok(()) => removed.xpi = true,
         Err(err) if err.kind() == io::ErrorKind::NotFound => {}
         Err(err) => return Err(err),
     }
-    let user_js = profile.join("user.js");
-    let old = read_or_empty(&user_js)?;
     if old.lines().any(|l| l == BEGIN) {
+        let had = had_before(&old);
         let rest = without_block(&old);
         if rest.is_empty() {
             std::fs::remove_file(&user_js)?;
@@ -274,8 +331,9 @@ pub fn uninstall(profile: &Path) -> io::Result<Removed> {
         // Firefox copied the block's settings into prefs.js; without this they would stay.
         let prefs_js = profile.join("prefs.js");
         let prefs = read_or_empty(&prefs_js)?;
-        if prefs.lines().any(|l| PREFS.contains(&l)) {
-            let kept: Vec<&str> = prefs.lines().filter(|l| !PREFS.contains(l)).collect();
+        let ours = |l: &str| PREFS.contains(&l) && !had.contains(&l);
+        if prefs.lines().any(ours) {
+            let kept: Vec<&str> = prefs.lines().filter(|l| !ours(l)).collect();
             extension::write_if_changed(&prefs_js, format!("{}\n", kept.join("\n")).as_bytes())?;
         }
     }
@@ -373,14 +431,14 @@ mod tests {
     #[test]
     fn the_block_is_added_once_and_removed_leaving_the_person_s_lines() {
         let mine = "user_pref(\"browser.startup.page\", 3);\n";
-        let once = with_block(mine);
-        assert_eq!(with_block(&once), once);
+        let once = with_block(mine, &[]);
+        assert_eq!(with_block(&once, &[]), once);
         assert!(once.starts_with(mine));
         for pref in PREFS {
             assert_eq!(once.matches(pref).count(), 1);
         }
         assert_eq!(without_block(&once), mine);
-        assert_eq!(without_block(&with_block("")), "");
+        assert_eq!(without_block(&with_block("", &[])), "");
     }
 
     #[test]
@@ -408,5 +466,54 @@ mod tests {
             "user_pref(\"b\", 2);\n"
         );
         assert!(!xpi_path(p).exists());
+    }
+
+    #[test]
+    fn a_setting_the_person_had_before_stays_after_uninstall() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path();
+        // Set in about:config before him came (another unsigned add-on on ESR).
+        std::fs::write(p.join("prefs.js"), format!("{}\n", PREFS[0])).unwrap();
+        assert!(install(p).unwrap());
+        // Firefox copies the block into prefs.js; a second install keeps what the block says.
+        std::fs::write(p.join("prefs.js"), format!("{}\n{}\n", PREFS[0], PREFS[1])).unwrap();
+        assert!(!install(p).unwrap(), "a second install changes nothing");
+        uninstall(p).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(p.join("prefs.js")).unwrap(),
+            format!("{}\n", PREFS[0]),
+            "the person's own setting stays; him's goes"
+        );
+    }
+
+    #[test]
+    fn a_symlinked_user_js_is_written_through_and_a_broken_block_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("profile");
+        std::fs::create_dir(&p).unwrap();
+        let dotfile = tmp.path().join("dotfiles-user.js");
+        std::fs::write(&dotfile, "user_pref(\"a\", 1);\n").unwrap();
+        std::os::unix::fs::symlink(&dotfile, p.join("user.js")).unwrap();
+        install(&p).unwrap();
+        assert!(
+            std::fs::symlink_metadata(p.join("user.js"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(std::fs::read_to_string(&dotfile).unwrap().contains(BEGIN));
+        uninstall(&p).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&dotfile).unwrap(),
+            "user_pref(\"a\", 1);\n"
+        );
+
+        // A block whose last line was edited away: nothing after it may be lost.
+        let broken = format!("{BEGIN}\n{}\nuser_pref(\"mine\", 1);\n", PREFS[0]);
+        std::fs::write(&dotfile, &broken).unwrap();
+        let err = uninstall(&p).unwrap_err();
+        assert!(err.to_string().contains("but not"), "{err}");
+        assert!(install(&p).is_err());
+        assert_eq!(std::fs::read_to_string(&dotfile).unwrap(), broken);
     }
 }

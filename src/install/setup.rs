@@ -203,7 +203,16 @@ pub(super) fn remove_extension_builds(root: &Path, chosen: &[Browser]) -> Result
         gone.push(root.join(extension::xpi_name()));
     }
     for path in gone {
-        let result = if path.is_dir() {
+        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+        let result = if path.is_dir() && !is_link {
+            if !extension::is_ours(&path) {
+                eprintln!(
+                    "him: left {} alone: him did not write it (no {})",
+                    path.display(),
+                    extension::MARKER
+                );
+                continue;
+            }
             std::fs::remove_dir_all(&path)
         } else {
             std::fs::remove_file(&path)

@@ -484,3 +484,21 @@ test('in a long option list, Enter in the filter picks the first row left, and a
     assert.deepEqual(calls.submit[0].values.pick, picked);
   }
 });
+
+test('in a long multiple choice, Enter in the filter on a ticked row unticks it; the form is not sent', () => {
+  const options = Array.from({ length: 12 }, (_, i) => ({ value: `v${i}`, label: `Option ${i}` }));
+  const { el, window, view, calls } = mount({ fields: [{ name: 'pick', type: 'multi_select', label: 'Pick', options, default: ['v3', 'v7'] }] });
+  const filter = el.querySelector('.him-filter input');
+  type(window, filter, 'option 7');
+  assert.equal(key(window, filter, 'Enter').defaultPrevented, true);
+  assert.deepEqual(view.values().pick, ['v3'], 'the person meant to untick it');
+  assert.equal(calls.submit.length, 0);
+  // A pre-chosen radio: the first Enter keeps it chosen and sends nothing.
+  const radio = mount({ fields: [{ name: 'r', type: 'radio', label: 'R', options, default: 'v7' }] });
+  const box = radio.el.querySelector('.him-filter input');
+  type(radio.window, box, 'option 7');
+  assert.equal(key(radio.window, box, 'Enter').defaultPrevented, true, 'the first Enter only picks');
+  assert.equal(radio.calls.submit.length, 0);
+  key(radio.window, box, 'Enter');
+  assert.equal(radio.calls.submit.length, 1, 'the second sends');
+});
