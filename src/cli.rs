@@ -82,6 +82,10 @@ pub enum MatrixCommand {
     /// bridge's last sync, the bot's device verified) and say how to fix what fails; `him
     /// doctor` includes it.
     Doctor,
+    /// Verify the bot with an answerer by comparing emojis, so their Matrix app shows the
+    /// bot's messages without an "unverified" warning: start "Verify" on your phone (in the
+    /// chat with the bot), then compare the 7 emojis here with your phone's.
+    Verify,
 }
 
 #[derive(Debug, Args)]

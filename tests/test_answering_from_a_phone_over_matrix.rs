@@ -1216,7 +1216,11 @@ async fn the_doctor_checks_the_matrix_leg_and_says_how_to_fix_what_fails() {
     let (_, section) = doctor(&s);
     assert!(section.contains("✓ the bridge's last sync: "), "{section}");
     assert!(
-        section.contains("⚠ the bot's device is not verified"),
+        section.contains("✓ the bot's device is cross-signed by its account"),
+        "{section}"
+    );
+    assert!(
+        section.contains(&format!("⚠ {me} has not verified the bot")),
         "{section}"
     );
 
@@ -1482,4 +1486,279 @@ async fn bench_question_to_phone_against_a_plain_message() {
     drop(agent);
     s.phone.stop().await;
     other.stop().await;
+}
+
+/// `him matrix verify` at the desk, its stdin a pipe (the person's keys), its output read as
+/// it comes.
+struct Verifying {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::process::ChildStdout,
+    seen: String,
+}
+
+impl Verifying {
+    fn start(s: &Setup) -> Verifying {
+        let mut child = tokio::process::Command::new(support::him_bin())
+            .args(["matrix", "verify"])
+            .envs(s.env())
+            .env("HIM_RUNTIME_DIR", s.runtime())
+            .env("HIM_LOG", "info")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("run him matrix verify");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        Verifying {
+            child,
+            stdin,
+            stdout,
+            seen: String::new(),
+        }
+    }
+
+    /// Reads until the output holds `needle`; returns everything read so far.
+    async fn until(&mut self, needle: &str) -> String {
+        use tokio::io::AsyncReadExt;
+        let deadline = tokio::time::Instant::now() + support::matrix::PHONE_PATIENCE;
+        while !self.seen.contains(needle) {
+            let mut buf = [0u8; 4096];
+            let n = tokio::time::timeout_at(deadline, self.stdout.read(&mut buf))
+                .await
+                .unwrap_or_else(|_| panic!("verify never said {needle:?}: {}", self.seen))
+                .expect("read verify");
+            assert!(n > 0, "verify ended without {needle:?}: {}", self.seen);
+            self.seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        self.seen.clone()
+    }
+
+    async fn answer(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("answer verify");
+    }
+
+    /// Its exit status and whole output.
+    async fn finish(mut self) -> (bool, String) {
+        use tokio::io::AsyncReadExt;
+        let mut rest = String::new();
+        self.stdout
+            .read_to_string(&mut rest)
+            .await
+            .expect("read verify");
+        let status = self.child.wait().await.expect("verify ends");
+        (status.success(), self.seen + &rest)
+    }
+}
+
+/// The 7 (emoji, name) pairs `him matrix verify` shows, in order.
+fn emojis_shown(text: &str) -> Vec<(String, String)> {
+    text.split("in this order:")
+        .nth(1)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let (emoji, name) = line.split_once("  ")?;
+            Some((emoji.trim().to_owned(), name.trim().to_owned()))
+        })
+        .take(7)
+        .collect()
+}
+
+/// The emojis the phone shows, once the comparison is under way.
+async fn phone_emojis(phone: &mut Phone) -> Vec<(String, String)> {
+    let sas = phone
+        .event("the phone's emojis", |e| {
+            e["event"] == "verification" && (e["phase"] == "Sas" || e["phase"] == "Cancelled")
+        })
+        .await;
+    assert_eq!(sas["phase"], "Sas", "{sas}");
+    sas["emojis"]
+        .as_array()
+        .expect("emojis")
+        .iter()
+        .map(|pair| {
+            (
+                pair[0].as_str().expect("emoji").to_owned(),
+                pair[1].as_str().expect("name").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn bot_device(s: &Setup) -> String {
+    let session: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.home.path().join("state/him/matrix/session.json"))
+            .expect("session"),
+    )
+    .expect("json");
+    session["device_id"].as_str().expect("device").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_phone_verifies_the_bot_by_emojis_and_the_doctor_says_so() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let me = s.phone.user_id.clone();
+    s.phone
+        .cmd(json!({"cmd": "cross_sign", "password": "me-password"}))
+        .await;
+    // `him matrix login` with the password cross-signed the bot's device.
+    let (_, section) = doctor(&s);
+    assert!(
+        section.contains("✓ the bot's device is cross-signed by its account"),
+        "{section}"
+    );
+    assert!(
+        section.contains(&format!("⚠ {me} has not verified the bot")),
+        "{section}"
+    );
+    assert!(section.contains("hint: him matrix verify"), "{section}");
+
+    let mut verifying = Verifying::start(&s);
+    verifying.until("Waiting for a verification request").await;
+    // As Element X does it: a request to the bot in the chat with it.
+    s.phone
+        .cmd(json!({"cmd": "verify_dm", "user": s.bot, "room": s.room}))
+        .await;
+    let on_phone = phone_emojis(&mut s.phone).await;
+    let shown = verifying.until("Do they match? [y/N]").await;
+    let on_desk = emojis_shown(&shown);
+    assert_eq!(on_phone.len(), 7, "{on_phone:?}");
+    assert_eq!(
+        on_desk, on_phone,
+        "the desk shows the phone's emojis: {shown}"
+    );
+    verifying.answer("y").await;
+    s.phone.cmd(json!({"cmd": "sas_confirm"})).await;
+    let done = s
+        .phone
+        .event("the verification's end", |e| {
+            e["event"] == "verification" && (e["phase"] == "Verified" || e["phase"] == "Failed")
+        })
+        .await;
+    assert_eq!(done["phase"], "Verified", "{done}");
+    let (ok, out) = verifying.finish().await;
+    assert!(ok, "verify failed: {out}");
+    assert!(out.contains(&format!("Verified: {me}")), "{out}");
+
+    // The phone trusts the bot's identity and its device; the doctor says they verified.
+    let trust = s
+        .phone
+        .cmd(json!({"cmd": "trust", "user": s.bot, "device": bot_device(&s)}))
+        .await;
+    assert_eq!(trust["user_verified"], true, "{trust}");
+    assert_eq!(trust["device_verified"], true, "{trust}");
+    let (_, section) = doctor(&s);
+    assert!(
+        section.contains(&format!("✓ {me} and the bot verified each other")),
+        "{section}"
+    );
+    s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mismatch_cancels_the_verification_and_a_stranger_may_not_verify() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let me = s.phone.user_id.clone();
+    s.phone
+        .cmd(json!({"cmd": "cross_sign", "password": "me-password"}))
+        .await;
+    // A question open: the bridge runs, and must not share the store with the verification.
+    let agent = s.agent("verify-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Still there?"})).await }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let bridge = nix::unistd::Pid::from_raw(bridge_pid(&s.runtime()).await);
+
+    let mut verifying = Verifying::start(&s);
+    let said = verifying.until("Waiting for a verification request").await;
+    assert!(
+        said.contains(&format!("The Matrix bridge (pid {bridge}) is stopped")),
+        "{said}"
+    );
+    assert!(
+        nix::sys::signal::kill(bridge, None).is_err()
+            || std::fs::read_to_string(format!("/proc/{bridge}/stat"))
+                .is_ok_and(|stat| stat.contains(") Z ")),
+        "the bridge still runs beside the verification"
+    );
+
+    // Someone in the room who is not an answerer asks to verify the bot's device: refused.
+    let mut stranger = Phone::start().await;
+    let stranger_name = unique("stranger");
+    let stranger_id = stranger
+        .register(server, &stranger_name, "stranger-password")
+        .await;
+    stranger
+        .login(server, &stranger_name, "stranger-password")
+        .await;
+    s.phone
+        .cmd(json!({"cmd": "invite", "room": s.room, "user": stranger_id}))
+        .await;
+    stranger.event("joined", |e| e["event"] == "joined").await;
+    stranger
+        .cmd(json!({"cmd": "verify_device", "user": s.bot, "device": bot_device(&s)}))
+        .await;
+    let refused = stranger
+        .event("the stranger's request cancelled", |e| {
+            e["event"] == "verification" && (e["phase"] == "Cancelled" || e["phase"] == "Sas")
+        })
+        .await;
+    assert_eq!(refused["phase"], "Cancelled", "{refused}");
+    verifying
+        .until(&format!(
+            "Refused a verification request from {stranger_id}"
+        ))
+        .await;
+
+    // The answerer's request; the emojis said not to match.
+    s.phone
+        .cmd(json!({"cmd": "verify_dm", "user": s.bot, "room": s.room}))
+        .await;
+    phone_emojis(&mut s.phone).await;
+    verifying.until("Do they match? [y/N]").await;
+    verifying.answer("n").await;
+    let end = s
+        .phone
+        .event("the verification's end", |e| {
+            e["event"] == "verification"
+                && (e["phase"] == "Verified" || e["phase"] == "Failed" || e["phase"] == "Cancelled")
+        })
+        .await;
+    assert_ne!(end["phase"], "Verified", "{end}");
+    let (ok, out) = verifying.finish().await;
+    assert!(!ok, "a mismatch is a failure: {out}");
+    assert!(
+        out.contains("someone may be between your phone and the bot"),
+        "{out}"
+    );
+    assert!(out.contains("The Matrix bridge runs again"), "{out}");
+    let trust = s
+        .phone
+        .cmd(json!({"cmd": "trust", "user": s.bot, "device": bot_device(&s)}))
+        .await;
+    assert_eq!(trust["user_verified"], false, "{trust}");
+    let (_, section) = doctor(&s);
+    assert!(
+        section.contains(&format!("⚠ {me} has not verified the bot")),
+        "{section}"
+    );
+
+    // The bridge started again takes the answer to the question left open.
+    s.phone.reply(&s.room, &question["event_id"], "yes").await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["answer"], "yes", "{result}");
+    drop(agent);
+    stranger.stop().await;
+    s.phone.stop().await;
 }

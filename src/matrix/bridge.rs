@@ -46,6 +46,9 @@ use super::render::{self, Shape};
 use super::store::{self, ROOM_FIRST, RoomConfig};
 use super::thread;
 
+/// The running bridge's pid, in `<runtime>/matrix/` beside its lock.
+pub const PID_FILE: &str = "bridge.pid";
+
 /// Where each question posted and still open is kept, id → event.
 const POSTED_FILE: &str = "posted.json";
 
@@ -89,6 +92,11 @@ pub fn run() -> Result<ExitCode, BoxError> {
         tracing::info!("a Matrix bridge already runs for this user");
         return Ok(ExitCode::SUCCESS);
     };
+    // Who holds the lock, for `him matrix verify`, which asks the bridge to stop.
+    let pid_file = runtime::matrix_dir(&runtime_dir).join(PID_FILE);
+    if let Err(err) = std::fs::write(&pid_file, std::process::id().to_string()) {
+        tracing::warn!("cannot write {}: {err}", pid_file.display());
+    }
     let idle = std::env::var("HIM_MATRIX_IDLE_MS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -262,8 +270,12 @@ async fn run_room(
         )
         .into());
     }
-    write_status(dir, &client).await;
-    tokio::spawn(sync_forever(client.clone(), dir.to_owned()));
+    write_status(dir, &client, &config.answerers).await;
+    tokio::spawn(sync_forever(
+        client.clone(),
+        dir.to_owned(),
+        config.answerers.clone(),
+    ));
 
     let mut posted: HashMap<String, Posted> = store::read(dir, POSTED_FILE, "").unwrap_or_default();
     posted.retain(|_, p| p.until_ms > now_ms());
@@ -371,14 +383,14 @@ async fn first_sync(client: &Client, room_id: &RoomId) -> Room {
 
 /// Syncs for as long as the bridge runs; the sync position is kept in the store, so a
 /// bridge started again reads what was said while it was gone.
-async fn sync_forever(client: Client, dir: PathBuf) {
+async fn sync_forever(client: Client, dir: PathBuf, answerers: Vec<String>) {
     let settings = SyncSettings::default().timeout(SYNC_TIMEOUT);
     let mut backoff = Duration::from_secs(1);
     loop {
         match client.sync_once(settings.clone()).await {
             Ok(_) => {
                 backoff = Duration::from_secs(1);
-                write_status(&dir, &client).await;
+                write_status(&dir, &client, &answerers).await;
             }
             Err(err) => {
                 tracing::warn!(
@@ -393,19 +405,9 @@ async fn sync_forever(client: Client, dir: PathBuf) {
 }
 
 /// What `him matrix doctor` reads of this bridge: its last sync, and whether the bot's
-/// device is cross-signed (which only the store knows).
-async fn write_status(dir: &Path, client: &Client) {
-    let device_verified = match client.encryption().get_own_device().await {
-        Ok(Some(device)) => device.is_cross_signed_by_owner(),
-        _ => false,
-    };
-    let status = super::doctor::BridgeStatus {
-        synced_at_ms: now_ms(),
-        device_verified,
-    };
-    if let Err(err) = store::write(dir, super::doctor::STATUS_FILE, &status) {
-        tracing::warn!("cannot write the bridge's status: {err}");
-    }
+/// device is cross-signed and which answerers verified it (which only the store knows).
+async fn write_status(dir: &Path, client: &Client, answerers: &[String]) {
+    super::doctor::observe_and_write(dir, client, answerers, true).await;
 }
 
 fn now_ms() -> u64 {

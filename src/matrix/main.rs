@@ -15,7 +15,8 @@
 //!
 //! - `setup.rs`: `him matrix login` and `him matrix room`;
 //! - `store.rs`: what is kept in `<state>/matrix/` (session, stores, room), 0700/0600;
-//! - `bridge.rs`: the bridge process; `render.rs`: the pure rules of the phone's view.
+//! - `bridge.rs`: the bridge process; `render.rs`: the pure rules of the phone's view;
+//! - `verify.rs`: `him matrix verify`, the emoji comparison with an answerer's phone.
 
 mod bridge;
 mod doctor;
@@ -24,6 +25,7 @@ mod render;
 mod setup;
 mod store;
 mod thread;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -56,6 +58,7 @@ fn run(command: MatrixCommand) -> Result<ExitCode, BoxError> {
         MatrixCommand::Room(args) => setup::room(&args),
         MatrixCommand::Bridge => bridge::run(),
         MatrixCommand::Doctor => doctor::run(),
+        MatrixCommand::Verify => verify::run(),
     }
 }
 
