@@ -1762,3 +1762,106 @@ async fn a_mismatch_cancels_the_verification_and_a_stranger_may_not_verify() {
     stranger.stop().await;
     s.phone.stop().await;
 }
+
+/// The devices of `user`'s account, as the homeserver lists them (read with a login of its
+/// own, which the list includes).
+async fn account_devices(server: &Synapse, user: &str, password: &str) -> Vec<String> {
+    let http = reqwest::Client::new();
+    let login = json!({"type": "m.login.password",
+        "identifier": {"type": "m.id.user", "user": user}, "password": password});
+    let response = http
+        .post(format!("{}/_matrix/client/v3/login", server.url))
+        .body(login.to_string())
+        .send()
+        .await
+        .expect("login");
+    assert!(response.status().is_success(), "the account is gone");
+    let body: Value = serde_json::from_str(&response.text().await.expect("body")).expect("json");
+    let token = body["access_token"].as_str().expect("token").to_owned();
+    let response = http
+        .get(format!("{}/_matrix/client/v3/devices", server.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("devices");
+    let body: Value = serde_json::from_str(&response.text().await.expect("body")).expect("json");
+    body["devices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .map(|d| d["device_id"].as_str().expect("device_id").to_owned())
+        .collect()
+}
+
+/// `him uninstall ARGS` with the set-up's home: (success, stdout, stderr).
+fn uninstall(s: &Setup, args: &[&str]) -> (bool, String, String) {
+    let output = std::process::Command::new(support::him_bin())
+        .arg("uninstall")
+        .args(args)
+        .env("HIM_STATE_DIR", s.home.path().join("state/him"))
+        .env("HIM_RUNTIME_DIR", s.runtime())
+        .env("HOME", s.home.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run him uninstall");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn uninstall_removes_the_matrix_session_only_when_asked_and_logs_the_device_out() {
+    let Some(server) = ready() else { return };
+    let s = set_up(server, None).await;
+    let device = bot_device(&s);
+    let local = s.home.path().join("state/him/matrix");
+    let bot_name = s
+        .bot
+        .trim_start_matches('@')
+        .split(':')
+        .next()
+        .expect("name");
+
+    // Plain uninstall keeps the session, and says how to remove it.
+    let (ok, out, err) = uninstall(&s, &[]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("kept the Matrix session"), "{out}");
+    assert!(out.contains("him uninstall --matrix"), "{out}");
+    assert!(local.join("session.json").is_file());
+    assert!(
+        account_devices(server, bot_name, "bot-password")
+            .await
+            .contains(&device)
+    );
+
+    // --matrix logs the device out on the homeserver and removes the local session; the
+    // account stays (it can still log in).
+    let (ok, out, err) = uninstall(&s, &["--matrix"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains(&format!("Logged the bot's device {device} out")),
+        "{out}"
+    );
+    assert!(out.contains("Removed the local Matrix session"), "{out}");
+    assert!(
+        !local.exists(),
+        "the session is still in {}",
+        local.display()
+    );
+    let devices = account_devices(server, bot_name, "bot-password").await;
+    assert!(
+        !devices.contains(&device),
+        "{device} still listed: {devices:?}"
+    );
+    assert!(
+        !out.contains("syt_") && !err.contains("syt_"),
+        "no token: {out}{err}"
+    );
+
+    // Nothing left: logout says so.
+    let (ok, out, _) = him_matrix(s.home.path(), &["logout"]);
+    assert!(ok && out.contains("nothing to remove"), "{out}");
+    s.phone.stop().await;
+}

@@ -20,6 +20,7 @@
 
 mod bridge;
 mod doctor;
+mod logout;
 mod permission;
 mod render;
 mod setup;
@@ -59,6 +60,7 @@ fn run(command: MatrixCommand) -> Result<ExitCode, BoxError> {
         MatrixCommand::Bridge => bridge::run(),
         MatrixCommand::Doctor => doctor::run(),
         MatrixCommand::Verify => verify::run(),
+        MatrixCommand::Logout => logout::run(),
     }
 }
 

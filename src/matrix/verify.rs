@@ -98,7 +98,7 @@ fn restart_the_bridge(dir: &Path) {
 }
 
 /// The bridge's lock, a running bridge asked to stop (SIGTERM) first; whether one was.
-fn hold_the_bridge(runtime_dir: &Path) -> Result<(Flock<File>, bool), BoxError> {
+pub fn hold_the_bridge(runtime_dir: &Path) -> Result<(Flock<File>, bool), BoxError> {
     let matrix_dir = runtime::matrix_dir(runtime_dir);
     if let Some(lock) = him::gateway::lock_in(runtime_dir, &matrix_dir)? {
         return Ok((lock, false));
@@ -116,9 +116,7 @@ fn hold_the_bridge(runtime_dir: &Path) -> Result<(Flock<File>, bool), BoxError> 
             )
         })?;
     say(&format!(
-        "The Matrix bridge (pid {pid}) is stopped for the verification, which needs its \
-         store alone; questions open in the room stay open, and the next question starts it \
-         again."
+        "The Matrix bridge (pid {pid}) is stopped: it must not use the store meanwhile."
     ));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
