@@ -1865,3 +1865,70 @@ async fn uninstall_removes_the_matrix_session_only_when_asked_and_logs_the_devic
     assert!(ok && out.contains("nothing to remove"), "{out}");
     s.phone.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_homeserver_down_mid_question_blocks_nothing_and_the_answer_comes_once_it_is_back() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    // The bot reaches the homeserver through a proxy of this test's own; the phone directly.
+    let mut proxy = support::matrix::Proxy::start(server).await;
+    let session_file = s.home.path().join("state/him/matrix/session.json");
+    let mut session: Value =
+        serde_json::from_str(&std::fs::read_to_string(&session_file).expect("session"))
+            .expect("json");
+    session["homeserver"] = json!(proxy.url);
+    std::fs::write(&session_file, session.to_string()).expect("write session");
+    let log = s.home.path().join("state/him/matrix/bridge.log");
+
+    let mut panel = FakeExtension::start(&s.runtime()).await;
+    let agent = s.agent("restart-homeserver-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Which tag?"})).await }
+    });
+    panel.take_ask().await;
+    let question = s.phone.question(&s.room, &s.bot).await;
+
+    // The homeserver goes away (as in a restart): the bridge's sync fails.
+    let failures_before = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .matches("sync failed")
+        .count();
+    proxy.down().await;
+    support::eventually("the bridge's sync failing", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("sync failed")
+            .count()
+            > failures_before
+    })
+    .await;
+
+    // Meanwhile another question is answered in the panel: nothing waits on the homeserver.
+    let meanwhile = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Meanwhile?"})).await }
+    });
+    let ask = panel.take_ask().await;
+    assert!(ask.to_string().contains("Meanwhile?"), "{ask}");
+    panel
+        .submit(&ask["id"], json!({"answer": "at the desk"}))
+        .await;
+    let result = meanwhile.await.expect("the question meanwhile");
+    assert_eq!(result["answer"], "at the desk", "{result}");
+    assert_eq!(result["via"], "extension");
+
+    // The person answers the first on the phone while the bridge cannot see it.
+    s.phone.reply(&s.room, &question["event_id"], "v2.1").await;
+    assert!(
+        !asking.is_finished(),
+        "an answer came while the homeserver was away"
+    );
+    proxy.up().await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["answer"], "v2.1", "{result}");
+    assert_eq!(result["via"], "matrix");
+    assert_eq!(result["answered_by"], s.phone.user_id.as_str());
+    drop(agent);
+    s.phone.stop().await;
+}

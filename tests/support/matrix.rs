@@ -386,3 +386,80 @@ pub fn him_matrix(home: &Path, args: &[&str]) -> (bool, String, String) {
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
+
+/// A TCP proxy in front of the homeserver, for one test: "down" closes its listener and every
+/// connection through it (a client gets connection refused, as while a homeserver restarts),
+/// "up" listens again on the same port. Other tests, which talk to Synapse directly, see
+/// nothing of it.
+pub struct Proxy {
+    pub url: String,
+    port: u16,
+    upstream: u16,
+    /// The listener and the connections of the current "up".
+    running: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Proxy {
+    pub async fn start(server: &Synapse) -> Proxy {
+        let upstream: u16 = server
+            .url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("Synapse's port");
+        let port = free_port();
+        let mut proxy = Proxy {
+            url: format!("http://127.0.0.1:{port}"),
+            port,
+            upstream,
+            running: None,
+        };
+        proxy.up().await;
+        proxy
+    }
+
+    /// Listens (again) and forwards each connection to the homeserver.
+    pub async fn up(&mut self) {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket.set_reuseaddr(true).expect("SO_REUSEADDR");
+        socket
+            .bind(([127, 0, 0, 1], self.port).into())
+            .expect("bind the proxy's port again");
+        let listener = socket.listen(64).expect("listen");
+        let upstream = self.upstream;
+        // The connections are tasks of a set this task owns: aborted, it drops the listener
+        // and the set, which aborts every connection.
+        self.running = Some(tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => {
+                        let Ok((mut client, _)) = accepted else { return };
+                        connections.spawn(async move {
+                            if let Ok(mut server) =
+                                tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await
+                            {
+                                let _ = tokio::io::copy_bidirectional(&mut client, &mut server)
+                                    .await;
+                            }
+                        });
+                    }
+                    Some(_) = connections.join_next() => {}
+                }
+            }
+        }));
+    }
+
+    /// Closes the listener and every connection; returns once the port refuses connections.
+    pub async fn down(&mut self) {
+        if let Some(running) = self.running.take() {
+            running.abort();
+            let _ = running.await;
+        }
+        let deadline = Instant::now() + PHONE_PATIENCE;
+        while TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            assert!(Instant::now() < deadline, "the proxy still listens");
+            tokio::task::yield_now().await;
+        }
+    }
+}
