@@ -1932,3 +1932,87 @@ async fn the_homeserver_down_mid_question_blocks_nothing_and_the_answer_comes_on
     drop(agent);
     s.phone.stop().await;
 }
+
+/// Kills the bridge that listens in `s`'s runtime, and waits until it is gone.
+async fn kill_bridge(s: &Setup) {
+    let pid = nix::unistd::Pid::from_raw(bridge_pid(&s.runtime()).await);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the bridge");
+    support::eventually("the bridge gone", || {
+        nix::sys::signal::kill(pid, None).is_err()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|stat| stat.contains(") Z "))
+    })
+    .await;
+}
+
+/// A bridge started again by hand (as the next question would start one).
+fn start_bridge(s: &Setup) -> tokio::process::Child {
+    tokio::process::Command::new(support::him_bin())
+        .args(["matrix", "bridge"])
+        .envs(s.env())
+        .env("HIM_RUNTIME_DIR", s.runtime())
+        .env("HIM_LOG", "info")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the bridge again")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_form_half_answered_in_its_thread_survives_the_bridge_restarting() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = s.agent("form-restart-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_form",
+                json!({"title": "Deploy", "fields": [
+                    {"name": "env", "type": "radio", "label": "Environment", "required": true,
+                     "options": ["staging", "production"]},
+                    {"name": "replicas", "type": "number", "label": "Replicas", "min": 1, "max": 9},
+                    {"name": "notify", "type": "checkbox", "label": "Notify the team"}]}),
+            )
+            .await
+        }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let root = question["event_id"].clone();
+    thread_message(&mut s, &root, "1/3: Environment").await;
+    in_thread(&mut s, &root, "production", "2/3: Replicas").await;
+
+    // Killed with nothing said meanwhile: the bridge started again says where the person is.
+    kill_bridge(&s).await;
+    let mut bridge = start_bridge(&s);
+    let resumed = thread_message(&mut s, &root, "Going on where you were").await;
+    assert!(resumed.contains("2/3: Replicas"), "{resumed}");
+    in_thread(&mut s, &root, "3", "3/3: Notify the team").await;
+
+    // Killed again; the person answers while no bridge runs: taken where they were.
+    bridge.kill().await.expect("kill the bridge");
+    s.phone
+        .cmd(json!({"cmd": "thread_reply", "room": s.room, "root": root, "body": "yes"}))
+        .await;
+    let _bridge = start_bridge(&s);
+    let summary = thread_message(&mut s, &root, "Send this?").await;
+    assert!(summary.contains("Environment: production"), "{summary}");
+    assert!(summary.contains("Replicas: 3"), "{summary}");
+    s.phone
+        .cmd(json!({"cmd": "thread_reply", "room": s.room, "root": root, "body": "yes"}))
+        .await;
+    let result = asking.await.expect("ask_form");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "matrix");
+    assert_eq!(result["values"]["env"], "production");
+    assert_eq!(result["values"]["replicas"], 3);
+    assert_eq!(result["values"]["notify"], true);
+    // What was kept for the thread leaves with the question (before the message says it
+    // was answered).
+    edit_saying(&mut s.phone, &question, "Answered by").await;
+    let posted = std::fs::read_to_string(s.home.path().join("state/him/matrix/posted.json"))
+        .unwrap_or_default();
+    assert!(!posted.contains("replicas"), "{posted}");
+    drop(agent);
+    s.phone.stop().await;
+}

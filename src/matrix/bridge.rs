@@ -63,6 +63,10 @@ struct Posted {
     poll: Option<OwnedEventId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     code: Option<String>,
+    /// A form in a thread: how far the person is, so a bridge started again goes on from
+    /// there (never a password: such forms are not asked over Matrix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    progress: Option<thread::Progress>,
 }
 
 /// At most this many closed questions are remembered, to tell a late answer it is late.
@@ -523,10 +527,10 @@ impl Bridge {
             // agent; what the room said meanwhile answers it.
             tracing::info!(id, event = %event, "question already in the room");
             self.by_event.insert(event.clone(), id.clone());
-            let (poll, code) = self
+            let (poll, code, progress) = self
                 .posted
                 .get(&id)
-                .map(|p| (p.poll.clone(), p.code.clone()))
+                .map(|p| (p.poll.clone(), p.code.clone(), p.progress.clone()))
                 .unwrap_or_default();
             if let Some(poll) = &poll {
                 self.by_event.insert(poll.clone(), id.clone());
@@ -551,14 +555,23 @@ impl Bridge {
                     kept,
                     poll,
                     later: Vec::new(),
-                    progress: thread::Progress::default(),
+                    progress: progress.clone().unwrap_or_default(),
                 },
             );
-            self.send_host(&ExtensionToHost::Shown { id }).await?;
+            self.send_host(&ExtensionToHost::Shown { id: id.clone() })
+                .await?;
             let early = std::mem::take(&mut self.early);
             let (mine, others): (Vec<_>, Vec<_>) =
                 early.into_iter().partition(|e| e.target() == &event);
             self.early = others;
+            if mine.is_empty()
+                && let (Some(progress), Some(open)) = (progress, self.open.get(&id))
+            {
+                // Nothing said meanwhile: the thread says where the person is, as they may
+                // have waited for an answer from the bridge that was gone.
+                let text = thread::resume(&open.form, &progress);
+                self.in_thread(&event, None, &text).await;
+            }
             for event in mine {
                 Box::pin(self.room_event(event)).await?;
             }
@@ -601,6 +614,7 @@ impl Bridge {
                 until_ms,
                 poll: None,
                 code: None,
+                progress: None,
             },
         );
         self.keep_posted();
@@ -681,6 +695,7 @@ impl Bridge {
                 until_ms,
                 poll: poll.clone(),
                 code: code.clone(),
+                progress: None,
             },
         );
         self.keep_posted();
@@ -789,15 +804,22 @@ impl Bridge {
                 return Ok(());
             };
             let root = open.event.clone();
-            let values =
-                match thread::take(&open.form, &mut open.progress, render::reply_text(body)) {
-                    thread::Step::Say(text) => {
-                        self.in_thread(&root, Some(&event_id), &text).await;
-                        return Ok(());
-                    }
-                    thread::Step::Send(values) => values,
-                };
-            open.judged = Some((sender.clone(), event_id));
+            let step = thread::take(&open.form, &mut open.progress, render::reply_text(body));
+            let progress = open.progress.clone();
+            if let Some(posted) = self.posted.get_mut(&id) {
+                posted.progress = Some(progress);
+                self.keep_posted();
+            }
+            let values = match step {
+                thread::Step::Say(text) => {
+                    self.in_thread(&root, Some(&event_id), &text).await;
+                    return Ok(());
+                }
+                thread::Step::Send(values) => values,
+            };
+            if let Some(open) = self.open.get_mut(&id) {
+                open.judged = Some((sender.clone(), event_id));
+            }
             let answer = Answer {
                 id,
                 action: Action::Submit,
