@@ -21,6 +21,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use std::sync::Arc;
+
+use super::Agent;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
@@ -461,5 +464,104 @@ impl Proxy {
             assert!(Instant::now() < deadline, "the proxy still listens");
             tokio::task::yield_now().await;
         }
+    }
+}
+
+/// One person's set-up: a bot account logged in with `him matrix login`, a room made with
+/// `him matrix room`, the phone logged in and in the room.
+pub struct Setup {
+    pub home: tempfile::TempDir,
+    pub bot: String,
+    pub room: String,
+    pub phone: Phone,
+}
+
+impl Setup {
+    pub fn runtime(&self) -> std::path::PathBuf {
+        self.home.path().join("run")
+    }
+
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "HIM_STATE_DIR".into(),
+                self.home.path().join("state/him").display().to_string(),
+            ),
+            // The bridge that `him serve` starts leaves soon after the test's last question
+            // (a question asked after it left starts another).
+            ("HIM_MATRIX_IDLE_MS".into(), "5000".into()),
+        ]
+    }
+
+    /// `him serve` under rmcp's client, shared by the calls a test runs at once.
+    pub async fn agent(&self, name: &str) -> Arc<Agent> {
+        self.agent_with(name, &[]).await
+    }
+
+    /// As [`Setup::agent`], with `extra` in its environment.
+    pub async fn agent_with(&self, name: &str, extra: &[(&str, &str)]) -> Arc<Agent> {
+        let mut env = self.env();
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        Arc::new(super::start_agent(&self.runtime(), name, &env).await.0)
+    }
+}
+
+pub fn private_dir(path: &Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .expect("private dir");
+}
+
+/// Logs a new bot in and makes a room with the phone's user in it; `others` are invited too
+/// (each a (name, phone) pair that joins), and `answerers` (default: every invitee) may answer.
+pub async fn set_up(server: &Synapse, answerers: Option<&str>) -> Setup {
+    let home = tempfile::tempdir().expect("home");
+    private_dir(&home.path().join("run"));
+    private_dir(&home.path().join("state"));
+    let mut phone = Phone::start().await;
+    let bot_name = unique("bot");
+    let me_name = unique("me");
+    let bot = phone.register(server, &bot_name, "bot-password").await;
+    let me = phone.register(server, &me_name, "me-password").await;
+    phone.login(server, &me_name, "me-password").await;
+    let password_file = home.path().join("password");
+    std::fs::write(&password_file, "bot-password\n").expect("password file");
+    let (ok, out, err) = him_matrix(
+        home.path(),
+        &[
+            "login",
+            "--homeserver",
+            &server.url,
+            "--user",
+            &bot,
+            "--password-file",
+            &password_file.display().to_string(),
+        ],
+    );
+    assert!(ok, "him matrix login failed: {out}\n{err}");
+    assert!(out.contains(&bot), "login says who it logged in: {out}");
+    assert!(!err.contains("bot-password") && !out.contains("bot-password"));
+    let mut args = vec!["room", "--invite", &me];
+    if let Some(answerers) = answerers {
+        args.extend(["--answerers", answerers]);
+    }
+    let (ok, out, err) = him_matrix(home.path(), &args);
+    assert!(ok, "him matrix room failed: {out}\n{err}");
+    let joined = phone
+        .event("the phone joining the bot's room", |e| {
+            e["event"] == "joined"
+        })
+        .await;
+    let room = joined["room"].as_str().expect("room").to_owned();
+    assert!(out.contains(&room), "room says which room: {out}");
+    Setup {
+        home,
+        bot,
+        room,
+        phone,
     }
 }
