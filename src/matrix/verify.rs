@@ -115,6 +115,19 @@ pub fn hold_the_bridge(runtime_dir: &Path) -> Result<(Flock<File>, bool), BoxErr
                 pid_file.display()
             )
         })?;
+    // A pid file left by an earlier bridge could name a process that reused the pid: where
+    // the system says what a process runs, it must be a bridge.
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"));
+    if let Ok(cmdline) = &cmdline
+        && !String::from_utf8_lossy(cmdline).contains("bridge")
+    {
+        return Err(format!(
+            "a Matrix bridge runs, but pid {pid} in {} is not it; stop the bridge, then run \
+             this again",
+            pid_file.display()
+        )
+        .into());
+    }
     say(&format!(
         "The Matrix bridge (pid {pid}) is stopped: it must not use the store meanwhile."
     ));
