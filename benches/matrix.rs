@@ -54,6 +54,11 @@ fn main() -> ExitCode {
 }
 
 async fn measure(server: &Synapse) -> String {
+    // The machine is shared: the load at the start goes with the figures.
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into());
     let mut s = set_up(server, None).await;
     let mut other = Phone::start().await;
     let other_name = unique("other");
@@ -111,7 +116,8 @@ async fn measure(server: &Synapse) -> String {
     let (m50, m90) = (quantile(&mut plain_ms, 0.5), quantile(&mut plain_ms, 0.9));
     format!(
         "## Answering from the phone (Matrix)\n\n\
-         {ROUNDS} rounds after {WARMUP} to warm up, interleaved, one Synapse.\n\n\
+         {ROUNDS} rounds after {WARMUP} to warm up, interleaved, one Synapse; load average \
+         {load} at the start.\n\n\
          | path | p50 | p90 |\n|---|---|---|\n\
          | question asked → event at the phone | {q50:.0} ms | {q90:.0} ms |\n\
          | plain message sent → at the phone | {m50:.0} ms | {m90:.0} ms |\n\
