@@ -87,6 +87,14 @@ pub enum MatrixCommand {
     /// bridge's last sync, the bot's device verified) and say how to fix what fails; `him
     /// doctor` includes it.
     Doctor,
+    /// Verify the bot with an answerer by comparing emojis, so their Matrix app shows the
+    /// bot's messages without an "unverified" warning: start "Verify" on your phone (in the
+    /// chat with the bot), then compare the 7 emojis here with your phone's.
+    Verify,
+    /// Log the bot's device out on the homeserver (so it leaves the account's device list)
+    /// and remove the local Matrix session: the token, the encryption store, the room's
+    /// settings. The account stays; `him matrix login` sets it up again.
+    Logout,
 }
 
 #[derive(Debug, Args)]
@@ -310,6 +318,10 @@ pub struct UninstallArgs {
     /// Uninstall only for these browsers (repeatable); default: all.
     #[arg(long = "browser", value_enum, value_name = "NAME")]
     pub browsers: Vec<Browser>,
+    /// Also remove the local Matrix session (as `him matrix logout`: the bot's device is
+    /// logged out on the homeserver; the account stays). Kept otherwise.
+    #[arg(long)]
+    pub matrix: bool,
 }
 
 #[derive(Debug, Args)]

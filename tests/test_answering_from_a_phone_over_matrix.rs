@@ -13,107 +13,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use support::matrix::{Phone, Synapse, him_matrix, phone_available, synapse, unique};
-use support::{Agent, FakeExtension, call, start_agent};
-
-/// One person's set-up: a bot account logged in with `him matrix login`, a room made with
-/// `him matrix room`, the phone logged in and in the room.
-struct Setup {
-    home: tempfile::TempDir,
-    bot: String,
-    room: String,
-    phone: Phone,
-}
-
-impl Setup {
-    fn runtime(&self) -> std::path::PathBuf {
-        self.home.path().join("run")
-    }
-
-    fn env(&self) -> Vec<(String, String)> {
-        vec![
-            (
-                "HIM_STATE_DIR".into(),
-                self.home.path().join("state/him").display().to_string(),
-            ),
-            // The bridge that `him serve` starts leaves soon after the test's last question
-            // (a question asked after it left starts another).
-            ("HIM_MATRIX_IDLE_MS".into(), "5000".into()),
-        ]
-    }
-
-    /// `him serve` under rmcp's client, shared by the calls a test runs at once.
-    async fn agent(&self, name: &str) -> Arc<Agent> {
-        self.agent_with(name, &[]).await
-    }
-
-    /// As [`Setup::agent`], with `extra` in its environment.
-    async fn agent_with(&self, name: &str, extra: &[(&str, &str)]) -> Arc<Agent> {
-        let mut env = self.env();
-        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        Arc::new(start_agent(&self.runtime(), name, &env).await.0)
-    }
-}
-
-fn private_dir(path: &Path) {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .expect("private dir");
-}
-
-/// Logs a new bot in and makes a room with the phone's user in it; `others` are invited too
-/// (each a (name, phone) pair that joins), and `answerers` (default: every invitee) may answer.
-async fn set_up(server: &Synapse, answerers: Option<&str>) -> Setup {
-    let home = tempfile::tempdir().expect("home");
-    private_dir(&home.path().join("run"));
-    private_dir(&home.path().join("state"));
-    let mut phone = Phone::start().await;
-    let bot_name = unique("bot");
-    let me_name = unique("me");
-    let bot = phone.register(server, &bot_name, "bot-password").await;
-    let me = phone.register(server, &me_name, "me-password").await;
-    phone.login(server, &me_name, "me-password").await;
-    let password_file = home.path().join("password");
-    std::fs::write(&password_file, "bot-password\n").expect("password file");
-    let (ok, out, err) = him_matrix(
-        home.path(),
-        &[
-            "login",
-            "--homeserver",
-            &server.url,
-            "--user",
-            &bot,
-            "--password-file",
-            &password_file.display().to_string(),
-        ],
-    );
-    assert!(ok, "him matrix login failed: {out}\n{err}");
-    assert!(out.contains(&bot), "login says who it logged in: {out}");
-    assert!(!err.contains("bot-password") && !out.contains("bot-password"));
-    let mut args = vec!["room", "--invite", &me];
-    if let Some(answerers) = answerers {
-        args.extend(["--answerers", answerers]);
-    }
-    let (ok, out, err) = him_matrix(home.path(), &args);
-    assert!(ok, "him matrix room failed: {out}\n{err}");
-    let joined = phone
-        .event("the phone joining the bot's room", |e| {
-            e["event"] == "joined"
-        })
-        .await;
-    let room = joined["room"].as_str().expect("room").to_owned();
-    assert!(out.contains(&room), "room says which room: {out}");
-    Setup {
-        home,
-        bot,
-        room,
-        phone,
-    }
-}
+use support::matrix::{
+    Phone, Setup, Synapse, him_matrix, phone_available, private_dir, set_up, synapse, unique,
+};
+use support::{Agent, FakeExtension, call};
 
 fn ready() -> Option<&'static Synapse> {
     phone_available()?;
@@ -1341,7 +1244,11 @@ async fn the_doctor_checks_the_matrix_leg_and_says_how_to_fix_what_fails() {
     let (_, section) = doctor(&s);
     assert!(section.contains("✓ the bridge's last sync: "), "{section}");
     assert!(
-        section.contains("⚠ the bot's device is not verified"),
+        section.contains("✓ the bot's device is cross-signed by its account"),
+        "{section}"
+    );
+    assert!(
+        section.contains(&format!("⚠ {me} has not verified the bot")),
         "{section}"
     );
 
@@ -1520,91 +1427,531 @@ async fn a_form_is_answered_in_a_thread_one_field_at_a_time_a_wrong_value_asked_
     s.phone.stop().await;
 }
 
-/// Not a check but a measure (`cargo test --test test_answering_from_a_phone_over_matrix --
-/// --ignored --nocapture bench`): a question asked (the tool call sent) until the phone has
-/// its event, against a plain message sent by a second client until the same phone has it,
-/// interleaved in one run on one homeserver.
+/// `him matrix verify` at the desk, its stdin a pipe (the person's keys), its output read as
+/// it comes.
+struct Verifying {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::process::ChildStdout,
+    seen: String,
+}
+
+impl Verifying {
+    fn start(s: &Setup) -> Verifying {
+        let mut child = tokio::process::Command::new(support::him_bin())
+            .args(["matrix", "verify"])
+            .envs(s.env())
+            .env("HIM_RUNTIME_DIR", s.runtime())
+            .env("HIM_LOG", "info")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("run him matrix verify");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        Verifying {
+            child,
+            stdin,
+            stdout,
+            seen: String::new(),
+        }
+    }
+
+    /// Reads until the output holds `needle`; returns everything read so far.
+    async fn until(&mut self, needle: &str) -> String {
+        use tokio::io::AsyncReadExt;
+        let deadline = tokio::time::Instant::now() + support::matrix::PHONE_PATIENCE;
+        while !self.seen.contains(needle) {
+            let mut buf = [0u8; 4096];
+            let n = tokio::time::timeout_at(deadline, self.stdout.read(&mut buf))
+                .await
+                .unwrap_or_else(|_| panic!("verify never said {needle:?}: {}", self.seen))
+                .expect("read verify");
+            assert!(n > 0, "verify ended without {needle:?}: {}", self.seen);
+            self.seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        self.seen.clone()
+    }
+
+    async fn answer(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("answer verify");
+    }
+
+    /// Its exit status and whole output.
+    async fn finish(mut self) -> (bool, String) {
+        use tokio::io::AsyncReadExt;
+        let mut rest = String::new();
+        self.stdout
+            .read_to_string(&mut rest)
+            .await
+            .expect("read verify");
+        let status = self.child.wait().await.expect("verify ends");
+        (status.success(), self.seen + &rest)
+    }
+}
+
+/// The 7 (emoji, name) pairs `him matrix verify` shows, in order.
+fn emojis_shown(text: &str) -> Vec<(String, String)> {
+    text.split("in this order:")
+        .nth(1)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let (emoji, name) = line.split_once("  ")?;
+            Some((emoji.trim().to_owned(), name.trim().to_owned()))
+        })
+        .take(7)
+        .collect()
+}
+
+/// The emojis the phone shows, once the comparison is under way.
+async fn phone_emojis(phone: &mut Phone) -> Vec<(String, String)> {
+    let sas = phone
+        .event("the phone's emojis", |e| {
+            e["event"] == "verification" && (e["phase"] == "Sas" || e["phase"] == "Cancelled")
+        })
+        .await;
+    assert_eq!(sas["phase"], "Sas", "{sas}");
+    sas["emojis"]
+        .as_array()
+        .expect("emojis")
+        .iter()
+        .map(|pair| {
+            (
+                pair[0].as_str().expect("emoji").to_owned(),
+                pair[1].as_str().expect("name").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn bot_device(s: &Setup) -> String {
+    let session: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.home.path().join("state/him/matrix/session.json"))
+            .expect("session"),
+    )
+    .expect("json");
+    session["device_id"].as_str().expect("device").to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "a measure, run by hand"]
-async fn bench_question_to_phone_against_a_plain_message() {
+async fn the_phone_verifies_the_bot_by_emojis_and_the_doctor_says_so() {
     let Some(server) = ready() else { return };
     let mut s = set_up(server, None).await;
-    let mut other = Phone::start().await;
-    let other_name = unique("other");
-    let other_id = other.register(server, &other_name, "other-password").await;
-    other.login(server, &other_name, "other-password").await;
+    let me = s.phone.user_id.clone();
     s.phone
-        .cmd(json!({"cmd": "invite", "room": s.room, "user": other_id}))
+        .cmd(json!({"cmd": "cross_sign", "password": "me-password"}))
         .await;
-    other.event("joined", |e| e["event"] == "joined").await;
-    let agent = s.agent("bench-agent").await;
-    // Warm: the bridge started, keys shared both ways.
-    for round in 0..2 {
-        let asking = tokio::spawn({
-            let agent = agent.clone();
-            async move {
-                call(
-                    &agent,
-                    "ask_text",
-                    json!({"question": format!("warm {round}")}),
-                )
-                .await
-            }
-        });
-        let q = s.phone.question(&s.room, &s.bot).await;
-        s.phone.reply(&s.room, &q["event_id"], "ok").await;
-        asking.await.expect("warm");
-        other
-            .cmd(json!({"cmd": "send", "room": s.room, "body": format!("warm {round}")}))
-            .await;
-    }
-    let (mut question_ms, mut plain_ms) = (Vec::new(), Vec::new());
-    for round in 0..10 {
-        let started = std::time::Instant::now();
-        let asking = tokio::spawn({
-            let agent = agent.clone();
-            async move {
-                call(
-                    &agent,
-                    "ask_text",
-                    json!({"question": format!("bench {round}")}),
-                )
-                .await
-            }
-        });
-        let q = s.phone.question(&s.room, &s.bot).await;
-        question_ms.push(started.elapsed().as_secs_f64() * 1000.0);
-        s.phone.reply(&s.room, &q["event_id"], "ok").await;
-        asking.await.expect("bench ask");
+    // `him matrix login` with the password cross-signed the bot's device.
+    let (_, section) = doctor(&s);
+    assert!(
+        section.contains("✓ the bot's device is cross-signed by its account"),
+        "{section}"
+    );
+    assert!(
+        section.contains(&format!("⚠ {me} has not verified the bot")),
+        "{section}"
+    );
+    assert!(section.contains("hint: him matrix verify"), "{section}");
 
-        let text = format!("plain {round}");
-        let started = std::time::Instant::now();
-        other
-            .cmd(json!({"cmd": "send", "room": s.room, "body": text}))
-            .await;
-        s.phone
-            .event("the plain message", |e| {
-                e["content"]["body"] == text.as_str()
-            })
-            .await;
-        plain_ms.push(started.elapsed().as_secs_f64() * 1000.0);
-    }
-    let p = |v: &mut Vec<f64>, q: f64| {
-        v.sort_by(|a, b| a.total_cmp(b));
-        v[((v.len() - 1) as f64 * q).round() as usize]
-    };
-    let (q50, q90, m50, m90) = (
-        p(&mut question_ms, 0.5),
-        p(&mut question_ms, 0.9),
-        p(&mut plain_ms, 0.5),
-        p(&mut plain_ms, 0.9),
+    let mut verifying = Verifying::start(&s);
+    verifying.until("Waiting for a verification request").await;
+    // As Element X does it: a request to the bot in the chat with it.
+    s.phone
+        .cmd(json!({"cmd": "verify_dm", "user": s.bot, "room": s.room}))
+        .await;
+    let on_phone = phone_emojis(&mut s.phone).await;
+    let shown = verifying.until("Do they match? [y/N]").await;
+    let on_desk = emojis_shown(&shown);
+    assert_eq!(on_phone.len(), 7, "{on_phone:?}");
+    assert_eq!(
+        on_desk, on_phone,
+        "the desk shows the phone's emojis: {shown}"
     );
-    eprintln!(
-        "question asked → event at the phone: p50 {q50:.0} ms, p90 {q90:.0} ms; \
-         plain message sent → at the phone: p50 {m50:.0} ms, p90 {m90:.0} ms; ratio p50 {:.2}",
-        q50 / m50
+    verifying.answer("y").await;
+    s.phone.cmd(json!({"cmd": "sas_confirm"})).await;
+    let done = s
+        .phone
+        .event("the verification's end", |e| {
+            e["event"] == "verification" && (e["phase"] == "Verified" || e["phase"] == "Failed")
+        })
+        .await;
+    assert_eq!(done["phase"], "Verified", "{done}");
+    let (ok, out) = verifying.finish().await;
+    assert!(ok, "verify failed: {out}");
+    assert!(out.contains(&format!("Verified: {me}")), "{out}");
+
+    // The phone trusts the bot's identity and its device; the doctor says they verified.
+    let trust = s
+        .phone
+        .cmd(json!({"cmd": "trust", "user": s.bot, "device": bot_device(&s)}))
+        .await;
+    assert_eq!(trust["user_verified"], true, "{trust}");
+    assert_eq!(trust["device_verified"], true, "{trust}");
+    let (_, section) = doctor(&s);
+    assert!(
+        section.contains(&format!("✓ {me} and the bot verified each other")),
+        "{section}"
     );
+    s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mismatch_cancels_the_verification_and_a_stranger_may_not_verify() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let me = s.phone.user_id.clone();
+    s.phone
+        .cmd(json!({"cmd": "cross_sign", "password": "me-password"}))
+        .await;
+    // A question open: the bridge runs, and must not share the store with the verification.
+    let agent = s.agent("verify-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Still there?"})).await }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let bridge = nix::unistd::Pid::from_raw(bridge_pid(&s.runtime()).await);
+
+    let mut verifying = Verifying::start(&s);
+    let said = verifying.until("Waiting for a verification request").await;
+    assert!(
+        said.contains(&format!("The Matrix bridge (pid {bridge}) is stopped")),
+        "{said}"
+    );
+    assert!(
+        nix::sys::signal::kill(bridge, None).is_err()
+            || std::fs::read_to_string(format!("/proc/{bridge}/stat"))
+                .is_ok_and(|stat| stat.contains(") Z ")),
+        "the bridge still runs beside the verification"
+    );
+
+    // Someone in the room who is not an answerer asks to verify the bot's device: refused.
+    let mut stranger = Phone::start().await;
+    let stranger_name = unique("stranger");
+    let stranger_id = stranger
+        .register(server, &stranger_name, "stranger-password")
+        .await;
+    stranger
+        .login(server, &stranger_name, "stranger-password")
+        .await;
+    s.phone
+        .cmd(json!({"cmd": "invite", "room": s.room, "user": stranger_id}))
+        .await;
+    stranger.event("joined", |e| e["event"] == "joined").await;
+    stranger
+        .cmd(json!({"cmd": "verify_device", "user": s.bot, "device": bot_device(&s)}))
+        .await;
+    let refused = stranger
+        .event("the stranger's request cancelled", |e| {
+            e["event"] == "verification" && (e["phase"] == "Cancelled" || e["phase"] == "Sas")
+        })
+        .await;
+    assert_eq!(refused["phase"], "Cancelled", "{refused}");
+    verifying
+        .until(&format!(
+            "Refused a verification request from {stranger_id}"
+        ))
+        .await;
+
+    // The answerer's request; the emojis said not to match.
+    s.phone
+        .cmd(json!({"cmd": "verify_dm", "user": s.bot, "room": s.room}))
+        .await;
+    phone_emojis(&mut s.phone).await;
+    verifying.until("Do they match? [y/N]").await;
+    verifying.answer("n").await;
+    let end = s
+        .phone
+        .event("the verification's end", |e| {
+            e["event"] == "verification"
+                && (e["phase"] == "Verified" || e["phase"] == "Failed" || e["phase"] == "Cancelled")
+        })
+        .await;
+    assert_ne!(end["phase"], "Verified", "{end}");
+    let (ok, out) = verifying.finish().await;
+    assert!(!ok, "a mismatch is a failure: {out}");
+    assert!(
+        out.contains("someone may be between your phone and the bot"),
+        "{out}"
+    );
+    assert!(out.contains("The Matrix bridge runs again"), "{out}");
+    let trust = s
+        .phone
+        .cmd(json!({"cmd": "trust", "user": s.bot, "device": bot_device(&s)}))
+        .await;
+    assert_eq!(trust["user_verified"], false, "{trust}");
+    let (_, section) = doctor(&s);
+    assert!(
+        section.contains(&format!("⚠ {me} has not verified the bot")),
+        "{section}"
+    );
+
+    // The bridge started again takes the answer to the question left open.
+    s.phone.reply(&s.room, &question["event_id"], "yes").await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["answer"], "yes", "{result}");
+    drop(agent);
+    stranger.stop().await;
+    s.phone.stop().await;
+}
+
+/// The devices of `user`'s account, as the homeserver lists them (read with a login of its
+/// own, which the list includes).
+async fn account_devices(server: &Synapse, user: &str, password: &str) -> Vec<String> {
+    let http = reqwest::Client::new();
+    let login = json!({"type": "m.login.password",
+        "identifier": {"type": "m.id.user", "user": user}, "password": password});
+    let response = http
+        .post(format!("{}/_matrix/client/v3/login", server.url))
+        .body(login.to_string())
+        .send()
+        .await
+        .expect("login");
+    assert!(response.status().is_success(), "the account is gone");
+    let body: Value = serde_json::from_str(&response.text().await.expect("body")).expect("json");
+    let token = body["access_token"].as_str().expect("token").to_owned();
+    let response = http
+        .get(format!("{}/_matrix/client/v3/devices", server.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("devices");
+    let body: Value = serde_json::from_str(&response.text().await.expect("body")).expect("json");
+    body["devices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .map(|d| d["device_id"].as_str().expect("device_id").to_owned())
+        .collect()
+}
+
+/// `him uninstall ARGS` with the set-up's home: (success, stdout, stderr).
+fn uninstall(s: &Setup, args: &[&str]) -> (bool, String, String) {
+    let output = std::process::Command::new(support::him_bin())
+        .arg("uninstall")
+        .args(args)
+        .env("HIM_STATE_DIR", s.home.path().join("state/him"))
+        .env("HIM_RUNTIME_DIR", s.runtime())
+        .env("HOME", s.home.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run him uninstall");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn uninstall_removes_the_matrix_session_only_when_asked_and_logs_the_device_out() {
+    let Some(server) = ready() else { return };
+    let s = set_up(server, None).await;
+    let device = bot_device(&s);
+    let local = s.home.path().join("state/him/matrix");
+    let bot_name = s
+        .bot
+        .trim_start_matches('@')
+        .split(':')
+        .next()
+        .expect("name");
+
+    // Plain uninstall keeps the session, and says how to remove it.
+    let (ok, out, err) = uninstall(&s, &[]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("kept the Matrix session"), "{out}");
+    assert!(out.contains("him uninstall --matrix"), "{out}");
+    assert!(local.join("session.json").is_file());
+    assert!(
+        account_devices(server, bot_name, "bot-password")
+            .await
+            .contains(&device)
+    );
+
+    // --matrix logs the device out on the homeserver and removes the local session; the
+    // account stays (it can still log in).
+    let (ok, out, err) = uninstall(&s, &["--matrix"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains(&format!("Logged the bot's device {device} out")),
+        "{out}"
+    );
+    assert!(out.contains("Removed the local Matrix session"), "{out}");
+    assert!(
+        !local.exists(),
+        "the session is still in {}",
+        local.display()
+    );
+    let devices = account_devices(server, bot_name, "bot-password").await;
+    assert!(
+        !devices.contains(&device),
+        "{device} still listed: {devices:?}"
+    );
+    assert!(
+        !out.contains("syt_") && !err.contains("syt_"),
+        "no token: {out}{err}"
+    );
+
+    // Nothing left: logout says so.
+    let (ok, out, _) = him_matrix(s.home.path(), &["logout"]);
+    assert!(ok && out.contains("nothing to remove"), "{out}");
+    s.phone.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_homeserver_down_mid_question_blocks_nothing_and_the_answer_comes_once_it_is_back() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    // The bot reaches the homeserver through a proxy of this test's own; the phone directly.
+    let mut proxy = support::matrix::Proxy::start(server).await;
+    let session_file = s.home.path().join("state/him/matrix/session.json");
+    let mut session: Value =
+        serde_json::from_str(&std::fs::read_to_string(&session_file).expect("session"))
+            .expect("json");
+    session["homeserver"] = json!(proxy.url);
+    std::fs::write(&session_file, session.to_string()).expect("write session");
+    let log = s.home.path().join("state/him/matrix/bridge.log");
+
+    let mut panel = FakeExtension::start(&s.runtime()).await;
+    let agent = s.agent("restart-homeserver-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Which tag?"})).await }
+    });
+    panel.take_ask().await;
+    let question = s.phone.question(&s.room, &s.bot).await;
+
+    // The homeserver goes away (as in a restart): the bridge's sync fails.
+    let failures_before = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .matches("sync failed")
+        .count();
+    proxy.down().await;
+    support::eventually("the bridge's sync failing", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("sync failed")
+            .count()
+            > failures_before
+    })
+    .await;
+
+    // Meanwhile another question is answered in the panel: nothing waits on the homeserver.
+    let meanwhile = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Meanwhile?"})).await }
+    });
+    let ask = panel.take_ask().await;
+    assert!(ask.to_string().contains("Meanwhile?"), "{ask}");
+    panel
+        .submit(&ask["id"], json!({"answer": "at the desk"}))
+        .await;
+    let result = meanwhile.await.expect("the question meanwhile");
+    assert_eq!(result["answer"], "at the desk", "{result}");
+    assert_eq!(result["via"], "extension");
+
+    // The person answers the first on the phone while the bridge cannot see it.
+    s.phone.reply(&s.room, &question["event_id"], "v2.1").await;
+    assert!(
+        !asking.is_finished(),
+        "an answer came while the homeserver was away"
+    );
+    proxy.up().await;
+    let result = asking.await.expect("ask_text");
+    assert_eq!(result["answer"], "v2.1", "{result}");
+    assert_eq!(result["via"], "matrix");
+    assert_eq!(result["answered_by"], s.phone.user_id.as_str());
     drop(agent);
     s.phone.stop().await;
-    other.stop().await;
+}
+
+/// Kills the bridge that listens in `s`'s runtime, and waits until it is gone.
+async fn kill_bridge(s: &Setup) {
+    let pid = nix::unistd::Pid::from_raw(bridge_pid(&s.runtime()).await);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the bridge");
+    support::eventually("the bridge gone", || {
+        nix::sys::signal::kill(pid, None).is_err()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|stat| stat.contains(") Z "))
+    })
+    .await;
+}
+
+/// A bridge started again by hand (as the next question would start one).
+fn start_bridge(s: &Setup) -> tokio::process::Child {
+    tokio::process::Command::new(support::him_bin())
+        .args(["matrix", "bridge"])
+        .envs(s.env())
+        .env("HIM_RUNTIME_DIR", s.runtime())
+        .env("HIM_LOG", "info")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the bridge again")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_form_half_answered_in_its_thread_survives_the_bridge_restarting() {
+    let Some(server) = ready() else { return };
+    let mut s = set_up(server, None).await;
+    let agent = s.agent("form-restart-agent").await;
+    let asking = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            call(
+                &agent,
+                "ask_form",
+                json!({"title": "Deploy", "fields": [
+                    {"name": "env", "type": "radio", "label": "Environment", "required": true,
+                     "options": ["staging", "production"]},
+                    {"name": "replicas", "type": "number", "label": "Replicas", "min": 1, "max": 9},
+                    {"name": "notify", "type": "checkbox", "label": "Notify the team"}]}),
+            )
+            .await
+        }
+    });
+    let question = s.phone.question(&s.room, &s.bot).await;
+    let root = question["event_id"].clone();
+    thread_message(&mut s, &root, "1/3: Environment").await;
+    in_thread(&mut s, &root, "production", "2/3: Replicas").await;
+
+    // Killed with nothing said meanwhile: the bridge started again says where the person is.
+    kill_bridge(&s).await;
+    let mut bridge = start_bridge(&s);
+    let resumed = thread_message(&mut s, &root, "Going on where you were").await;
+    assert!(resumed.contains("2/3: Replicas"), "{resumed}");
+    in_thread(&mut s, &root, "3", "3/3: Notify the team").await;
+
+    // Killed again; the person answers while no bridge runs: taken where they were.
+    bridge.kill().await.expect("kill the bridge");
+    s.phone
+        .cmd(json!({"cmd": "thread_reply", "room": s.room, "root": root, "body": "yes"}))
+        .await;
+    let _bridge = start_bridge(&s);
+    let summary = thread_message(&mut s, &root, "Send this?").await;
+    assert!(summary.contains("Environment: production"), "{summary}");
+    assert!(summary.contains("Replicas: 3"), "{summary}");
+    s.phone
+        .cmd(json!({"cmd": "thread_reply", "room": s.room, "root": root, "body": "yes"}))
+        .await;
+    let result = asking.await.expect("ask_form");
+    assert_eq!(result["status"], "answered", "{result}");
+    assert_eq!(result["via"], "matrix");
+    assert_eq!(result["values"]["env"], "production");
+    assert_eq!(result["values"]["replicas"], 3);
+    assert_eq!(result["values"]["notify"], true);
+    // What was kept for the thread leaves with the question (before the message says it
+    // was answered).
+    edit_saying(&mut s.phone, &question, "Answered by").await;
+    let posted = std::fs::read_to_string(s.home.path().join("state/him/matrix/posted.json"))
+        .unwrap_or_default();
+    assert!(!posted.contains("replicas"), "{posted}");
+    drop(agent);
+    s.phone.stop().await;
 }

@@ -46,6 +46,9 @@ use super::render::{self, Shape};
 use super::store::{self, ROOM_FIRST, RoomConfig};
 use super::thread;
 
+/// The running bridge's pid, in `<runtime>/matrix/` beside its lock.
+pub const PID_FILE: &str = "bridge.pid";
+
 /// Where each question posted and still open is kept, id → event.
 const POSTED_FILE: &str = "posted.json";
 
@@ -60,6 +63,10 @@ struct Posted {
     poll: Option<OwnedEventId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     code: Option<String>,
+    /// A form in a thread: how far the person is, so a bridge started again goes on from
+    /// there (never a password: such forms are not asked over Matrix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    progress: Option<thread::Progress>,
 }
 
 /// At most this many closed questions are remembered, to tell a late answer it is late.
@@ -89,6 +96,11 @@ pub fn run() -> Result<ExitCode, BoxError> {
         tracing::info!("a Matrix bridge already runs for this user");
         return Ok(ExitCode::SUCCESS);
     };
+    // Who holds the lock, for `him matrix verify`, which asks the bridge to stop.
+    let pid_file = runtime::matrix_dir(&runtime_dir).join(PID_FILE);
+    if let Err(err) = std::fs::write(&pid_file, std::process::id().to_string()) {
+        tracing::warn!("cannot write {}: {err}", pid_file.display());
+    }
     let idle = std::env::var("HIM_MATRIX_IDLE_MS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -262,8 +274,12 @@ async fn run_room(
         )
         .into());
     }
-    write_status(dir, &client).await;
-    tokio::spawn(sync_forever(client.clone(), dir.to_owned()));
+    write_status(dir, &client, &config.answerers).await;
+    tokio::spawn(sync_forever(
+        client.clone(),
+        dir.to_owned(),
+        config.answerers.clone(),
+    ));
 
     let mut posted: HashMap<String, Posted> = store::read(dir, POSTED_FILE, "").unwrap_or_default();
     posted.retain(|_, p| p.until_ms > now_ms());
@@ -371,14 +387,14 @@ async fn first_sync(client: &Client, room_id: &RoomId) -> Room {
 
 /// Syncs for as long as the bridge runs; the sync position is kept in the store, so a
 /// bridge started again reads what was said while it was gone.
-async fn sync_forever(client: Client, dir: PathBuf) {
+async fn sync_forever(client: Client, dir: PathBuf, answerers: Vec<String>) {
     let settings = SyncSettings::default().timeout(SYNC_TIMEOUT);
     let mut backoff = Duration::from_secs(1);
     loop {
         match client.sync_once(settings.clone()).await {
             Ok(_) => {
                 backoff = Duration::from_secs(1);
-                write_status(&dir, &client).await;
+                write_status(&dir, &client, &answerers).await;
             }
             Err(err) => {
                 tracing::warn!(
@@ -393,19 +409,9 @@ async fn sync_forever(client: Client, dir: PathBuf) {
 }
 
 /// What `him matrix doctor` reads of this bridge: its last sync, and whether the bot's
-/// device is cross-signed (which only the store knows).
-async fn write_status(dir: &Path, client: &Client) {
-    let device_verified = match client.encryption().get_own_device().await {
-        Ok(Some(device)) => device.is_cross_signed_by_owner(),
-        _ => false,
-    };
-    let status = super::doctor::BridgeStatus {
-        synced_at_ms: now_ms(),
-        device_verified,
-    };
-    if let Err(err) = store::write(dir, super::doctor::STATUS_FILE, &status) {
-        tracing::warn!("cannot write the bridge's status: {err}");
-    }
+/// device is cross-signed and which answerers verified it (which only the store knows).
+async fn write_status(dir: &Path, client: &Client, answerers: &[String]) {
+    super::doctor::observe_and_write(dir, client, answerers, true).await;
 }
 
 fn now_ms() -> u64 {
@@ -521,10 +527,10 @@ impl Bridge {
             // agent; what the room said meanwhile answers it.
             tracing::info!(id, event = %event, "question already in the room");
             self.by_event.insert(event.clone(), id.clone());
-            let (poll, code) = self
+            let (poll, code, progress) = self
                 .posted
                 .get(&id)
-                .map(|p| (p.poll.clone(), p.code.clone()))
+                .map(|p| (p.poll.clone(), p.code.clone(), p.progress.clone()))
                 .unwrap_or_default();
             if let Some(poll) = &poll {
                 self.by_event.insert(poll.clone(), id.clone());
@@ -549,14 +555,23 @@ impl Bridge {
                     kept,
                     poll,
                     later: Vec::new(),
-                    progress: thread::Progress::default(),
+                    progress: progress.clone().unwrap_or_default(),
                 },
             );
-            self.send_host(&ExtensionToHost::Shown { id }).await?;
+            self.send_host(&ExtensionToHost::Shown { id: id.clone() })
+                .await?;
             let early = std::mem::take(&mut self.early);
             let (mine, others): (Vec<_>, Vec<_>) =
                 early.into_iter().partition(|e| e.target() == &event);
             self.early = others;
+            if mine.is_empty()
+                && let (Some(progress), Some(open)) = (progress, self.open.get(&id))
+            {
+                // Nothing said meanwhile: the thread says where the person is, as they may
+                // have waited for an answer from the bridge that was gone.
+                let text = thread::resume(&open.form, &progress);
+                self.in_thread(&event, None, &text).await;
+            }
             for event in mine {
                 Box::pin(self.room_event(event)).await?;
             }
@@ -599,6 +614,7 @@ impl Bridge {
                 until_ms,
                 poll: None,
                 code: None,
+                progress: None,
             },
         );
         self.keep_posted();
@@ -679,6 +695,7 @@ impl Bridge {
                 until_ms,
                 poll: poll.clone(),
                 code: code.clone(),
+                progress: None,
             },
         );
         self.keep_posted();
@@ -787,15 +804,22 @@ impl Bridge {
                 return Ok(());
             };
             let root = open.event.clone();
-            let values =
-                match thread::take(&open.form, &mut open.progress, render::reply_text(body)) {
-                    thread::Step::Say(text) => {
-                        self.in_thread(&root, Some(&event_id), &text).await;
-                        return Ok(());
-                    }
-                    thread::Step::Send(values) => values,
-                };
-            open.judged = Some((sender.clone(), event_id));
+            let step = thread::take(&open.form, &mut open.progress, render::reply_text(body));
+            let progress = open.progress.clone();
+            if let Some(posted) = self.posted.get_mut(&id) {
+                posted.progress = Some(progress);
+                self.keep_posted();
+            }
+            let values = match step {
+                thread::Step::Say(text) => {
+                    self.in_thread(&root, Some(&event_id), &text).await;
+                    return Ok(());
+                }
+                thread::Step::Send(values) => values,
+            };
+            if let Some(open) = self.open.get_mut(&id) {
+                open.judged = Some((sender.clone(), event_id));
+            }
             let answer = Answer {
                 id,
                 action: Action::Submit,

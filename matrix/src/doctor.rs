@@ -23,11 +23,50 @@ pub const STATUS_FILE: &str = "status.json";
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct BridgeStatus {
-    /// Unix ms of the bridge's last successful sync.
+    /// Unix ms of the bridge's last successful sync (0: none yet).
     pub synced_at_ms: u64,
-    /// The bot's device is cross-signed by its account, so Element shows no warning on its
-    /// messages.
+    /// The bot's device is cross-signed by its account (`him matrix login`), so a person who
+    /// verified the bot trusts its messages.
     pub device_verified: bool,
+    /// The answerers the bot has verified, and who verified it in the same exchange (`him
+    /// matrix verify`, the emoji comparison is mutual).
+    #[serde(default)]
+    pub verified: Vec<String>,
+}
+
+/// What the store says now (the bot's device cross-signed, the answerers verified), written
+/// to `status.json` for the doctor, which never opens the store: the bridge may hold it.
+/// `bridge_synced`: the bridge just synced (`login` and `verify` keep the bridge's last time).
+pub async fn observe_and_write(
+    dir: &Path,
+    client: &matrix_sdk::Client,
+    answerers: &[String],
+    bridge_synced: bool,
+) {
+    let mut verified = Vec::new();
+    for answerer in answerers {
+        let Ok(user) = matrix_sdk::ruma::UserId::parse(answerer.as_str()) else {
+            continue;
+        };
+        if let Ok(Some(identity)) = client.encryption().get_user_identity(&user).await
+            && identity.is_verified()
+        {
+            verified.push(answerer.clone());
+        }
+    }
+    let synced_at_ms = if bridge_synced {
+        him::channels::unix_ms()
+    } else {
+        store::read::<BridgeStatus>(dir, STATUS_FILE, "").map_or(0, |s| s.synced_at_ms)
+    };
+    let status = BridgeStatus {
+        synced_at_ms,
+        device_verified: super::setup::cross_signed(client).await,
+        verified,
+    };
+    if let Err(err) = store::write(dir, STATUS_FILE, &status) {
+        tracing::warn!("cannot write the Matrix status: {err}");
+    }
 }
 
 /// How long one request to the homeserver may take.
@@ -119,7 +158,7 @@ async fn findings() -> Vec<Finding> {
         }
     };
     out.extend(room_findings(&api, &room, &session).await);
-    out.extend(bridge_findings(&dir));
+    out.extend(bridge_findings(&dir, &room));
     out
 }
 
@@ -216,35 +255,56 @@ async fn room_findings(api: &Api, room: &RoomConfig, session: &Session) -> Vec<F
     out
 }
 
-fn bridge_findings(dir: &Path) -> Vec<Finding> {
+fn bridge_findings(dir: &Path, room: &RoomConfig) -> Vec<Finding> {
     let status: Option<BridgeStatus> = store::read(dir, STATUS_FILE, "").ok();
+    let not_yet = Finding::new(
+        Status::Skip,
+        "the bridge has not synced yet: him serve and him ask start it when they ask",
+    );
     let Some(status) = status else {
-        return vec![Finding::new(
-            Status::Skip,
-            "the bridge has not synced yet: him serve and him ask start it when they ask",
-        )];
+        return vec![not_yet];
     };
     let ago = him::channels::unix_ms().saturating_sub(status.synced_at_ms) / 1000;
-    let mut out = vec![Finding::new(
-        Status::Pass,
-        format!(
-            "the bridge's last sync: {} ({ago} s ago)",
-            him::keep::rfc3339(status.synced_at_ms)
-        ),
-    )];
+    let mut out = vec![if status.synced_at_ms == 0 {
+        not_yet
+    } else {
+        Finding::new(
+            Status::Pass,
+            format!(
+                "the bridge's last sync: {} ({ago} s ago)",
+                him::keep::rfc3339(status.synced_at_ms)
+            ),
+        )
+    }];
     if status.device_verified {
         out.push(Finding::new(
             Status::Pass,
-            "the bot's device is verified (cross-signed)",
+            "the bot's device is cross-signed by its account",
         ));
     } else {
         out.push(
             Finding::new(
                 Status::Warn,
-                "the bot's device is not verified: Element marks its messages as from an unverified device",
+                "the bot's device is not cross-signed: Element marks its messages as from an unverified device",
             )
-            .fix("the messages are still end-to-end encrypted; verifying the bot from the phone is not supported by him yet"),
+            .fix("him matrix verify (it asks the bot's password once, in the terminal)"),
         );
+    }
+    for answerer in &room.answerers {
+        if status.verified.contains(answerer) {
+            out.push(Finding::new(
+                Status::Pass,
+                format!("{answerer} and the bot verified each other (emojis compared)"),
+            ));
+        } else {
+            out.push(
+                Finding::new(
+                    Status::Warn,
+                    format!("{answerer} has not verified the bot: their Matrix app marks its messages as unverified"),
+                )
+                .fix("him matrix verify, then on the phone: the bot's name in the chat, Verify, and compare the emojis"),
+            );
+        }
     }
     out
 }

@@ -16,15 +16,18 @@
 //!
 //! - `setup.rs`: `him matrix login` and `him matrix room`;
 //! - `store.rs`: what is kept in `<state>/matrix/` (session, stores, room), 0700/0600;
-//! - `bridge.rs`: the bridge process; `render.rs`: the pure rules of the phone's view.
+//! - `bridge.rs`: the bridge process; `render.rs`: the pure rules of the phone's view;
+//! - `verify.rs`: `him matrix verify`, the emoji comparison with an answerer's phone.
 
 mod bridge;
 mod doctor;
+mod logout;
 mod permission;
 mod render;
 mod setup;
 mod store;
 mod thread;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -57,6 +60,8 @@ fn run(command: MatrixCommand) -> Result<ExitCode, BoxError> {
         MatrixCommand::Room(args) => setup::room(&args),
         MatrixCommand::Bridge => bridge::run(),
         MatrixCommand::Doctor => doctor::run(),
+        MatrixCommand::Verify => verify::run(),
+        MatrixCommand::Logout => logout::run(),
     }
 }
 

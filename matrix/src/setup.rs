@@ -7,6 +7,9 @@ use std::process::ExitCode;
 use matrix_sdk::authentication::matrix::MatrixSession;
 use matrix_sdk::config::SyncSettings;
 use matrix_sdk::ruma::api::client::room::create_room::v3::{Request as CreateRoom, RoomPreset};
+use matrix_sdk::ruma::api::client::uiaa::{
+    AuthData, MatrixUserIdentifier, Password, UserIdentifier,
+};
 use matrix_sdk::ruma::events::InitialStateEvent;
 use matrix_sdk::ruma::events::room::encryption::RoomEncryptionEventContent;
 use matrix_sdk::ruma::{OwnedRoomId, OwnedUserId, RoomId, UserId};
@@ -129,14 +132,77 @@ pub fn login(args: &MatrixLoginArgs) -> Result<ExitCode, BoxError> {
         // Sets up the device's keys on the homeserver now, not at the first question.
         let (client, _) = restore(&dir).await?;
         client.sync_once(once()).await?;
+        // Cross-signed, the bot's device is one its account vouches for: once a person
+        // verified the bot (`him matrix verify`), their app trusts its messages.
+        let signed = match &password {
+            Some(password) => {
+                cross_sign(&client, &user, Some(password)).await?;
+                "its device is cross-signed"
+            }
+            None => {
+                "its device is not cross-signed yet: `him matrix verify` asks the bot's password \
+                 once (in the terminal) and does it"
+            }
+        };
+        let answerers: Vec<String> = Vec::new();
+        super::doctor::observe_and_write(&dir, &client, &answerers, false).await;
         say(&format!(
-            "Logged in as {user_id} (device {device_id}); the session is in {} (private).\n\
+            "Logged in as {user_id} (device {device_id}); {signed}; the session is in {} \
+             (private).\n\
              Next: him matrix room --invite @you:your.server",
             path.display()
         ));
         Ok::<_, BoxError>(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether this device holds the account's cross-signing keys and is signed by them.
+pub async fn cross_signed(client: &Client) -> bool {
+    let complete = client
+        .encryption()
+        .cross_signing_status()
+        .await
+        .is_some_and(|status| status.is_complete());
+    let signed = matches!(
+        client.encryption().get_own_device().await,
+        Ok(Some(device)) if device.is_cross_signed_by_owner()
+    );
+    complete && signed
+}
+
+/// Makes the account's cross-signing keys here and signs this device with them. A homeserver
+/// asks for the password to replace keys the account already has (a bot logged in again):
+/// `password`, used for this request only.
+pub async fn cross_sign(
+    client: &Client,
+    user: &UserId,
+    password: Option<&str>,
+) -> Result<(), BoxError> {
+    let encryption = client.encryption();
+    let Err(err) = encryption.bootstrap_cross_signing(None).await else {
+        return learn_signed(client, user).await;
+    };
+    let (Some(uiaa), Some(password)) = (err.as_uiaa_response(), password) else {
+        return Err(format!("cannot cross-sign the bot's device: {err}").into());
+    };
+    let mut auth = Password::new(
+        UserIdentifier::Matrix(MatrixUserIdentifier::new(user.to_string())),
+        password.to_owned(),
+    );
+    auth.session = uiaa.session.clone();
+    encryption
+        .bootstrap_cross_signing(Some(AuthData::Password(auth)))
+        .await
+        .map_err(|err| format!("cannot cross-sign the bot's device: {err}"))?;
+    learn_signed(client, user).await
+}
+
+/// Reads the account's keys back, so the store knows this device as signed (it learns a
+/// signature it uploaded only from the homeserver).
+async fn learn_signed(client: &Client, user: &UserId) -> Result<(), BoxError> {
+    client.encryption().request_user_identity(user).await?;
+    Ok(())
 }
 
 /// Whose token `token` is, and of which device (the homeserver's `whoami`).

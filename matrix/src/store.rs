@@ -4,6 +4,9 @@
 //! - `store/`: matrix-sdk's SQLite stores (the device's keys, the rooms, the sync position);
 //! - `room.json`: the room, who may answer there, whether it may be unencrypted (written
 //!   last by `him matrix room`: with it, Matrix is set up, `him::matrix_link::configured`);
+//! - `posted.json`: the questions posted and still open (their events; a form's progress in
+//!   its thread), so a bridge started again goes on with them;
+//! - `status.json`: what the doctor reads of the store (the last sync, who is verified);
 //! - `bridge.log`: the bridge's log, when `him serve` or `him ask` started it.
 
 use std::io::Write;

@@ -6,6 +6,7 @@
 //!
 //! A form with a password field never comes here (`render::shape`: at the desk only).
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use him::display::{terminal_line, terminal_literal, terminal_text};
@@ -16,8 +17,8 @@ use super::render::{self, Shape};
 /// What a reply of `skip` (or `-`) leaves an optional field: empty.
 const SKIP: [&str; 2] = ["skip", "-"];
 
-/// How far the person is through the form.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// How far the person is through the form (kept with the posted question, `bridge.rs`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
     /// The field asked now (`fields.len()`: the summary is waiting for yes or no).
     pub next: usize,
@@ -51,6 +52,17 @@ pub fn start(form: &Form) -> String {
          field empty, “restart” starts over).\n\n{}",
         prompt(form, 0)
     )
+}
+
+/// What a bridge started again says in the thread when nothing was said meanwhile: where
+/// the person is, and the field (or the summary) asked again.
+pub fn resume(form: &Form, progress: &Progress) -> String {
+    let next = if progress.next < form.fields.len() {
+        prompt(form, progress.next)
+    } else {
+        summary(form, &progress.values)
+    };
+    format!("Going on where you were (him's bridge restarted).\n\n{next}")
 }
 
 /// How field `index` is asked.
@@ -239,6 +251,20 @@ mod tests {
         };
         assert!(restart.contains("1/3"), "{restart}");
         assert_eq!(p, Progress::default());
+    }
+
+    #[test]
+    fn progress_kept_and_read_back_goes_on_where_it_was() {
+        let form = deploy();
+        let mut p = Progress::default();
+        take(&form, &mut p, "production");
+        let kept: Progress = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(kept, p);
+        assert!(resume(&form, &kept).contains("2/3: Replicas"));
+        let mut kept = kept;
+        take(&form, &mut kept, "3");
+        take(&form, &mut kept, "no");
+        assert!(resume(&form, &kept).contains("Environment: prod"));
     }
 
     #[test]

@@ -349,11 +349,47 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode, BoxError> {
             failed = true;
         }
     }
+    failed |= !matrix_session(&ctx.exe, args.matrix)?;
     Ok(if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The local Matrix session (`<state>/matrix/`): removed with `--matrix` by `him-matrix
+/// logout` (which also logs the bot's device out on the homeserver; the Matrix code lives in
+/// that binary only), else kept and said so. Whether all went well.
+fn matrix_session(exe: &Path, remove: bool) -> Result<bool, BoxError> {
+    let Some(dir) = crate::matrix_link::state_dir().filter(|dir| dir.exists()) else {
+        return Ok(true);
+    };
+    if !remove {
+        writeln!(
+            out(),
+            "kept the Matrix session in {} (the bot stays logged in): `him uninstall --matrix` \
+             or `him matrix logout` removes it",
+            dir.display()
+        )?;
+        return Ok(true);
+    }
+    let matrix = exe.with_file_name("him-matrix");
+    match std::process::Command::new(&matrix)
+        .arg("logout")
+        .stdin(std::process::Stdio::null())
+        .status()
+    {
+        Ok(status) => Ok(status.success()),
+        Err(err) => {
+            eprintln!(
+                "him: cannot run {} to remove the Matrix session: {err}; remove {} by hand \
+                 (the bot's device then stays in its account's device list)",
+                matrix.display(),
+                dir.display()
+            );
+            Ok(false)
+        }
+    }
 }
 
 pub fn doctor(args: &DoctorArgs) -> Result<ExitCode, BoxError> {

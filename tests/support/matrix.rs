@@ -21,6 +21,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use std::sync::Arc;
+
+use super::Agent;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
@@ -423,4 +426,182 @@ pub fn him_matrix(home: &Path, args: &[&str]) -> (bool, String, String) {
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+/// A TCP proxy in front of the homeserver, for one test: "down" closes its listener and every
+/// connection through it (a client gets connection refused, as while a homeserver restarts),
+/// "up" listens again on the same port. Other tests, which talk to Synapse directly, see
+/// nothing of it.
+pub struct Proxy {
+    pub url: String,
+    port: u16,
+    upstream: u16,
+    /// The listener and the connections of the current "up".
+    running: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Proxy {
+    pub async fn start(server: &Synapse) -> Proxy {
+        let upstream: u16 = server
+            .url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("Synapse's port");
+        let port = free_port();
+        let mut proxy = Proxy {
+            url: format!("http://127.0.0.1:{port}"),
+            port,
+            upstream,
+            running: None,
+        };
+        proxy.up().await;
+        proxy
+    }
+
+    /// Listens (again) and forwards each connection to the homeserver.
+    pub async fn up(&mut self) {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket.set_reuseaddr(true).expect("SO_REUSEADDR");
+        socket
+            .bind(([127, 0, 0, 1], self.port).into())
+            .expect("bind the proxy's port again");
+        let listener = socket.listen(64).expect("listen");
+        let upstream = self.upstream;
+        // The connections are tasks of a set this task owns: aborted, it drops the listener
+        // and the set, which aborts every connection.
+        self.running = Some(tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => {
+                        let Ok((mut client, _)) = accepted else { return };
+                        connections.spawn(async move {
+                            if let Ok(mut server) =
+                                tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await
+                            {
+                                let _ = tokio::io::copy_bidirectional(&mut client, &mut server)
+                                    .await;
+                            }
+                        });
+                    }
+                    Some(_) = connections.join_next() => {}
+                }
+            }
+        }));
+    }
+
+    /// Closes the listener and every connection; returns once the port refuses connections.
+    pub async fn down(&mut self) {
+        if let Some(running) = self.running.take() {
+            running.abort();
+            let _ = running.await;
+        }
+        let deadline = Instant::now() + PHONE_PATIENCE;
+        while TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            assert!(Instant::now() < deadline, "the proxy still listens");
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+/// One person's set-up: a bot account logged in with `him matrix login`, a room made with
+/// `him matrix room`, the phone logged in and in the room.
+pub struct Setup {
+    pub home: tempfile::TempDir,
+    pub bot: String,
+    pub room: String,
+    pub phone: Phone,
+}
+
+impl Setup {
+    pub fn runtime(&self) -> std::path::PathBuf {
+        self.home.path().join("run")
+    }
+
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "HIM_STATE_DIR".into(),
+                self.home.path().join("state/him").display().to_string(),
+            ),
+            // The bridge that `him serve` starts leaves soon after the test's last question
+            // (a question asked after it left starts another).
+            ("HIM_MATRIX_IDLE_MS".into(), "5000".into()),
+        ]
+    }
+
+    /// `him serve` under rmcp's client, shared by the calls a test runs at once.
+    pub async fn agent(&self, name: &str) -> Arc<Agent> {
+        self.agent_with(name, &[]).await
+    }
+
+    /// As [`Setup::agent`], with `extra` in its environment.
+    pub async fn agent_with(&self, name: &str, extra: &[(&str, &str)]) -> Arc<Agent> {
+        let mut env = self.env();
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        Arc::new(super::start_agent(&self.runtime(), name, &env).await.0)
+    }
+}
+
+pub fn private_dir(path: &Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .expect("private dir");
+}
+
+/// Logs a new bot in and makes a room with the phone's user in it; `others` are invited too
+/// (each a (name, phone) pair that joins), and `answerers` (default: every invitee) may answer.
+pub async fn set_up(server: &Synapse, answerers: Option<&str>) -> Setup {
+    // `him matrix login` below runs the bridge's binary, built beside `him`.
+    bridge_built();
+    let home = tempfile::tempdir().expect("home");
+    private_dir(&home.path().join("run"));
+    private_dir(&home.path().join("state"));
+    let mut phone = Phone::start().await;
+    let bot_name = unique("bot");
+    let me_name = unique("me");
+    let bot = phone.register(server, &bot_name, "bot-password").await;
+    let me = phone.register(server, &me_name, "me-password").await;
+    phone.login(server, &me_name, "me-password").await;
+    let password_file = home.path().join("password");
+    std::fs::write(&password_file, "bot-password\n").expect("password file");
+    let (ok, out, err) = him_matrix(
+        home.path(),
+        &[
+            "login",
+            "--homeserver",
+            &server.url,
+            "--user",
+            &bot,
+            "--password-file",
+            &password_file.display().to_string(),
+        ],
+    );
+    assert!(ok, "him matrix login failed: {out}\n{err}");
+    assert!(out.contains(&bot), "login says who it logged in: {out}");
+    assert!(!err.contains("bot-password") && !out.contains("bot-password"));
+    let mut args = vec!["room", "--invite", &me];
+    if let Some(answerers) = answerers {
+        args.extend(["--answerers", answerers]);
+    }
+    let (ok, out, err) = him_matrix(home.path(), &args);
+    assert!(ok, "him matrix room failed: {out}\n{err}");
+    let joined = phone
+        .event("the phone joining the bot's room", |e| {
+            e["event"] == "joined"
+        })
+        .await;
+    let room = joined["room"].as_str().expect("room").to_owned();
+    assert!(out.contains(&room), "room says which room: {out}");
+    Setup {
+        home,
+        bot,
+        room,
+        phone,
+    }
 }

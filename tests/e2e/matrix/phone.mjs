@@ -7,8 +7,12 @@
 //           {"event": "joined", "room": "!…"}      a room this client joined (auto-join)
 //
 // Commands: register (by the homeserver's shared secret: no login needed), login, create_room,
-// join, invite, send, reply, thread_reply, vote. Nothing else is printed on stdout: the SDK's own logging goes to
-// stderr.
+// join, invite, send, reply, thread_reply, vote; and verification by emojis, as Element does it:
+// cross_sign (this user's cross-signing keys), verify_dm / verify_device (a request to a user in
+// a room, or to one device), sas_confirm / sas_mismatch (the person's verdict on the emojis),
+// trust (what this phone's crypto says of a user and device). A verification's progress comes as
+// events: {"event": "verification", "phase": ..., "emojis": [[emoji, name]…], "cancel": code}.
+// Nothing else is printed on stdout: the SDK's own logging goes to stderr.
 
 import { createHmac } from 'node:crypto';
 import { createInterface } from 'node:readline';
@@ -166,6 +170,84 @@ async function vote({ room, poll, answers }) {
   return { event_id };
 }
 
+const { VerificationPhase, VerificationRequestEvent, VerifierEvent } = await import(
+  'matrix-js-sdk/lib/crypto-api/index.js'
+);
+const phaseName = (phase) =>
+  Object.keys(VerificationPhase).find((k) => VerificationPhase[k] === phase) ?? String(phase);
+
+async function crossSign({ password }) {
+  await client.getCrypto().bootstrapCrossSigning({
+    authUploadDeviceSigningKeys: async (makeRequest) => {
+      await makeRequest({
+        type: 'm.login.password',
+        identifier: { type: 'm.id.user', user: client.getUserId() },
+        password,
+      });
+    },
+  });
+  return {};
+}
+
+// The verification under way (one at a time, as on a phone) and its SAS callbacks.
+let sasCallbacks = null;
+
+// Follows `request`: once the bot is ready, starts the emoji comparison, and reports each
+// phase, the emojis and the end.
+function follow(request) {
+  let started = false;
+  const report = () => {
+    out({
+      event: 'verification',
+      phase: phaseName(request.phase),
+      cancel: request.cancellationCode ?? null,
+    });
+    if (request.phase === VerificationPhase.Ready && !started) {
+      started = true;
+      request.startVerification('m.sas.v1').then((verifier) => {
+        verifier.on(VerifierEvent.ShowSas, (callbacks) => {
+          sasCallbacks = callbacks;
+          out({ event: 'verification', phase: 'Sas', emojis: callbacks.sas.emoji ?? null });
+        });
+        verifier.verify().then(
+          () => out({ event: 'verification', phase: 'Verified' }),
+          (err) => out({ event: 'verification', phase: 'Failed', error: String(err) }),
+        );
+      }, (err) => out({ event: 'verification', phase: 'Failed', error: String(err) }));
+    }
+  };
+  request.on(VerificationRequestEvent.Change, report);
+  report();
+}
+
+async function verifyDm({ user, room }) {
+  follow(await client.getCrypto().requestVerificationDM(user, room));
+  return {};
+}
+
+async function verifyDevice({ user, device }) {
+  // The device must be known to the crypto (its owner shares a room with this client; the
+  // keys come with a sync).
+  const known = async () =>
+    (await client.getCrypto().getUserDeviceInfo([user])).get(user)?.has(device);
+  while (!(await known())) {
+    await new Promise((resolve) => client.once(sdk.ClientEvent.Sync, resolve));
+  }
+  follow(await client.getCrypto().requestDeviceVerification(user, device));
+  return {};
+}
+
+async function trust({ user, device }) {
+  const crypto = client.getCrypto();
+  const identity = await crypto.getUserVerificationStatus(user);
+  const dev = device ? await crypto.getDeviceVerificationStatus(user, device) : null;
+  return {
+    user_verified: identity.isVerified(),
+    device_verified: dev?.isVerified() ?? false,
+    device_signed_by_owner: dev?.signedByOwner ?? false,
+  };
+}
+
 const commands = {
   register,
   login,
@@ -176,6 +258,12 @@ const commands = {
   reply,
   thread_reply: threadReply,
   vote,
+  cross_sign: crossSign,
+  verify_dm: verifyDm,
+  verify_device: verifyDevice,
+  sas_confirm: async () => (await sasCallbacks.confirm(), {}),
+  sas_mismatch: async () => (sasCallbacks.mismatch(), {}),
+  trust,
 };
 
 // One command at a time, in order, as a person acts.
