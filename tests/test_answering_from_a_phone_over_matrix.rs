@@ -1857,6 +1857,19 @@ async fn the_homeserver_down_mid_question_blocks_nothing_and_the_answer_comes_on
     assert_eq!(result["answer"], "at the desk", "{result}");
     assert_eq!(result["via"], "extension");
 
+    // A question asked while the homeserver is away cannot be posted: it is, once it is back.
+    let later = tokio::spawn({
+        let agent = agent.clone();
+        async move { call(&agent, "ask_text", json!({"question": "Posted once back?"})).await }
+    });
+    panel.take_ask().await;
+    support::eventually("the bridge failing to post it", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("cannot post the question")
+    })
+    .await;
+
     // The person answers the first on the phone while the bridge cannot see it.
     s.phone.reply(&s.room, &question["event_id"], "v2.1").await;
     assert!(
@@ -1868,6 +1881,20 @@ async fn the_homeserver_down_mid_question_blocks_nothing_and_the_answer_comes_on
     assert_eq!(result["answer"], "v2.1", "{result}");
     assert_eq!(result["via"], "matrix");
     assert_eq!(result["answered_by"], s.phone.user_id.as_str());
+    // The one the homeserver could not take is in the room now ("Meanwhile?", answered at
+    // the desk, never is).
+    let posted = s.phone.question(&s.room, &s.bot).await;
+    let body = posted["content"]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(body.contains("Posted once back?"), "{posted}");
+    s.phone
+        .reply(&s.room, &posted["event_id"], "yes, now")
+        .await;
+    let result = later.await.expect("the question asked while away");
+    assert_eq!(result["answer"], "yes, now", "{result}");
+    assert_eq!(result["via"], "matrix");
     drop(agent);
     s.phone.stop().await;
 }

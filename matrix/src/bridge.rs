@@ -232,7 +232,13 @@ struct Bridge {
     to_host: FramedWrite<WriteHalf<DuplexStream>, FrameCodec>,
     open: HashMap<String, Open>,
     by_event: HashMap<OwnedEventId, String>,
+    /// Questions whose post failed (the homeserver down or refusing): tried again every
+    /// [`RETRY_POST`] until posted, withdrawn, or past their deadline.
+    unposted: HashMap<String, LabelledAsk>,
 }
+
+/// How often a question that could not be posted is tried again.
+const RETRY_POST: Duration = Duration::from_secs(5);
 
 async fn run_room(
     io: DuplexStream,
@@ -294,7 +300,10 @@ async fn run_room(
         to_host,
         open: HashMap::new(),
         by_event: HashMap::new(),
+        unposted: HashMap::new(),
     };
+    let mut retry = tokio::time::interval(RETRY_POST);
+    retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // Votes and replies to an event no open question has (yet): a question posted before a
     // restart is asked again by its agent under the same id.
     let mut idle_timer = Box::pin(tokio::time::sleep(idle));
@@ -305,12 +314,13 @@ async fn run_room(
                 _ => return Ok(()),
             },
             Some(event) = events.recv() => bridge.room_event(event).await?,
-            () = &mut idle_timer, if bridge.open.is_empty() => {
+            _ = retry.tick(), if !bridge.unposted.is_empty() => bridge.post_again().await?,
+            () = &mut idle_timer, if bridge.open.is_empty() && bridge.unposted.is_empty() => {
                 tracing::info!("no question for {} ms; the Matrix bridge exits", idle.as_millis());
                 return Ok(());
             }
         }
-        if !bridge.open.is_empty() {
+        if !bridge.open.is_empty() || !bridge.unposted.is_empty() {
             idle_timer
                 .as_mut()
                 .reset(tokio::time::Instant::now() + idle);
@@ -601,10 +611,16 @@ impl Bridge {
         let event = match sent {
             Ok(sent) => sent.response.event_id,
             Err(err) => {
-                tracing::warn!(id, "cannot post the question: {err}");
+                tracing::warn!(
+                    id,
+                    "cannot post the question ({err}); trying again every {} s",
+                    RETRY_POST.as_secs()
+                );
+                self.unposted.insert(id, ask);
                 return Ok(());
             }
         };
+        self.unposted.remove(&id);
         tracing::info!(id, event = %event, "question posted");
         let until_ms = ask.ask.asked_at_ms.saturating_add(ask.ask.timeout_ms);
         self.posted.insert(
@@ -869,7 +885,23 @@ impl Bridge {
 
     /// Ends a question here: the message says why (a poll is ended with that text); a vote
     /// or reply after it is told it was `answered` already, or came too late.
+    /// Tries once more to post each question that could not be posted, unless its deadline
+    /// has passed (its agent withdraws it then, and nothing waits for it).
+    async fn post_again(&mut self) -> Result<(), BoxError> {
+        let now = now_ms();
+        let due: Vec<LabelledAsk> = std::mem::take(&mut self.unposted)
+            .into_values()
+            .filter(|ask| ask.ask.asked_at_ms.saturating_add(ask.ask.timeout_ms) > now)
+            .collect();
+        for ask in due {
+            self.ask(ask).await?;
+        }
+        Ok(())
+    }
+
     async fn close(&mut self, id: &str, why: &str, answered: bool) {
+        // Withdrawn or answered before the room could have it: nothing to post any more.
+        self.unposted.remove(id);
         let Some(open) = self.open.remove(id) else {
             return;
         };
