@@ -684,10 +684,16 @@ impl Bridge {
         {
             Ok(sent) => sent.response.event_id,
             Err(err) => {
-                tracing::warn!(id, "cannot post the permission prompt: {err}");
+                tracing::warn!(
+                    id,
+                    "cannot post the permission prompt ({err}); trying again every {} s",
+                    RETRY_POST.as_secs()
+                );
+                self.unposted.insert(id, ask);
                 return Ok(());
             }
         };
+        self.unposted.remove(&id);
         let poll = match self
             .room
             .send_raw(
