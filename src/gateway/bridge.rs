@@ -114,6 +114,7 @@ pub async fn run(io: DuplexStream, search: Vec<PathBuf>, grace: Duration) {
     let (ended_tx, mut ended) = mpsc::unbounded_channel::<Ended>();
     let mut look = tokio::time::interval(LOOK_INTERVAL);
     let mut alone_since: Option<Instant> = None;
+    let mut open_panels = OpenPanels::default();
     loop {
         tokio::select! {
             frame = from_host.next() => match frame {
@@ -133,7 +134,7 @@ pub async fn run(io: DuplexStream, search: Vec<PathBuf>, grace: Duration) {
                     alone_since = None;
                 }
                 let extension = hosts.iter().find_map(|h| h.extension.clone());
-                let panel_open = hosts.iter().any(|h| h.panel_open);
+                let panel_open = open_panels.look(&hosts, Instant::now(), grace);
                 bridge.tell_status(extension, panel_open);
             }
         }
@@ -144,6 +145,36 @@ pub async fn run(io: DuplexStream, search: Vec<PathBuf>, grace: Duration) {
     }
     drop(bridge);
     let _ = writer.await;
+}
+
+/// Whether a panel is open on this machine, as the remote agents are told it: a host whose
+/// panel was open and that ended (its browser's service worker restarting) still counts for
+/// the reconnect grace, so that an agent over there does not take the person for away (and
+/// ring the phone) while the new host's panel finds its worker.
+#[derive(Default)]
+struct OpenPanels {
+    /// The hosts whose panel was open at the last look.
+    open: Vec<PathBuf>,
+    /// When one of them was last seen gone.
+    lost_at: Option<Instant>,
+}
+
+impl OpenPanels {
+    fn look(&mut self, hosts: &[crate::agent::HostStatus], now: Instant, grace: Duration) -> bool {
+        if self
+            .open
+            .iter()
+            .any(|socket| !hosts.iter().any(|h| &h.socket == socket))
+        {
+            self.lost_at = Some(now);
+        }
+        self.open = hosts
+            .iter()
+            .filter(|h| h.panel_open)
+            .map(|h| h.socket.clone())
+            .collect();
+        !self.open.is_empty() || self.lost_at.is_some_and(|at| now < at + grace)
+    }
 }
 
 struct Bridge {
@@ -347,6 +378,48 @@ async fn drive(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn host(socket: &str, panel_open: bool) -> crate::agent::HostStatus {
+        crate::agent::HostStatus {
+            socket: PathBuf::from(socket),
+            panel_open,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_host_with_an_open_panel_that_restarts_still_counts_as_open_for_the_grace() {
+        let grace = Duration::from_secs(15);
+        let start = Instant::now();
+        let mut panels = OpenPanels::default();
+        assert!(panels.look(&[host("a", true), host("b", false)], start, grace));
+        // a's service worker restarts: a is gone, b's panel is closed.
+        let gone = start + Duration::from_secs(1);
+        assert!(panels.look(&[host("b", false)], gone, grace), "still open");
+        // The new host, its panel not yet found again.
+        assert!(panels.look(
+            &[host("b", false), host("c", false)],
+            gone + Duration::from_secs(2),
+            grace
+        ));
+        assert!(
+            !panels.look(&[host("b", false), host("c", false)], gone + grace, grace),
+            "the grace ended"
+        );
+    }
+
+    #[test]
+    fn a_panel_the_person_closes_is_closed_at_once() {
+        let grace = Duration::from_secs(15);
+        let start = Instant::now();
+        let mut panels = OpenPanels::default();
+        assert!(panels.look(&[host("a", true)], start, grace));
+        assert!(!panels.look(
+            &[host("a", false)],
+            start + Duration::from_millis(250),
+            grace
+        ));
+    }
 
     #[test]
     fn a_remote_agent_is_named_by_a_readable_claim_and_else_as_another_machine() {
