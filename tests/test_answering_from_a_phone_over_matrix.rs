@@ -18,6 +18,16 @@ use support::matrix::{
 };
 use support::{Agent, FakeExtension, call};
 
+/// `tool` called with `args` by `agent`, in a task of its own: the person answers meanwhile.
+fn call_meanwhile(
+    agent: &Arc<Agent>,
+    tool: &'static str,
+    args: Value,
+) -> tokio::task::JoinHandle<Value> {
+    let agent = agent.clone();
+    tokio::spawn(async move { call(&agent, tool, args).await })
+}
+
 fn ready() -> Option<&'static Synapse> {
     phone_available()?;
     let server = synapse()?;
@@ -46,10 +56,7 @@ async fn each_question_kind_is_answered_from_the_phone_by_poll_or_reply() {
     let me = s.phone.user_id.clone();
 
     // ask_text: a message; the answer is a reply to it.
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move { call(&agent, "ask_text", json!({"question": "Which *branch*?"})).await }
-    });
+    let asking = call_meanwhile(&agent, "ask_text", json!({"question": "Which *branch*?"}));
     let question = s.phone.question(&s.room, &s.bot).await;
     let body = question["content"]["body"].as_str().expect("body");
     assert!(
@@ -81,17 +88,11 @@ async fn each_question_kind_is_answered_from_the_phone_by_poll_or_reply() {
     assert!(edited.contains(&format!("Answered by {me}")), "{edited}");
 
     // ask_choice: a poll, answered by a vote.
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move {
-            call(
-                &agent,
-                "ask_choice",
-                json!({"question": "Which database?", "options": ["Postgres", "SQLite", "MySQL"]}),
-            )
-            .await
-        }
-    });
+    let asking = call_meanwhile(
+        &agent,
+        "ask_choice",
+        json!({"question": "Which database?", "options": ["Postgres", "SQLite", "MySQL"]}),
+    );
     let poll = s.phone.question(&s.room, &s.bot).await;
     assert_eq!(poll["type"], "org.matrix.msc3381.poll.start");
     let start = &poll["content"]["org.matrix.msc3381.poll.start"];
@@ -110,27 +111,18 @@ async fn each_question_kind_is_answered_from_the_phone_by_poll_or_reply() {
         .await;
 
     // ask_choice again, answered by a text reply naming the option.
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move {
-            call(
-                &agent,
-                "ask_choice",
-                json!({"question": "Which port?", "options": ["8080", "9090"]}),
-            )
-            .await
-        }
-    });
+    let asking = call_meanwhile(
+        &agent,
+        "ask_choice",
+        json!({"question": "Which port?", "options": ["8080", "9090"]}),
+    );
     let poll = s.phone.question(&s.room, &s.bot).await;
     s.phone.reply(&s.room, &poll["event_id"], "2").await;
     let result = asking.await.expect("ask_choice by reply");
     assert_eq!(result["answer"], "9090", "{result}");
 
     // ask_confirm: a yes/no poll, answered by a reply.
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move { call(&agent, "ask_confirm", json!({"question": "Deploy now?"})).await }
-    });
+    let asking = call_meanwhile(&agent, "ask_confirm", json!({"question": "Deploy now?"}));
     let poll = s.phone.question(&s.room, &s.bot).await;
     s.phone.reply(&s.room, &poll["event_id"], "no").await;
     let result = asking.await.expect("ask_confirm");
@@ -170,10 +162,7 @@ async fn each_question_kind_is_answered_from_the_phone_by_poll_or_reply() {
 
     // A question longer than a Matrix event holds (65,536 bytes) is posted cut, saying how
     // much is hidden, and is answered all the same.
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move { call(&agent, "ask_text", json!({"question": "汉".repeat(16_000)})).await }
-    });
+    let asking = call_meanwhile(&agent, "ask_text", json!({"question": "汉".repeat(16_000)}));
     let question = s.phone.question(&s.room, &s.bot).await;
     let body = question["content"]["body"].as_str().expect("body");
     let tail: String = body
@@ -207,10 +196,7 @@ async fn a_reply_from_someone_not_among_the_answerers_is_ignored() {
     let mut s = set_up(server, Some(&boss_id)).await;
     boss.login(server, &boss_name, "boss-password").await;
     let agent = s.agent("answerers-agent").await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move { call(&agent, "ask_text", json!({"question": "Release name?"})).await }
-    });
+    let asking = call_meanwhile(&agent, "ask_text", json!({"question": "Release name?"}));
     let question = s.phone.question(&s.room, &s.bot).await;
     // Only the answerer's reply counts, though the other's came first.
     s.phone
@@ -238,17 +224,11 @@ async fn answered_in_the_panel_first_the_message_says_so_and_the_poll_ends() {
     let mut s = set_up(server, None).await;
     let mut panel = FakeExtension::start(&s.runtime()).await;
     let agent = s.agent("panel-first-agent").await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move {
-            call(
-                &agent,
-                "ask_choice",
-                json!({"question": "Ship it?", "options": ["yes", "later"]}),
-            )
-            .await
-        }
-    });
+    let asking = call_meanwhile(
+        &agent,
+        "ask_choice",
+        json!({"question": "Ship it?", "options": ["yes", "later"]}),
+    );
     let ask = panel.take_ask().await;
     let poll = s.phone.question(&s.room, &s.bot).await;
     panel.submit(&ask["id"], json!({"choice": "later"})).await;
@@ -368,17 +348,11 @@ async fn the_bridge_killed_while_the_person_votes_loses_nothing() {
     let Some(server) = ready() else { return };
     let mut s = set_up(server, None).await;
     let agent = s.agent("restart-agent").await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move {
-            call(
-                &agent,
-                "ask_choice",
-                json!({"question": "Which region?", "options": ["eu", "us"]}),
-            )
-            .await
-        }
-    });
+    let asking = call_meanwhile(
+        &agent,
+        "ask_choice",
+        json!({"question": "Which region?", "options": ["eu", "us"]}),
+    );
     let poll = s.phone.question(&s.room, &s.bot).await;
     let pid = nix::unistd::Pid::from_raw(bridge_pid(&s.runtime()).await);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the bridge");
@@ -427,18 +401,12 @@ async fn a_password_is_never_asked_over_matrix_and_stays_open_at_the_desk() {
     let mut s = set_up(server, None).await;
     let mut panel = FakeExtension::start(&s.runtime()).await;
     let agent = s.agent("password-agent").await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move {
-            call(
-                &agent,
-                "ask_form",
-                json!({"title": "Database login", "fields": [
+    let asking = call_meanwhile(
+        &agent,
+        "ask_form",
+        json!({"title": "Database login", "fields": [
                 {"name": "password", "type": "password", "label": "Password", "required": true}]}),
-            )
-            .await
-        }
-    });
+    );
     let ask = panel.take_ask().await;
     let question = s.phone.question(&s.room, &s.bot).await;
     let body = question["content"]["body"].as_str().expect("body");
@@ -492,17 +460,11 @@ async fn a_question_that_times_out_says_so_in_the_room() {
     let Some(server) = ready() else { return };
     let mut s = set_up(server, None).await;
     let agent = s.agent("timeout-agent").await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move {
-            call(
-                &agent,
-                "ask_text",
-                json!({"question": "Anyone there?", "timeout_ms": 3000}),
-            )
-            .await
-        }
-    });
+    let asking = call_meanwhile(
+        &agent,
+        "ask_text",
+        json!({"question": "Anyone there?", "timeout_ms": 3000}),
+    );
     let question = s.phone.question(&s.room, &s.bot).await;
     let result = asking.await.expect("ask_text");
     assert_eq!(result["status"], "timeout", "{result}");
@@ -549,17 +511,11 @@ async fn a_question_kept_for_its_agent_stays_answerable_on_the_phone_and_the_ans
     let me = s.phone.user_id.clone();
 
     // A reply: the call times out, the message is marked kept, and the reply is kept.
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move {
-            call(
-                &agent,
-                "ask_text",
-                json!({"question": "Name the release", "timeout_ms": 2000}),
-            )
-            .await
-        }
-    });
+    let asking = call_meanwhile(
+        &agent,
+        "ask_text",
+        json!({"question": "Name the release", "timeout_ms": 2000}),
+    );
     let question = s.phone.question(&s.room, &s.bot).await;
     let result = asking.await.expect("ask_text");
     assert_eq!(result["status"], "timeout", "{result}");
@@ -598,17 +554,11 @@ async fn a_question_kept_for_its_agent_stays_answerable_on_the_phone_and_the_ans
 
     // A poll: the note is a reply to it, the vote is kept, and get_answer waiting on the
     // open question gets it live, saying who answered.
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move {
-            call(
-                &agent,
-                "ask_choice",
-                json!({"question": "Which day?", "options": ["Mon", "Tue"], "timeout_ms": 2000}),
-            )
-            .await
-        }
-    });
+    let asking = call_meanwhile(
+        &agent,
+        "ask_choice",
+        json!({"question": "Which day?", "options": ["Mon", "Tue"], "timeout_ms": 2000}),
+    );
     let poll = s.phone.question(&s.room, &s.bot).await;
     let result = asking.await.expect("ask_choice");
     assert_eq!(result["status"], "timeout", "{result}");
@@ -627,17 +577,11 @@ async fn a_question_kept_for_its_agent_stays_answerable_on_the_phone_and_the_ans
         })
         .await;
     assert_eq!(note["content"]["msgtype"], "m.notice", "{note}");
-    let collecting = tokio::spawn({
-        let agent = agent.clone();
-        async move {
-            call(
-                &agent,
-                "get_answer",
-                json!({"question_id": id, "wait_ms": 60000}),
-            )
-            .await
-        }
-    });
+    let collecting = call_meanwhile(
+        &agent,
+        "get_answer",
+        json!({"question_id": id, "wait_ms": 60000}),
+    );
     s.phone.vote(&s.room, &poll["event_id"], &["2"]).await;
     let late = collecting.await.expect("get_answer");
     assert_eq!(late["status"], "answered", "{late}");
@@ -700,10 +644,7 @@ async fn with_the_panel_open_the_phone_rings_only_when_the_person_is_away() {
     open_panel(&mut panel, &agent, true).await;
 
     // Panel open: the room gets the question once it waited HIM_AWAY_MS unanswered.
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move { call(&agent, "ask_text", json!({"question": "Away?"})).await }
-    });
+    let asking = call_meanwhile(&agent, "ask_text", json!({"question": "Away?"}));
     let ask = panel.take_ask().await;
     let asked_at = ask["asked_at_ms"].as_u64().expect("asked_at_ms");
     let question = s.phone.question(&s.room, &s.bot).await;
@@ -732,10 +673,7 @@ async fn with_the_panel_open_the_phone_rings_only_when_the_person_is_away() {
     let agent = s
         .agent_with("presence-agent-2", &[("HIM_AWAY_MS", "600000")])
         .await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move { call(&agent, "ask_confirm", json!({"question": "Closed?"})).await }
-    });
+    let asking = call_meanwhile(&agent, "ask_confirm", json!({"question": "Closed?"}));
     let ask = panel.take_ask().await;
     let closed_at = now_ms();
     open_panel(&mut panel, &agent, false).await;
@@ -772,17 +710,11 @@ async fn a_browser_restarting_its_host_does_not_ring_the_phone_until_its_grace_h
         .agent_with("restarting-agent", &[("HIM_AWAY_MS", "600000")])
         .await;
     open_panel_of(&mut panel, &agent, true, 2).await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move {
-            call(
-                &agent,
-                "ask_text",
-                json!({"question": "Through a restart?"}),
-            )
-            .await
-        }
-    });
+    let asking = call_meanwhile(
+        &agent,
+        "ask_text",
+        json!({"question": "Through a restart?"}),
+    );
     panel.take_ask().await;
     other.take_ask().await;
     // The service worker restarts: its host ends, a new one starts, the panel still open.
@@ -794,10 +726,7 @@ async fn a_browser_restarting_its_host_does_not_ring_the_phone_until_its_grace_h
     let always = s
         .agent_with("marker-agent", &[("HIM_MATRIX", "always")])
         .await;
-    let marking = tokio::spawn({
-        let agent = always.clone();
-        async move { call(&agent, "ask_text", json!({"question": "Marker?"})).await }
-    });
+    let marking = call_meanwhile(&always, "ask_text", json!({"question": "Marker?"}));
     panel.take_ask().await;
     other.take_ask().await;
     let (marker, body) = next_question_body(&mut s).await;
@@ -826,10 +755,7 @@ async fn a_browser_restarting_its_host_does_not_ring_the_phone_until_its_grace_h
             ],
         )
         .await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move { call(&agent, "ask_text", json!({"question": "Gone for good?"})).await }
-    });
+    let asking = call_meanwhile(&agent, "ask_text", json!({"question": "Gone for good?"}));
     panel.take_ask().await;
     let closed_at = now_ms();
     panel.close().await;
@@ -863,10 +789,7 @@ async fn never_keeps_questions_off_the_phone_and_always_sends_them_past_an_open_
         .await;
     open_panel(&mut panel, &always, true).await;
     // `always`: at once, though the panel is open (the away time is a minute).
-    let asking = tokio::spawn({
-        let agent = always.clone();
-        async move { call(&agent, "ask_text", json!({"question": "First?"})).await }
-    });
+    let asking = call_meanwhile(&always, "ask_text", json!({"question": "First?"}));
     panel.take_ask().await;
     let first = s.phone.question(&s.room, &s.bot).await;
     s.phone.reply(&s.room, &first["event_id"], "one").await;
@@ -883,10 +806,7 @@ async fn never_keeps_questions_off_the_phone_and_always_sends_them_past_an_open_
     let status = call(&never, "human_input_status", json!({})).await;
     assert_eq!(status["matrix"], Value::Null, "{status}");
     // The next question in the room is the always-agent's next one, not the never-agent's.
-    let asking = tokio::spawn({
-        let agent = always.clone();
-        async move { call(&agent, "ask_text", json!({"question": "Second?"})).await }
-    });
+    let asking = call_meanwhile(&always, "ask_text", json!({"question": "Second?"}));
     let second = s.phone.question(&s.room, &s.bot).await;
     let body = second["content"]["body"].as_str().unwrap_or_default();
     assert!(body.contains("Second?"), "{body}");
@@ -1158,17 +1078,11 @@ async fn two_answerers_race_the_first_wins_and_the_second_hears_it_was_already_a
     );
     assert!(ok, "{out}\n{err}");
     let agent = s.agent("race-agent").await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move {
-            call(
-                &agent,
-                "ask_choice",
-                json!({"question": "Which color?", "options": ["red", "blue"]}),
-            )
-            .await
-        }
-    });
+    let asking = call_meanwhile(
+        &agent,
+        "ask_choice",
+        json!({"question": "Which color?", "options": ["red", "blue"]}),
+    );
     let poll = s.phone.question(&s.room, &s.bot).await;
     // Both vote, the phone first; neither waits for the other.
     s.phone.vote(&s.room, &poll["event_id"], &["1"]).await;
@@ -1234,10 +1148,7 @@ async fn the_doctor_checks_the_matrix_leg_and_says_how_to_fix_what_fails() {
 
     // After a question, the bridge's last sync and the device's state are reported.
     let agent = s.agent("doctor-agent").await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move { call(&agent, "ask_text", json!({"question": "Doctor?"})).await }
-    });
+    let asking = call_meanwhile(&agent, "ask_text", json!({"question": "Doctor?"}));
     let question = s.phone.question(&s.room, &s.bot).await;
     s.phone.reply(&s.room, &question["event_id"], "fine").await;
     asking.await.expect("ask_text");
@@ -1387,21 +1298,15 @@ async fn a_form_is_answered_in_a_thread_one_field_at_a_time_a_wrong_value_asked_
     let Some(server) = ready() else { return };
     let mut s = set_up(server, None).await;
     let agent = s.agent("form-agent").await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move {
-            call(
-                &agent,
-                "ask_form",
-                json!({"title": "Deploy", "fields": [
+    let asking = call_meanwhile(
+        &agent,
+        "ask_form",
+        json!({"title": "Deploy", "fields": [
                     {"name": "env", "type": "radio", "label": "Environment", "required": true,
                      "options": ["staging", "production"]},
                     {"name": "replicas", "type": "number", "label": "Replicas", "min": 1, "max": 9},
                     {"name": "notify", "type": "checkbox", "label": "Notify the team"}]}),
-            )
-            .await
-        }
-    });
+    );
     let question = s.phone.question(&s.room, &s.bot).await;
     let body = question["content"]["body"].as_str().unwrap_or_default();
     assert!(body.contains("Answer in the thread"), "{body}");
@@ -1612,10 +1517,7 @@ async fn a_mismatch_cancels_the_verification_and_a_stranger_may_not_verify() {
         .await;
     // A question open: the bridge runs, and must not share the store with the verification.
     let agent = s.agent("verify-agent").await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move { call(&agent, "ask_text", json!({"question": "Still there?"})).await }
-    });
+    let asking = call_meanwhile(&agent, "ask_text", json!({"question": "Still there?"}));
     let question = s.phone.question(&s.room, &s.bot).await;
     let bridge = nix::unistd::Pid::from_raw(bridge_pid(&s.runtime()).await);
 
@@ -1821,10 +1723,7 @@ async fn the_homeserver_down_mid_question_blocks_nothing_and_the_answer_comes_on
 
     let mut panel = FakeExtension::start(&s.runtime()).await;
     let agent = s.agent("restart-homeserver-agent").await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move { call(&agent, "ask_text", json!({"question": "Which tag?"})).await }
-    });
+    let asking = call_meanwhile(&agent, "ask_text", json!({"question": "Which tag?"}));
     panel.take_ask().await;
     let question = s.phone.question(&s.room, &s.bot).await;
 
@@ -1844,10 +1743,7 @@ async fn the_homeserver_down_mid_question_blocks_nothing_and_the_answer_comes_on
     .await;
 
     // Meanwhile another question is answered in the panel: nothing waits on the homeserver.
-    let meanwhile = tokio::spawn({
-        let agent = agent.clone();
-        async move { call(&agent, "ask_text", json!({"question": "Meanwhile?"})).await }
-    });
+    let meanwhile = call_meanwhile(&agent, "ask_text", json!({"question": "Meanwhile?"}));
     let ask = panel.take_ask().await;
     assert!(ask.to_string().contains("Meanwhile?"), "{ask}");
     panel
@@ -1858,10 +1754,7 @@ async fn the_homeserver_down_mid_question_blocks_nothing_and_the_answer_comes_on
     assert_eq!(result["via"], "extension");
 
     // A question asked while the homeserver is away cannot be posted: it is, once it is back.
-    let later = tokio::spawn({
-        let agent = agent.clone();
-        async move { call(&agent, "ask_text", json!({"question": "Posted once back?"})).await }
-    });
+    let later = call_meanwhile(&agent, "ask_text", json!({"question": "Posted once back?"}));
     panel.take_ask().await;
     support::eventually("the bridge failing to post it", || {
         std::fs::read_to_string(&log)
@@ -1928,21 +1821,15 @@ async fn a_form_half_answered_in_its_thread_survives_the_bridge_restarting() {
     let Some(server) = ready() else { return };
     let mut s = set_up(server, None).await;
     let agent = s.agent("form-restart-agent").await;
-    let asking = tokio::spawn({
-        let agent = agent.clone();
-        async move {
-            call(
-                &agent,
-                "ask_form",
-                json!({"title": "Deploy", "fields": [
+    let asking = call_meanwhile(
+        &agent,
+        "ask_form",
+        json!({"title": "Deploy", "fields": [
                     {"name": "env", "type": "radio", "label": "Environment", "required": true,
                      "options": ["staging", "production"]},
                     {"name": "replicas", "type": "number", "label": "Replicas", "min": 1, "max": 9},
                     {"name": "notify", "type": "checkbox", "label": "Notify the team"}]}),
-            )
-            .await
-        }
-    });
+    );
     let question = s.phone.question(&s.room, &s.bot).await;
     let root = question["event_id"].clone();
     thread_message(&mut s, &root, "1/3: Environment").await;
