@@ -23,6 +23,9 @@ import { findClaude, startAnthropicModel, startHost, stopAllHosts, toolResult, u
 import { Terminal, haveTmux } from './tmux.mjs';
 import { PANEL_URL, everyCardArmed, launchWithExtension } from './browser.mjs';
 
+/** How long the real CLI may take to draw its first screen on a loaded machine (an event waited for, not a sleep). */
+const START_MS = 45_000;
+
 const HIM_BIN = process.env.HIM_BIN;
 const CLAUDE = findClaude();
 const skip = !CLAUDE
@@ -93,7 +96,7 @@ async function startClaude(name, command, call = { name: 'Bash', input: { comman
     },
   });
   terminals.push(terminal);
-  await terminal.until(/\? for shortcuts/);
+  await terminal.until(/\? for shortcuts/, START_MS);
   terminal.type('Write the marker file.');
   terminal.press('Enter');
   return { terminal, marker: path.join(project, 'marker.txt') };
@@ -371,7 +374,7 @@ async function startClaudeWithHim(name, himEnv = {}, claudeEnv = {}) {
     },
   });
   terminals.push(terminal);
-  await terminal.until(/\? for shortcuts/);
+  await terminal.until(/\? for shortcuts/, START_MS);
   terminal.type('Ask me which branch to deploy.');
   terminal.press('Enter');
   return { terminal, sent };

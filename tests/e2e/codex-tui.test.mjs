@@ -19,6 +19,9 @@ import path from 'node:path';
 import { findCodex, functionCallOutput, startHost, startResponsesModel, stopAllHosts, until, untilHostListens } from './standins.mjs';
 import { Terminal, haveTmux } from './tmux.mjs';
 
+/** How long the real CLI may take to draw its first screen on a loaded machine (an event waited for, not a sleep). */
+const START_MS = 45_000;
+
 const HIM_BIN = process.env.HIM_BIN;
 const CODEX = findCodex();
 const skip = !CODEX
@@ -101,7 +104,7 @@ async function startCodex(name, command) {
     },
   });
   terminals.push(terminal);
-  await terminal.until(/Ask Codex to do anything/);
+  await terminal.until(/Ask Codex to do anything/, START_MS);
   terminal.type('Write the marker file.');
   // Codex reads keys that come in a quick burst as a paste, where Enter is a new line: press
   // Enter until the message goes to the model.
