@@ -273,29 +273,7 @@ async fn answered_in_the_panel_first_the_message_says_so_and_the_poll_ends() {
 async fn a_room_that_is_not_encrypted_is_refused() {
     let Some(server) = ready() else { return };
     let home = tempfile::tempdir().expect("home");
-    private_dir(&home.path().join("run"));
-    private_dir(&home.path().join("state"));
-    let mut phone = Phone::start().await;
-    let bot_name = unique("bot");
-    let me_name = unique("me");
-    let bot = phone.register(server, &bot_name, "bot-password").await;
-    phone.register(server, &me_name, "me-password").await;
-    phone.login(server, &me_name, "me-password").await;
-    let password_file = home.path().join("password");
-    std::fs::write(&password_file, "bot-password\n").expect("password file");
-    let (ok, out, err) = him_matrix(
-        home.path(),
-        &[
-            "login",
-            "--homeserver",
-            &server.url,
-            "--user",
-            &bot,
-            "--password-file",
-            &password_file.display().to_string(),
-        ],
-    );
-    assert!(ok, "{out}\n{err}");
+    let (mut phone, bot, _) = support::matrix::bot_logged_in(server, home.path()).await;
     let room = phone
         .cmd(json!({"cmd": "create_room", "invite": [bot], "encrypted": false}))
         .await["room"]

@@ -554,24 +554,23 @@ pub fn private_dir(path: &Path) {
         .expect("private dir");
 }
 
-/// Logs a new bot in and makes a room with the phone's user in it; `others` are invited too
-/// (each a (name, phone) pair that joins), and `answerers` (default: every invitee) may answer.
-pub async fn set_up(server: &Synapse, answerers: Option<&str>) -> Setup {
-    // `him matrix login` below runs the bridge's binary, built beside `him`.
+/// A new bot and a new person on `server`, the phone logged in as the person, and the bot
+/// logged in with `him matrix login` in `home` (its run/ and state/ folders made private).
+pub async fn bot_logged_in(server: &Synapse, home: &Path) -> (Phone, String, String) {
+    // `him matrix login` runs the bridge's binary, built beside `him`.
     bridge_built();
-    let home = tempfile::tempdir().expect("home");
-    private_dir(&home.path().join("run"));
-    private_dir(&home.path().join("state"));
+    private_dir(&home.join("run"));
+    private_dir(&home.join("state"));
     let mut phone = Phone::start().await;
     let bot_name = unique("bot");
     let me_name = unique("me");
     let bot = phone.register(server, &bot_name, "bot-password").await;
     let me = phone.register(server, &me_name, "me-password").await;
     phone.login(server, &me_name, "me-password").await;
-    let password_file = home.path().join("password");
+    let password_file = home.join("password");
     std::fs::write(&password_file, "bot-password\n").expect("password file");
     let (ok, out, err) = him_matrix(
-        home.path(),
+        home,
         &[
             "login",
             "--homeserver",
@@ -585,6 +584,14 @@ pub async fn set_up(server: &Synapse, answerers: Option<&str>) -> Setup {
     assert!(ok, "him matrix login failed: {out}\n{err}");
     assert!(out.contains(&bot), "login says who it logged in: {out}");
     assert!(!err.contains("bot-password") && !out.contains("bot-password"));
+    (phone, bot, me)
+}
+
+/// Logs a new bot in and makes a room with the phone's user in it; `others` are invited too
+/// (each a (name, phone) pair that joins), and `answerers` (default: every invitee) may answer.
+pub async fn set_up(server: &Synapse, answerers: Option<&str>) -> Setup {
+    let home = tempfile::tempdir().expect("home");
+    let (mut phone, bot, me) = bot_logged_in(server, home.path()).await;
     let mut args = vec!["room", "--invite", &me];
     if let Some(answerers) = answerers {
         args.extend(["--answerers", answerers]);
