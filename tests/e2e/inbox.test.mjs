@@ -320,6 +320,14 @@ test('after answering: the notice echoes what was sent, never a password; Recent
     await notice.locator('p').textContent(),
     '“Database login” (codex): Answer sent. You sent: User: deploy; Tier: Staging; 1 hidden (password); note: rotate it next week',
   );
+  // One line, the rest in its tooltip: a long echo does not push the queue down.
+  const { height, line, tooltip } = await notice.locator('p').evaluate((p) => ({
+    height: p.getBoundingClientRect().height,
+    line: parseFloat(getComputedStyle(p).lineHeight) || parseFloat(getComputedStyle(p).fontSize) * 1.5,
+    tooltip: p.title,
+  }));
+  assert.ok(height < line * 1.5, `the notice is one line high (${height} px for a ${line} px line)`);
+  assert.match(tooltip, /note: rotate it next week$/);
   const recent = page.locator('#recent');
   await recent.locator('summary').click();
   const item = recent.locator('.recent-item', { hasText: 'Database login' });
