@@ -21,6 +21,7 @@ import { agentMark, chooseActive, inboxOrder, stepActive } from '../lib/inbox.js
 import { appendMarked, markedString } from '../lib/display.js';
 import { recentJson } from '../lib/recent.js';
 import { applyChanges } from '../lib/queuestore.js';
+import { playChime } from '../lib/chime.js';
 
 const api = globalThis.browser ?? globalThis.chrome;
 const $ = (id) => document.getElementById(id);
@@ -122,6 +123,7 @@ function translatePage() {
     empty: t('panel_empty'),
     'recent-note': t('panel_recent_note'),
     'recent-copy': t('panel_recent_copy'),
+    sound: t('panel_sound'),
   };
   const names = {
     nav: t('panel_nav_label'),
@@ -132,6 +134,7 @@ function translatePage() {
   };
   for (const [id, text] of Object.entries(words)) $(id).textContent = text;
   for (const [id, name] of Object.entries(names)) $(id).setAttribute('aria-label', name);
+  $('sound').title = t('panel_sound_title');
 }
 
 function renderLink(host) {
@@ -309,9 +312,48 @@ function announceArrivals(arrived) {
     .map((card) => t('panel_arrived', agentLabel(card.question.agent), titleText(card.question.form?.title)))
     .join(' ');
   if (document.hasFocus()) return;
+  chimeIfWanted();
   for (const card of arrived) card.element.dataset.arrived = '';
   // Not on animationend: with reduced motion there is no animation, only the outline.
   setTimeout(() => arrived.forEach((card) => delete card.element.dataset.arrived), ARRIVAL_CUE_MS);
+}
+
+/** The arrival sound: off unless the person turned it on here (kept in storage.local). */
+let soundOn = false;
+/** Made at the first chime, and kept: a page may start only so many. */
+let audio = null;
+
+async function loadSoundSetting() {
+  const stored = await api.storage?.local.get('sound').catch(() => ({}));
+  soundOn = stored?.sound === true;
+  $('sound').setAttribute('aria-pressed', String(soundOn));
+}
+
+$('sound').addEventListener('click', () => {
+  soundOn = !soundOn;
+  $('sound').setAttribute('aria-pressed', String(soundOn));
+  // Nothing is kept while it is off: storage.local holds only a choice the person made.
+  (soundOn ? api.storage?.local.set({ sound: true }) : api.storage?.local.remove('sound'))?.catch(() => {});
+  // Turning it on plays it once, so the person knows what to listen for.
+  if (soundOn) chimeIfWanted();
+});
+
+/**
+ * Plays the chime when the person asked for it, unless they turned the extension's
+ * notifications off in the browser: the sound is a notification too. Firefox has no way to
+ * tell, so there only the panel's own switch counts.
+ */
+async function chimeIfWanted() {
+  if (!soundOn) return;
+  const level = await api.notifications?.getPermissionLevel?.().catch(() => 'granted');
+  if (level === 'denied') return;
+  try {
+    audio ??= new AudioContext();
+    if (audio.state === 'suspended') await audio.resume();
+    if (audio.state === 'running') playChime(audio);
+  } catch {
+    // No audio device, or the browser allows no sound here: the highlight still shows.
+  }
 }
 
 function renderQueue(questions) {
@@ -836,3 +878,4 @@ setInterval(() => {
 
 translatePage();
 connectWorker();
+loadSoundSetting();

@@ -376,6 +376,72 @@ test('Enter on the header of the Recent list opens the list and answers no open 
   assert.equal((await q.result()).confirmed, false);
 });
 
+test('the arrival sound: off at first; on, it plays once, then for a question that comes while the panel is out of focus, never in focus', { timeout: STEP_MS }, async () => {
+  // Counts the notes the panel starts, through the Web Audio API it plays them with.
+  await page.evaluate(() => {
+    window.notes = 0;
+    const start = AudioScheduledSourceNode.prototype.start;
+    AudioScheduledSourceNode.prototype.start = function (...args) {
+      window.notes += 1;
+      return start.apply(this, args);
+    };
+  });
+  const notes = () => page.evaluate(() => window.notes);
+  // Playwright makes every page think it has the focus; the panel must see it go.
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Emulation.setFocusEmulationEnabled', { enabled: false });
+  const elsewhere = await context.newPage();
+  const lookAway = async () => {
+    await elsewhere.bringToFront();
+    await until('the panel to lose the focus', async () => !(await page.evaluate(() => document.hasFocus())));
+  };
+  const answerNo = async (title) => {
+    const c = openCard();
+    await c.getByRole('heading', { name: title }).waitFor();
+    await armed();
+    await c.getByRole('button', { name: 'No' }).click();
+  };
+  try {
+    const sound = page.getByRole('button', { name: 'Sound' });
+    assert.equal(await sound.getAttribute('aria-pressed'), 'false', 'off until the person turns it on');
+
+    await lookAway();
+    const silent = ask('codex', 'ask_confirm', { question: 'Rotate the logs?' });
+    // The highlight is set after the chime would have started: no note by then, none at all.
+    await page.locator('article.card[data-arrived]', { hasText: 'Rotate the logs?' }).waitFor();
+    assert.equal(await notes(), 0, 'no sound while it is off');
+    await page.bringToFront();
+    await answerNo('Rotate the logs?');
+    assert.equal((await silent.result()).confirmed, false);
+
+    await sound.click();
+    assert.equal(await sound.getAttribute('aria-pressed'), 'true');
+    await until('the sample chime', async () => (await notes()) === 2);
+    assert.deepEqual(await worker.evaluate(() => chrome.storage.local.get(null)), { sound: true });
+
+    await lookAway();
+    const heard = ask('claude', 'ask_confirm', { question: 'Run the migration?' });
+    await until('the chime of a question out of focus', async () => (await notes()) === 4);
+    await page.bringToFront();
+    await answerNo('Run the migration?');
+    assert.equal((await heard.result()).confirmed, false);
+
+    assert.ok(await page.evaluate(() => document.hasFocus()));
+    const inFocus = ask('codex', 'ask_confirm', { question: 'Clear the cache?' });
+    await answerNo('Clear the cache?');
+    assert.equal((await inFocus.result()).confirmed, false);
+    assert.equal(await notes(), 4, 'no sound for a question that comes while the person is looking');
+
+    await sound.click();
+    assert.equal(await sound.getAttribute('aria-pressed'), 'false');
+    await until('the switch to be forgotten', async () => JSON.stringify(await worker.evaluate(() => chrome.storage.local.get(null))) === '{}');
+  } finally {
+    await cdp.send('Emulation.setFocusEmulationEnabled', { enabled: true });
+    await elsewhere.close();
+    await page.bringToFront();
+  }
+});
+
 /**
  * In the page: every visible control whose border shows where it is, whose border has less
  * than 3:1 against the colour outside it or its own fill; every target under 24 × 24 px; every

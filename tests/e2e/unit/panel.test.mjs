@@ -17,7 +17,7 @@ const i18n = { getMessage: (key) => ENGLISH[key]?.message.replace(/\$\$/g, '$') 
  * worker's `state` with these questions) and `deliver` (any message from the worker).
  */
 let pages = 0;
-async function openPanel() {
+async function openPanel(browserApis = {}) {
   const dom = new JSDOM(PANEL_HTML, { url: 'https://panel.test/panel/panel.html', pretendToBeVisual: true });
   const sent = [];
   let listener = null;
@@ -29,7 +29,7 @@ async function openPanel() {
   Object.assign(globalThis, {
     window: dom.window,
     document: dom.window.document,
-    chrome: { runtime: { connect: () => port }, i18n },
+    chrome: { runtime: { connect: () => port }, i18n, ...browserApis },
   });
   // The page redraws its timers every second; that must not keep this test process alive.
   const realSetInterval = globalThis.setInterval;
@@ -414,4 +414,38 @@ test("the worker's changes add, change and remove cards; an answer lost with the
   deliver({ type: 'changes', questions: [], removed: ['login'], host, now: Date.now() });
   assert.equal(cardOf('Database login'), undefined, 'removed');
   assert.ok(cardOf('Another one'));
+});
+
+test('the arrival sound, turned on, stays quiet while the browser has the extension\'s notifications off', async () => {
+  const notes = [];
+  const node = () => ({ connect: (next) => next, frequency: {}, gain: { setValueAtTime() {}, exponentialRampToValueAtTime() {} } });
+  globalThis.AudioContext = class {
+    state = 'running';
+    currentTime = 0;
+    destination = node();
+    createOscillator = () => ({ ...node(), start: (at) => notes.push(at), stop() {} });
+    createGain = () => node();
+  };
+  let level = 'denied';
+  try {
+    const { document, push } = await openPanel({
+      storage: { local: { get: async () => ({ sound: true }), set: async () => {}, remove: async () => {} } },
+      notifications: { getPermissionLevel: async () => level },
+    });
+    // The person is elsewhere: jsdom would say the page has the focus once a card takes it.
+    document.hasFocus = () => false;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assert.equal(document.getElementById('sound').getAttribute('aria-pressed'), 'true', 'the kept choice is shown');
+    const a = question('a', textForm('First'), 'codex');
+    push([a]);
+    const b = question('b', textForm('Second'), 'codex');
+    push([a, b]);
+    level = 'granted';
+    push([a, b, question('c', textForm('Third'), 'codex')]);
+    // The chimes play in the order the questions came: two notes, both the third's.
+    for (let i = 0; i < 50 && notes.length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(notes.length, 2, 'the second question, asked while notifications were off, played nothing');
+  } finally {
+    delete globalThis.AudioContext;
+  }
 });
