@@ -146,6 +146,8 @@ fn keys_typed_before_a_prompt_has_been_on_screen_long_enough_are_thrown_away() {
     term.expect("Force-push the branch?");
     term.send("y");
     term.send(ENTER);
+    term.expect("Send these answers?");
+    term.send(ENTER);
     let (result, code) = term.finish();
     assert_in_terminal(&result, "answered");
     assert_eq!(code, 0);
@@ -186,12 +188,77 @@ fn a_field_that_breaks_its_rule_is_asked_again_with_the_rules_message() {
     term.send(ENTER);
     term.expect("Force");
     term.send(ENTER);
+    term.expect("Send these answers?");
+    term.send(ENTER);
     let (result, _) = term.finish();
     assert_in_terminal(&result, "answered");
     assert_eq!(
         result["values"],
         json!({"replicas": 3, "notify": "ops@example.org", "env": "production", "force": false})
     );
+}
+
+#[test]
+fn a_form_shows_its_answers_before_sending_and_any_field_can_be_asked_again() {
+    let runtime = runtime_dir();
+    let form = json!({"title": "Deploy", "allowNote": true, "fields": [
+        {"name": "service", "type": "text", "label": "Service", "required": true},
+        {"name": "tier", "type": "radio", "label": "Tier", "required": true,
+         "options": [{"value": "p", "label": "Production"}, {"value": "s", "label": "Staging"}]},
+        {"name": "token", "type": "password", "label": "Token"}
+    ]});
+    let mut term = InTerminal::ask(runtime.path(), &["form", &form.to_string()]);
+    term.expect("Service");
+    term.send("payments");
+    term.send(ENTER);
+    term.expect("2. Staging");
+    term.send("1");
+    term.send(ENTER);
+    term.expect("Token");
+    term.send("s3cret-token");
+    term.send(ENTER);
+    term.expect("Note (optional)");
+    term.send("after lunch");
+    term.send(ENTER);
+    // The answers, one line each; the password never drawn.
+    term.expect("Send these answers?");
+    term.expect("Change Service: payments");
+    term.expect("Change Tier: Production");
+    term.expect("Change Token: (hidden)");
+    term.expect("Change the note: after lunch");
+    // Back to the tier: it is asked again, the answer given before still chosen.
+    term.send(DOWN);
+    term.send(DOWN);
+    term.send(ENTER);
+    term.expect("2. Staging");
+    term.send(DOWN);
+    term.send(ENTER);
+    term.expect("Change Tier: Staging");
+    term.send(ENTER);
+    let (result, _, shown) = term.finish_showing();
+    assert_in_terminal(&result, "answered");
+    assert_eq!(
+        result["values"],
+        json!({"service": "payments", "tier": "s", "token": "s3cret-token"})
+    );
+    assert_eq!(result["free_text"], "after lunch", "{result}");
+    assert!(!shown.contains("s3cret"), "the terminal showed the password:\n{shown}");
+
+    // Esc on the review declines the whole question, as everywhere else.
+    let mut term = InTerminal::ask(runtime.path(), &["form", &form.to_string()]);
+    term.expect("Service");
+    term.send("ledger");
+    term.send(ENTER);
+    term.expect("2. Staging");
+    term.send(ENTER);
+    term.expect("Token");
+    term.send(ENTER);
+    term.expect("Note (optional)");
+    term.send(ENTER);
+    term.expect("Send these answers?");
+    term.send(ESC);
+    let (result, _) = term.finish();
+    assert_eq!(result["status"], "declined", "{result}");
 }
 
 #[test]
@@ -207,6 +274,8 @@ fn a_password_is_typed_unseen() {
     term.send(ENTER);
     term.expect("Token");
     term.send("hunter2-secret");
+    term.send(ENTER);
+    term.expect("Change Token: (hidden)");
     term.send(ENTER);
     let (result, _, shown) = term.finish_showing();
     assert_in_terminal(&result, "answered");
@@ -446,6 +515,8 @@ fn markdown_is_drawn_as_plain_text_and_every_text_is_marked() {
     term.send(ENTER);
     term.expect("main⟨U+001B⟩[31m");
     // Enter takes the default as the agent gave it, not as it was shown.
+    term.send(ENTER);
+    term.expect("Change Branch: main⟨U+001B⟩[31m");
     term.send(ENTER);
     let (result, _) = term.finish();
     assert_in_terminal(&result, "answered");

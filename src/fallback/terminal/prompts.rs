@@ -35,6 +35,9 @@ use crate::display::{marked, terminal_line, terminal_literal, terminal_text};
 use crate::form::{Field, FieldType, Form};
 use crate::protocol::{Action, Answer};
 
+mod review;
+use review::Review;
+
 /// What the prompt process is given on stdin.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Request {
@@ -150,11 +153,14 @@ pub fn ask(request: &Request) -> Result<Answer, InquireError> {
     };
     let mut values = Map::new();
     let mut note: Option<String> = None;
-    let mut pending: Vec<&Field> = form.fields.iter().collect();
+    // Fields answered "in my own words": the note is then the answer, not an addition.
+    let mut own_words: Vec<String> = Vec::new();
+    let mut pending: Vec<Field> = form.fields.clone();
+    let mut note_pending = form.allow_note;
     loop {
-        let mut own_words = false;
-        for field in &pending {
-            match ask_field(form, field)? {
+        for field in pending.drain(..) {
+            own_words.retain(|name| *name != field.name);
+            match ask_field(form, &field)? {
                 Asked::Value(Some(value)) => {
                     values.insert(field.name.clone(), value);
                 }
@@ -163,37 +169,52 @@ pub fn ask(request: &Request) -> Result<Answer, InquireError> {
                 }
                 Asked::OwnWords => {
                     values.remove(&field.name);
-                    own_words = true;
+                    own_words.push(field.name.clone());
                 }
                 Asked::Decline => return Ok(reply(Action::Decline, None, None)),
                 Asked::Cancel => return Ok(reply(Action::Cancel, None, None)),
             }
         }
-        if form.allow_note {
-            match ask_note(own_words)? {
+        if note_pending {
+            note_pending = false;
+            match ask_note(!own_words.is_empty(), note.as_deref())? {
                 Asked::Value(text) => note = text.and_then(|v| v.as_str().map(str::to_owned)),
                 Asked::Decline => return Ok(reply(Action::Decline, None, None)),
                 Asked::Cancel => return Ok(reply(Action::Cancel, None, None)),
                 Asked::OwnWords => {}
             }
         }
-        match form.check_reply(&values, note.as_deref()) {
-            Ok(_) => return Ok(reply(Action::Submit, Some(values), note)),
-            Err(err) => {
-                eprintln!("✗ {}", marked(&err.message));
-                // Only a rule over the whole reply gets here (a note-taking form answered
-                // with neither): ask its field again, then the note.
-                pending = err
-                    .field
-                    .as_deref()
-                    .and_then(|name| form.field(name))
-                    .into_iter()
-                    .collect();
-                if pending.is_empty() && !form.allow_note {
-                    // Nothing to ask again; the agent side will say what was wrong.
-                    return Ok(reply(Action::Submit, Some(values), note));
+        if let Err(err) = form.check_reply(&values, note.as_deref()) {
+            eprintln!("✗ {}", marked(&err.message));
+            // Only a rule over the whole reply gets here (a note-taking form answered
+            // with neither): ask its field again, then the note.
+            pending = err
+                .field
+                .as_deref()
+                .and_then(|name| form.field(name))
+                .cloned()
+                .into_iter()
+                .collect();
+            note_pending = form.allow_note;
+            if pending.is_empty() && !note_pending {
+                // Nothing to ask again; the agent side will say what was wrong.
+                return Ok(reply(Action::Submit, Some(values), note));
+            }
+            continue;
+        }
+        if !review::wanted(form) {
+            return Ok(reply(Action::Submit, Some(values), note));
+        }
+        match review::review(form, &values, note.as_deref())? {
+            Review::Send => return Ok(reply(Action::Submit, Some(values), note)),
+            Review::Change(name) => {
+                if let Some(field) = form.field(&name) {
+                    pending.push(review::again(field, values.get(&name)));
                 }
             }
+            Review::ChangeNote => note_pending = true,
+            Review::Decline => return Ok(reply(Action::Decline, None, None)),
+            Review::Cancel => return Ok(reply(Action::Cancel, None, None)),
         }
     }
 }
@@ -632,8 +653,8 @@ fn ask_many(form: &Form, field: &Field, label: &str) -> Result<Asked, InquireErr
 }
 
 /// The note of a form that takes one: the answer itself after "in my own words", else an
-/// optional addition.
-fn ask_note(own_words: bool) -> Result<Asked, InquireError> {
+/// optional addition; `kept` is the note already given, when it is asked again.
+fn ask_note(own_words: bool, kept: Option<&str>) -> Result<Asked, InquireError> {
     let label = if own_words {
         "Your answer"
     } else {
@@ -644,7 +665,12 @@ fn ask_note(own_words: bool) -> Result<Asked, InquireError> {
     } else {
         "Enter alone adds none · Esc declines"
     };
-    match armed(|| Text::new(label).with_help_message(help).prompt()) {
+    let mut prompt = Text::new(label).with_help_message(help);
+    // Asked again from the review: the note as it was, to edit.
+    if let Some(kept) = kept {
+        prompt = prompt.with_initial_value(kept);
+    }
+    match armed(|| prompt.prompt()) {
         Ok(text) if text.trim().is_empty() => Ok(Asked::Value(None)),
         Ok(text) => Ok(Asked::Value(Some(Value::String(text)))),
         Err(err) => ended(err),
