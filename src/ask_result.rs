@@ -239,7 +239,7 @@ pub fn from_outcome(cx: &CallContext<'_>, via: Via, outcome: Outcome) -> AskResu
     }
 }
 
-/// The rule every unanswered result starts from (README: "A timeout halts").
+/// The rule every unanswered result starts from (docs/tools.md: "A timeout halts").
 pub const NOT_CONSENT: &str = "No answer is not consent: do not guess, and do not do what you \
                                asked about.";
 

@@ -1181,7 +1181,7 @@ async fn the_doctor_checks_the_matrix_leg_and_says_how_to_fix_what_fails() {
 async fn a_ci_runner_without_a_browser_asks_the_phone_with_him_ask() {
     let Some(server) = ready() else { return };
     // The laptop set the bot and the room up once; the runner has the bot's password in its
-    // secret store and the room's ID in its configuration (README, "On a CI runner").
+    // secret store and the room's ID in its configuration (docs/matrix.md, "On a CI runner").
     let mut s = set_up(server, None).await;
     let runner = tempfile::tempdir().expect("runner home");
     private_dir(&runner.path().join("run"));

@@ -1,4 +1,4 @@
-// Nothing decided unseen (issue 22; README, "Who can do what"). A card — a question or a
+// Nothing decided unseen (issue 22; ARCHITECTURE.md, "Who can do what"). A card — a question or a
 // permission request in the side panel, the loopback page's form — takes no decision, by key,
 // click or Enter on a default, until it has been on screen long enough to be read: with two
 // confirms waiting, a Y pressed twice must not answer the second, which was never on screen

@@ -10,8 +10,8 @@
 //! him's own wait (`HIM_TIMEOUT_MS` in the server's environment) and, where the client has
 //! one, the client's tool-call limit set well above it.
 //!
-//! Formats checked against each client's documentation (see the README section for the
-//! sources): Claude Code `.mcp.json` and `claude mcp add`, `MCP_TOOL_TIMEOUT`; Claude
+//! Formats checked against each client's documentation (docs/clients.md says which
+//! versions): Claude Code `.mcp.json` and `claude mcp add`, `MCP_TOOL_TIMEOUT`; Claude
 //! Desktop `claude_desktop_config.json`; Cursor `mcp.json`; VS Code `mcp.json` with
 //! `servers` and `type`; Codex `[mcp_servers.<name>]` with `tool_timeout_sec` (default 60 s);
 //! Gemini CLI `settings.json` with `timeout` in ms (default 600000); Windsurf
@@ -467,8 +467,8 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
                     "To replace it (the old URL stops working when the server restarts), run \
                      `{exe_sh} serve --http --new-path-token`; other clients' bearer token stays."
                 ),
-                "Firefox: SuperAssistant's Firefox add-on has another origin; the proxy way in the \
-                 README (\"Pairing a web chat\") still works there."
+                "Firefox: SuperAssistant's Firefox add-on has another origin; the proxy way in \
+                 docs/http.md of the him repository (\"Pairing a web chat\") still works there."
                     .into(),
             ],
         },

@@ -99,7 +99,7 @@ fn firefox_steps(root: &Path, him: &str, setup: Option<&FirefoxSetup>) -> String
         }
         if setup.is_some_and(|s| !s.release.is_empty()) {
             text.push_str(
-                " Release Firefox keeps only add-ons signed by Mozilla: see the README, \"Firefox\".",
+                " Release Firefox keeps only add-ons signed by Mozilla: see docs/install.md#firefox in the him repository.",
             );
         }
         text.push_str(")\n");

@@ -185,7 +185,8 @@ pub enum Problem {
 }
 
 impl Problem {
-    /// What the browser says when it meets this mistake (FACTS.md), for the README's table.
+    /// What the browser says when it meets this mistake (FACTS.md), for the table in
+    /// docs/troubleshooting.md.
     pub fn browser_error(&self) -> Option<&'static str> {
         match self {
             Problem::NameInvalid(_) => Some("Invalid native messaging host name specified."),

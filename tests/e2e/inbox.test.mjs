@@ -7,7 +7,7 @@
 //
 // Needs HIM_BIN (the him binary; `cargo test` sets it) and Debian's Chromium (or
 // HIM_CHROMIUM). With HIM_SCREENSHOTS=<dir> it also saves the screenshots that
-// extension/README.md describes.
+// docs/panel.md describes ("What the panel looks like").
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -8,7 +8,7 @@
 // with that user's Chromium folder (`~/.config/chromium`, where `him install` put the host
 // manifest) as its profile. Chromium loads the folder with --load-extension: the route without
 // it (a per-user "External Extensions" file pointing at a .crx) needs a .crx signed with the
-// pinned id's private key, which does not exist (extension/README.md, "Installing").
+// pinned id's private key, which does not exist (docs/install.md, "Why Developer mode").
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';

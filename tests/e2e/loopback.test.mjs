@@ -174,7 +174,7 @@ test('a person fills in the loopback form with keyboard and mouse, fixes a mista
   assert.equal(await page.title(), 'him: done — you can close this tab');
   assert.deepEqual(await page.evaluate(() => history.state), { him: 'done' });
   // The form is gone with the answer and the port with it: a reload cannot reach him, and
-  // the browser's own error page is all it can show (see the README).
+  // the browser's own error page is all it can show (see docs/fallbacks.md).
   await assert.rejects(page.reload(), /ERR_CONNECTION_REFUSED/);
   await page.close();
 });
