@@ -29,7 +29,7 @@ use crate::frame::FrameError;
 use crate::link;
 use crate::protocol::{
     self, AgentInfo, AgentToHost, Answer, AskFrame, ExtensionInfo, HostToAgent, PROTOCOL, Refusal,
-    WithdrawReason,
+    Welcome, WithdrawReason,
 };
 use crate::runtime;
 
@@ -98,6 +98,17 @@ pub struct HostStatus {
     /// The Matrix bridge (found at `runtime::matrix_socket`): a channel beside the browsers,
     /// never counted as one.
     pub matrix: bool,
+}
+
+impl HostStatus {
+    /// Takes in what a host's `welcome` says; the rest (socket, route) stays.
+    pub(crate) fn welcomed_by(&mut self, welcome: Welcome) {
+        self.host_pid = welcome.host.pid;
+        self.machine = welcome.host.machine;
+        self.extension = welcome.extension;
+        self.panel_open = welcome.panel_open;
+        self.verdicts = welcome.verdicts;
+    }
 }
 
 struct Link {
@@ -1285,19 +1296,9 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
         }
     };
     match message {
-        HostToAgent::Welcome {
-            host,
-            extension,
-            panel_open,
-            verdicts,
-            ..
-        } => {
+        HostToAgent::Welcome(welcome) => {
             if let Some(link) = state.links.get_mut(path) {
-                link.status.extension = extension;
-                link.status.panel_open = panel_open;
-                link.status.verdicts = verdicts;
-                link.status.host_pid = host.pid;
-                link.status.machine = host.machine;
+                link.status.welcomed_by(welcome);
                 link.welcomed = true;
             }
             // The panel opened or closed, or a host said so the first time.

@@ -9,6 +9,7 @@ use std::io::{self, Read, Write};
 
 use byteorder::{ByteOrder, NativeEndian, ReadBytesExt, WriteBytesExt};
 use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
 
 /// Size of the length header (Chrome's native messaging uses a 32-bit length).
@@ -154,6 +155,44 @@ pub fn read_frame_sync(r: &mut impl Read, max: usize) -> Result<Option<Vec<u8>>,
         io::ErrorKind::UnexpectedEof => FrameError::Truncated { have: 0 },
         _ => err.into(),
     })?;
+    Ok(Some(buf))
+}
+
+/// Writes one frame to an async writer, as [`write_frame_sync`] does.
+pub async fn write_frame(w: &mut (impl AsyncWrite + Unpin), payload: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(payload.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame longer than 4 GiB"))?;
+    let mut frame = Vec::with_capacity(HEADER_LEN + payload.len());
+    frame.extend_from_slice(&len.to_ne_bytes());
+    frame.extend_from_slice(payload);
+    w.write_all(&frame).await?;
+    w.flush().await
+}
+
+/// Reads one frame from an async reader, as [`read_frame_sync`] does: exactly its bytes and
+/// no more, so that the stream can be handed on to a [`FrameCodec`] afterwards (a handshake
+/// read this way loses nothing that came behind it).
+pub async fn read_frame(
+    r: &mut (impl AsyncRead + Unpin),
+    max: usize,
+) -> Result<Option<Vec<u8>>, FrameError> {
+    let mut header = [0u8; HEADER_LEN];
+    match r.read_exact(&mut header).await {
+        Ok(_) => {}
+        Err(err) if err.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(err) => return Err(err.into()),
+    }
+    let len = NativeEndian::read_u32(&header) as usize;
+    if len > max {
+        return Err(FrameError::TooLong { len, max });
+    }
+    let mut buf = vec![0; len];
+    r.read_exact(&mut buf)
+        .await
+        .map_err(|err| match err.kind() {
+            io::ErrorKind::UnexpectedEof => FrameError::Truncated { have: 0 },
+            _ => err.into(),
+        })?;
     Ok(Some(buf))
 }
 

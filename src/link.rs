@@ -15,6 +15,8 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::frame::{FrameCodec, FrameError, MAX_INBOUND};
 
+pub mod handshake;
+
 /// What one end of a link does with what the other end sends.
 pub trait Policy: Send {
     /// A frame from the peer. `false` ends the link from our side.

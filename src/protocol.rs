@@ -231,22 +231,27 @@ fn is_false(value: &bool) -> bool {
     !value
 }
 
+/// A host's answer to `hello` (DESIGN.md §3), sent again whenever what it says changes. One
+/// type for every reader: the agent's pool, the forwarded-socket handshake and the doctor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Welcome {
+    pub protocol: u32,
+    pub host: HostInfo,
+    #[serde(default)]
+    pub extension: Option<ExtensionInfo>,
+    #[serde(default)]
+    pub panel_open: bool,
+    /// Present when the host relays verdicts (`accepted`, `refused`); `true` when its
+    /// extension also lets the person correct a refused answer. Absent from an older
+    /// host, which must be sent neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdicts: Option<bool>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HostToAgent {
-    Welcome {
-        protocol: u32,
-        host: HostInfo,
-        #[serde(default)]
-        extension: Option<ExtensionInfo>,
-        #[serde(default)]
-        panel_open: bool,
-        /// Present when the host relays verdicts (`accepted`, `refused`); `true` when its
-        /// extension also lets the person correct a refused answer. Absent from an older
-        /// host, which must be sent neither.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        verdicts: Option<bool>,
-    },
+    Welcome(Welcome),
     Shown {
         id: String,
     },

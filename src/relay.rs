@@ -13,7 +13,7 @@ use crate::protocol::{
     self, AgentInfo, AgentToHost, Ask, ExtensionInfo, ExtensionToHost, HostInfo, HostToAgent,
     HostToExtension, LabelledAsk, PROTOCOL, WithdrawReason,
 };
-use crate::protocol::{Answer, decode};
+use crate::protocol::{Answer, Welcome, decode};
 
 /// A connected agent, numbered by the host in order of arrival.
 pub type AgentId = u64;
@@ -602,13 +602,13 @@ impl Relay {
     }
 
     fn welcome(&self) -> HostToAgent {
-        HostToAgent::Welcome {
+        HostToAgent::Welcome(Welcome {
             protocol: PROTOCOL,
             host: self.host.clone(),
             extension: self.extension.clone(),
             panel_open: self.panel_open,
             verdicts: Some(self.extension_verdicts),
-        }
+        })
     }
 
     /// Agents that said hello learn when the extension identifies itself or the panel opens.
@@ -920,10 +920,10 @@ mod tests {
             &effects[..],
             [Effect::ToAgent(
                 1,
-                HostToAgent::Welcome {
+                HostToAgent::Welcome(Welcome {
                     verdicts: Some(false),
                     ..
-                }
+                })
             )]
         ));
         r.agent_frame(1, &ask(Q1));
@@ -976,7 +976,7 @@ mod tests {
         r.agent_connected(1);
         assert!(matches!(
             r.agent_frame(1, &hello("cursor"))[..],
-            [Effect::ToAgent(1, HostToAgent::Welcome { .. })]
+            [Effect::ToAgent(1, HostToAgent::Welcome(_))]
         ));
         let effects = r.agent_frame(1, &ask(Q1));
         let [Effect::AskToExtension(frame)] = &effects[..] else {
@@ -1261,10 +1261,10 @@ mod tests {
         let [
             Effect::ToAgent(
                 1,
-                HostToAgent::Welcome {
+                HostToAgent::Welcome(Welcome {
                     extension: Some(ext),
                     ..
-                },
+                }),
             ),
         ] = &effects[..]
         else {

@@ -242,7 +242,10 @@ fn a_form_shows_its_answers_before_sending_and_any_field_can_be_asked_again() {
         json!({"service": "payments", "tier": "s", "token": "s3cret-token"})
     );
     assert_eq!(result["free_text"], "after lunch", "{result}");
-    assert!(!shown.contains("s3cret"), "the terminal showed the password:\n{shown}");
+    assert!(
+        !shown.contains("s3cret"),
+        "the terminal showed the password:\n{shown}"
+    );
 
     // Esc on the review declines the whole question, as everywhere else.
     let mut term = InTerminal::ask(runtime.path(), &["form", &form.to_string()]);

@@ -11,7 +11,7 @@ use him::form::{Choice, Field, FieldType, Form, looks_like_email, looks_like_url
 use him::frame::{FrameCodec, FrameError, HEADER_LEN, read_frame_sync};
 use him::protocol::{
     self, Action, AgentInfo, AgentToHost, Answer, Ask, ExtensionInfo, ExtensionToHost, HostInfo,
-    HostToAgent, HostToExtension, LabelledAsk, Refusal, WithdrawReason,
+    HostToAgent, HostToExtension, LabelledAsk, Refusal, Welcome, WithdrawReason,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -296,13 +296,13 @@ fn host_to_agent() -> impl Strategy<Value = HostToAgent> {
             proptest::option::of(any::<bool>())
         )
             .prop_map(|(protocol, host, extension, panel_open, verdicts)| {
-                HostToAgent::Welcome {
+                HostToAgent::Welcome(Welcome {
                     protocol,
                     host,
                     extension,
                     panel_open,
                     verdicts,
-                }
+                })
             }),
         text().prop_map(|id| HostToAgent::Shown { id }),
         answer().prop_map(HostToAgent::Answer),

@@ -21,13 +21,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::UnixStream;
 use tokio::sync::{Notify, mpsc};
 
 use super::HostStatus;
-use crate::frame::MAX_INBOUND;
-use crate::protocol::{self, AgentToHost, HostToAgent};
+use crate::link::handshake;
+use crate::protocol::{self, AgentToHost};
 use crate::runtime;
 
 /// How often `him serve` tidies the forwarded folder, questions or not.
@@ -228,8 +228,9 @@ pub(super) async fn reach(
         tracing::warn!(socket = %path.display(), "a forwarded socket of another user; not used");
         return Err(Unreached::Gone);
     }
-    let status = match tokio::time::timeout(handshake_within, handshake(&mut stream, hello)).await {
-        Ok(Ok(status)) => status,
+    let welcome = handshake::welcome(&mut stream, hello);
+    let welcome = match tokio::time::timeout(handshake_within, welcome).await {
+        Ok(Ok(welcome)) => welcome,
         Ok(Err(why)) => {
             tracing::debug!(socket = %path.display(), "forwarded socket is up but its far end is not: {why}");
             return Err(Unreached::Gone);
@@ -240,14 +241,13 @@ pub(super) async fn reach(
         }
     };
     let path = own_name(path);
-    Ok((
-        path.clone(),
-        stream,
-        HostStatus {
-            socket: path,
-            ..status
-        },
-    ))
+    let mut status = HostStatus {
+        socket: path.clone(),
+        forwarded: true,
+        ..HostStatus::default()
+    };
+    status.welcomed_by(welcome);
+    Ok((path, stream, status))
 }
 
 /// What [`tidy`] did with a forwarded socket.
@@ -330,57 +330,6 @@ fn own_name(path: &Path) -> PathBuf {
         // Another agent moved it first; the next scan finds it under its new name.
         Err(_) => path.to_owned(),
     }
-}
-
-/// `hello`, then frames until the `welcome`, read exactly (no byte past it is taken from
-/// the stream, which the link goes on with).
-async fn handshake(stream: &mut UnixStream, hello: &[u8]) -> Result<HostStatus, String> {
-    let len = u32::try_from(hello.len()).map_err(|_| "hello too long".to_owned())?;
-    let mut frame = len.to_ne_bytes().to_vec();
-    frame.extend_from_slice(hello);
-    stream
-        .write_all(&frame)
-        .await
-        .map_err(|e| format!("cannot send hello: {e}"))?;
-    for _ in 0..4 {
-        let mut len = [0u8; 4];
-        stream
-            .read_exact(&mut len)
-            .await
-            .map_err(|_| "the link closed before a welcome".to_owned())?;
-        let len = u32::from_ne_bytes(len) as usize;
-        if len > MAX_INBOUND {
-            return Err(format!("a frame of {len} bytes"));
-        }
-        let mut body = vec![0u8; len];
-        stream
-            .read_exact(&mut body)
-            .await
-            .map_err(|_| "the link closed in the middle of a frame".to_owned())?;
-        match protocol::decode::<HostToAgent>(&body) {
-            Ok(HostToAgent::Welcome {
-                host,
-                extension,
-                panel_open,
-                verdicts,
-                ..
-            }) => {
-                return Ok(HostStatus {
-                    socket: PathBuf::new(),
-                    forwarded: true,
-                    host_pid: host.pid,
-                    machine: host.machine,
-                    extension,
-                    panel_open,
-                    verdicts,
-                    matrix: false,
-                });
-            }
-            Ok(HostToAgent::Error { message, .. }) => return Err(message),
-            _ => continue,
-        }
-    }
-    Err("no welcome".to_owned())
 }
 
 #[cfg(test)]

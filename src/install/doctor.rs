@@ -26,6 +26,8 @@ mod forwarding;
 use super::browsers::{self, Layout, Os};
 use super::{Context, INSTALL_FOR_GOOD, him_command, looks_temporary, manifest};
 use crate::cli::Browser;
+use crate::link::handshake::{self, NoWelcome};
+use crate::protocol::Welcome;
 use crate::{BoxError, EXTENSION_ID, HOST_NAME};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -611,43 +613,19 @@ pub fn check_runtime_dir(dir: &Path, source: &str, _uid: u32) -> (Vec<Finding>, 
     (vec![f], true)
 }
 
-/// What a host said in its `welcome` (DESIGN.md §3); each field only when present.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Welcome {
-    pub host_version: Option<String>,
-    pub host_pid: Option<u64>,
-    pub extension_id: Option<String>,
-    pub extension_version: Option<String>,
-    pub panel_open: Option<bool>,
-    /// A gateway's machine (DESIGN.md §10): the browsers it reaches are that machine's.
-    pub machine: Option<String>,
-}
-
 /// How long the doctor waits for a host to answer. A host answers `hello` at once.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Why no `welcome` came back to the doctor's `hello`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoWelcome {
-    /// The other end closed the connection (before or after the hello).
-    Closed,
-    /// Nothing came back within [`PROBE_TIMEOUT`].
-    Silent,
-    /// What it said, or what failed, in words.
-    Other(String),
-}
-
-impl std::fmt::Display for NoWelcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NoWelcome::Closed => f.write_str("closed the connection without answering hello"),
-            NoWelcome::Silent => write!(
-                f,
-                "gave no answer to hello within {} s",
-                PROBE_TIMEOUT.as_secs()
-            ),
-            NoWelcome::Other(why) => f.write_str(why),
-        }
+/// What the doctor says of a host that gave no `welcome` (the handshake's reason, with a
+/// silence named by the doctor's own wait).
+pub fn no_welcome(why: &NoWelcome) -> String {
+    match why {
+        _ if why.is_silent() => format!(
+            "gave no answer to hello within {} s",
+            PROBE_TIMEOUT.as_secs()
+        ),
+        NoWelcome::Io(err) => format!("cannot reach it: {}", plain(err)),
+        other => other.to_string(),
     }
 }
 
@@ -663,10 +641,9 @@ pub fn plain(err: &io::Error) -> String {
     })
 }
 
-/// Says `hello` and reads frames until the `welcome`, with the shared codec and messages.
+/// Says the doctor's `hello` and reads the `welcome` (the shared handshake).
 pub fn hello_welcome(stream: &mut (impl Read + Write)) -> Result<Welcome, NoWelcome> {
-    use crate::frame::{FrameError, MAX_INBOUND, read_frame_sync, write_frame_sync};
-    use crate::protocol::{self, AgentInfo, AgentToHost, HostToAgent, PROTOCOL};
+    use crate::protocol::{self, AgentInfo, AgentToHost, PROTOCOL};
 
     let hello = protocol::encode(&AgentToHost::Hello {
         protocol: PROTOCOL,
@@ -682,62 +659,7 @@ pub fn hello_welcome(stream: &mut (impl Read + Write)) -> Result<Welcome, NoWelc
         verdicts: false,
         machine: None,
     });
-    write_frame_sync(stream, &hello).map_err(|err| match err.kind() {
-        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => NoWelcome::Closed,
-        _ => NoWelcome::Other(format!("cannot send hello: {}", plain(&err))),
-    })?;
-    // A few frames at most: a host answers hello with welcome before anything else.
-    for _ in 0..4 {
-        let frame = match read_frame_sync(stream, MAX_INBOUND) {
-            Ok(Some(frame)) => frame,
-            Ok(None) | Err(FrameError::Truncated { .. }) => return Err(NoWelcome::Closed),
-            Err(FrameError::Io(err)) => return Err(read_failed(&err)),
-            Err(err) => {
-                return Err(NoWelcome::Other(format!(
-                    "answered with a bad frame: {err}"
-                )));
-            }
-        };
-        match protocol::decode::<HostToAgent>(&frame) {
-            Ok(HostToAgent::Welcome {
-                host,
-                extension,
-                panel_open,
-                ..
-            }) => {
-                return Ok(Welcome {
-                    host_version: Some(host.version),
-                    host_pid: host.pid.map(u64::from),
-                    extension_version: extension.as_ref().map(|e| e.version.clone()),
-                    extension_id: extension.map(|e| e.id),
-                    panel_open: Some(panel_open),
-                    machine: host.machine,
-                });
-            }
-            Ok(HostToAgent::Error { message, .. }) => {
-                return Err(NoWelcome::Other(format!(
-                    "answered hello with an error: {message}"
-                )));
-            }
-            Ok(_) => continue,
-            Err(err) => {
-                return Err(NoWelcome::Other(format!(
-                    "answered with a bad message: {err}"
-                )));
-            }
-        }
-    }
-    Err(NoWelcome::Other(
-        "did not answer hello with welcome".to_owned(),
-    ))
-}
-
-fn read_failed(err: &io::Error) -> NoWelcome {
-    match err.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => NoWelcome::Silent,
-        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => NoWelcome::Closed,
-        _ => NoWelcome::Other(format!("cannot read its answer: {}", plain(err))),
-    }
+    handshake::welcome_sync(stream, &hello)
 }
 
 #[derive(Debug)]
@@ -760,7 +682,7 @@ pub fn probe(sock: &Path) -> Probe {
     let _ = stream.set_write_timeout(Some(PROBE_TIMEOUT));
     match hello_welcome(&mut stream) {
         Ok(w) => Probe::Live(w),
-        Err(why) => Probe::Silent(why.to_string()),
+        Err(why) => Probe::Silent(no_welcome(&why)),
     }
 }
 
@@ -810,38 +732,31 @@ pub fn check_connection(search: &[PathBuf], needed: bool) -> (Vec<Finding>, bool
 }
 
 fn describe_live(sock: &Path, w: &Welcome) -> Vec<Finding> {
-    let host = match (w.host_pid, &w.host_version) {
-        (Some(pid), Some(v)) => format!("host pid {pid} (him {v})"),
-        (Some(pid), None) => format!("host pid {pid}"),
-        (None, Some(v)) => format!("host him {v}"),
-        (None, None) => format!("host at {}", sock.display()),
+    let host = match w.host.pid {
+        Some(pid) => format!("host pid {pid} (him {})", w.host.version),
+        None => format!("host him {} at {}", w.host.version, sock.display()),
     };
-    let ext = match (&w.extension_id, &w.extension_version) {
-        (Some(id), Some(v)) => format!("extension {id} version {v}"),
-        (Some(id), None) => format!("extension {id}"),
-        _ => "extension not ready yet".to_owned(),
+    let ext = match &w.extension {
+        Some(e) => format!("extension {} version {}", e.id, e.version),
+        None => "extension not ready yet".to_owned(),
     };
-    let panel = match w.panel_open {
-        Some(true) => ", side panel open",
-        Some(false) => ", side panel closed",
-        None => "",
+    let panel = if w.panel_open {
+        ", side panel open"
+    } else {
+        ", side panel closed"
     };
     let mut f = Finding::new(
         Status::Pass,
         format!("browser connected: {host}, {ext}{panel}"),
     );
-    if w.extension_id
-        .as_deref()
-        .is_some_and(|id| id != EXTENSION_ID)
-    {
+    if w.extension.as_ref().is_some_and(|e| e.id != EXTENSION_ID) {
         f = f.detail(format!(
             "this is not the published extension id ({EXTENSION_ID}): an unpacked copy allowed with --extension-id"
         ));
     }
     let mut out = vec![f];
-    if let Some(v) = &w.host_version
-        && v != env!("CARGO_PKG_VERSION")
-    {
+    let v = &w.host.version;
+    if v != env!("CARGO_PKG_VERSION") {
         out.push(
             Finding::new(
                 Status::Warn,
@@ -918,9 +833,9 @@ mod tests {
             output: Vec::new(),
         };
         let w = hello_welcome(&mut s).unwrap();
-        assert_eq!(w.host_pid, Some(42));
-        assert_eq!(w.extension_version.as_deref(), Some("0.2.0"));
-        assert_eq!(w.panel_open, Some(true));
+        assert_eq!(w.host.pid, Some(42));
+        assert_eq!(w.extension.map(|e| e.version).as_deref(), Some("0.2.0"));
+        assert!(w.panel_open);
         let len = u32::from_ne_bytes(s.output[..4].try_into().unwrap()) as usize;
         let hello: serde_json::Value = serde_json::from_slice(&s.output[4..4 + len]).unwrap();
         assert_eq!(hello["type"], "hello");
@@ -940,7 +855,10 @@ mod tests {
     fn a_host_that_closes_without_welcome_is_described() {
         let mut s = io::Cursor::new(Vec::new());
         // Writing to a cursor works; reading then hits EOF at once.
-        assert_eq!(hello_welcome(&mut s).unwrap_err(), NoWelcome::Closed);
+        assert!(matches!(
+            hello_welcome(&mut s).unwrap_err(),
+            NoWelcome::Closed
+        ));
     }
 
     #[test]

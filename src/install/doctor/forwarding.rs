@@ -8,7 +8,9 @@
 use std::io;
 use std::path::Path;
 
-use super::{Finding, NoWelcome, PROBE_TIMEOUT, Probe, Status, Welcome, hello_welcome, plain};
+use super::{
+    Finding, NoWelcome, PROBE_TIMEOUT, Probe, Status, Welcome, hello_welcome, no_welcome, plain,
+};
 
 /// The extension id a gateway gives until it has found a browser's host (`bridge.rs`).
 const GATEWAY_WITHOUT_BROWSER: &str = "him-gateway";
@@ -21,7 +23,7 @@ pub fn check_gateway(socket: &Path, browser_connected: bool) -> Finding {
             Status::Pass,
             format!(
                 "the gateway runs (pid {}) on {}: agents on other machines and in containers reach this browser",
-                w.host_pid.map_or("?".to_owned(), |p| p.to_string()),
+                w.host.pid.map_or("?".to_owned(), |p| p.to_string()),
                 socket.display()
             ),
         ),
@@ -147,17 +149,18 @@ fn route_once(sock: &Path) -> Route {
     match hello_welcome(&mut stream) {
         Ok(w) => {
             let machine = w
+                .host
                 .machine
                 .clone()
                 .unwrap_or_else(|| "another machine".into());
-            match w.extension_id.as_deref() {
+            match w.extension.as_ref().map(|e| e.id.as_str()) {
                 None | Some(GATEWAY_WITHOUT_BROWSER) => Route::NoBrowser(machine),
                 Some(_) => Route::Live(w),
             }
         }
         Err(NoWelcome::Closed) => Route::NoGateway,
-        Err(NoWelcome::Silent) => Route::Silent,
-        Err(other) => Route::Strange(other.to_string()),
+        Err(why) if why.is_silent() => Route::Silent,
+        Err(other) => Route::Strange(no_welcome(&other)),
     }
 }
 
@@ -266,10 +269,11 @@ pub fn check_forwarded(dir: Option<&Path>) -> Option<Forwarded> {
                 .fix(fix)
             }
             Route::Live(w) => {
-                let machine = w.machine.unwrap_or_else(|| "another machine".into());
-                let panel = match w.panel_open {
-                    Some(true) => "side panel open",
-                    _ => "side panel closed",
+                let machine = w.host.machine.unwrap_or_else(|| "another machine".into());
+                let panel = if w.panel_open {
+                    "side panel open"
+                } else {
+                    "side panel closed"
                 };
                 let finding = Finding::new(
                     Status::Pass,
