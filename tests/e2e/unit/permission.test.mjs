@@ -3,11 +3,11 @@
 // the panel shows its card that cannot be drawn, with no Allow button.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { sharedFixture } from './forms.mjs';
 import { renderPermission } from '../../../extension/lib/permission.js';
 import { freshDocument } from './dom.mjs';
 
-const { permission_forms: cases } = JSON.parse(readFileSync(new URL('../../fixtures/forms.json', import.meta.url), 'utf8'));
+const { permission_forms: cases } = sharedFixture();
 const held = cases.filter((c) => c.form.permission);
 
 test('a card is drawn, with Allow, exactly for the permission forms the agent side accepts', () => {
