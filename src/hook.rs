@@ -15,6 +15,21 @@
 //!   "decision": {"behavior": "allow"}}}`, or `"behavior": "deny", "message": M`. Claude Code
 //!   also takes `updatedInput` in an allow (used for AskUserQuestion's answers); Codex fails
 //!   closed on it, so Codex never gets one.
+//! - Claude Code 2.1.332's `permission_suggestions` (seen in its interactive UI, offline): for
+//!   `npm test` `[{"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test
+//!   *"}], "behavior": "allow", "destination": "localSettings"}]` (its prompt's "Yes, and don't
+//!   ask again for: npm test *"; `git push origin main` gives `git push *`, `cd sub && make
+//!   test` gives `make test *`); for a command that writes in the project (`echo ran >>
+//!   marker.txt`) `[{"type": "addDirectories", "directories": [cwd], "destination":
+//!   "session"}]`, for `rm -rf build` that and `{"type": "setMode", "mode": "acceptEdits",
+//!   "destination": "session"}`, for a Write only the `setMode`. An allow may carry
+//!   `"updatedPermissions": [...]` (its hook output schema: `decision: {behavior: "allow",
+//!   updatedInput?, updatedPermissions?}`). The suggestion sent back verbatim writes
+//!   `Bash(npm test *)` into the project's `.claude/settings.local.json`; sent back with
+//!   `"destination": "session"` the rule holds for the session and nothing is written, and
+//!   the same call again runs without the hook being run. So "allow for this session" sends
+//!   the `addRules` suggestions back with the destination `session`, and nothing else
+//!   (`permission::session_offer`). Codex sends no suggestions and gets no updates.
 //! - No decision, which leaves the agent's own terminal prompt to ask, is empty stdout and
 //!   exit 0. There is no "ask" behaviour, and exit 2 is a deny for Codex, so when nobody
 //!   decides (no browser, no answer in time, the hook is stopped) this writes nothing and
