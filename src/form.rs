@@ -60,12 +60,24 @@ pub struct Permission {
     /// permission-prompt tool does; its hooks run one process per call instead).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_use_id: Option<String>,
+    /// The rules that "allow for this session" adds, as the agent writes them
+    /// (`Bash(npm test *)`): only where the agent offered them (Claude Code's
+    /// `PermissionRequest` hook, `hook.rs`). Shown to the person; never read back from an
+    /// answer: the hook keeps what it was offered and sends that.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub session_rules: Vec<String>,
 }
 
-/// The one field of a permission form: a required radio of these two values, no default.
+/// The one field of a permission form: a required radio of `allow` and `deny`, and a third
+/// value `allow_session` exactly when `permission.session_rules` offers rules; no default.
 pub const DECISION_FIELD: &str = "decision";
 pub const ALLOW: &str = "allow";
 pub const DENY: &str = "deny";
+pub const ALLOW_SESSION: &str = "allow_session";
+/// At most this many session rules, each at most [`MAX_SESSION_RULE_CHARS`] characters: a
+/// person reads every one before a click adds them.
+pub const MAX_SESSION_RULES: usize = 8;
+pub const MAX_SESSION_RULE_CHARS: usize = 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -319,9 +331,10 @@ impl Form {
         Ok(())
     }
 
-    /// A permission form carries exactly one decision, Allow or Deny, that the person must
-    /// pick: no default, so nothing but a deliberate choice can allow — even where a
-    /// renderer that does not know permission cards shows it as an ordinary form.
+    /// A permission form carries exactly one decision, Allow or Deny (or, where the agent
+    /// offered rules for the session, Allow for this session), that the person must pick: no
+    /// default, so nothing but a deliberate choice can allow — even where a renderer that does
+    /// not know permission cards shows it as an ordinary form.
     fn validate_permission(&self) -> Result<(), FormError> {
         let [field] = self.fields.as_slice() else {
             return Err(FormError {
@@ -329,18 +342,41 @@ impl Form {
                 message: format!("a permission form has exactly one field, `{DECISION_FIELD}`"),
             });
         };
+        let rules = self
+            .permission
+            .as_ref()
+            .map_or(&[][..], |p| p.session_rules.as_slice());
+        if rules.len() > MAX_SESSION_RULES
+            || rules
+                .iter()
+                .any(|r| r.trim().is_empty() || r.chars().count() > MAX_SESSION_RULE_CHARS)
+        {
+            return Err(FormError {
+                field: None,
+                message: format!(
+                    "a permission form's `session_rules` are at most {MAX_SESSION_RULES} rules, \
+                     each a non-empty text of at most {MAX_SESSION_RULE_CHARS} characters"
+                ),
+            });
+        }
         let values: Vec<&str> = field.option_values().collect();
+        let offered: &[&str] = if rules.is_empty() {
+            &[ALLOW, DENY]
+        } else {
+            &[ALLOW, DENY, ALLOW_SESSION]
+        };
         if field.name != DECISION_FIELD
             || field.kind != FieldType::Radio
             || !field.required
             || field.default.is_some()
-            || values != [ALLOW, DENY]
+            || values != offered
         {
             return Err(form_error(
                 field,
                 format!(
                     "a permission form's field is `{DECISION_FIELD}`: a required radio of \
-                     `{ALLOW}` and `{DENY}`, with no default"
+                     `{ALLOW}` and `{DENY}`, and `{ALLOW_SESSION}` exactly when \
+                     `session_rules` offers rules, with no default"
                 ),
             ));
         }

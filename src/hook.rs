@@ -15,6 +15,21 @@
 //!   "decision": {"behavior": "allow"}}}`, or `"behavior": "deny", "message": M`. Claude Code
 //!   also takes `updatedInput` in an allow (used for AskUserQuestion's answers); Codex fails
 //!   closed on it, so Codex never gets one.
+//! - Claude Code 2.1.332's `permission_suggestions` (seen in its interactive UI, offline): for
+//!   `npm test` `[{"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test
+//!   *"}], "behavior": "allow", "destination": "localSettings"}]` (its prompt's "Yes, and don't
+//!   ask again for: npm test *"; `git push origin main` gives `git push *`, `cd sub && make
+//!   test` gives `make test *`); for a command that writes in the project (`echo ran >>
+//!   marker.txt`) `[{"type": "addDirectories", "directories": [cwd], "destination":
+//!   "session"}]`, for `rm -rf build` that and `{"type": "setMode", "mode": "acceptEdits",
+//!   "destination": "session"}`, for a Write only the `setMode`. An allow may carry
+//!   `"updatedPermissions": [...]` (its hook output schema: `decision: {behavior: "allow",
+//!   updatedInput?, updatedPermissions?}`). The suggestion sent back verbatim writes
+//!   `Bash(npm test *)` into the project's `.claude/settings.local.json`; sent back with
+//!   `"destination": "session"` the rule holds for the session and nothing is written, and
+//!   the same call again runs without the hook being run. So "allow for this session" sends
+//!   the `addRules` suggestions back with the destination `session`, and nothing else
+//!   (`permission::session_offer`). Codex sends no suggestions and gets no updates.
 //! - No decision, which leaves the agent's own terminal prompt to ask, is empty stdout and
 //!   exit 0. There is no "ask" behaviour, and exit 2 is a deny for Codex, so when nobody
 //!   decides (no browser, no answer in time, the hook is stopped) this writes nothing and
@@ -81,6 +96,9 @@ struct HookInput {
     cwd: String,
     #[serde(default)]
     transcript_path: Option<PathBuf>,
+    /// Claude Code's offers of permission updates for this call (see the module doc).
+    #[serde(default)]
+    permission_suggestions: Option<Value>,
 }
 
 impl HookAgent {
@@ -157,6 +175,7 @@ fn ask(
         tool_name: input.tool_name,
         input: input.tool_input,
         tool_use_id: None,
+        suggestions: suggestions(agent, input.permission_suggestions),
     };
     let prompt = permission::prompt_for(&request, agent.label());
     // The project is the agent's, which the hook input names; him's own working directory
@@ -200,13 +219,29 @@ fn ask(
     Ok(permission::decide(&request, &prompt, outcome))
 }
 
+/// The suggestions the card may offer: Claude Code's, as it sent them. Codex sends none, and
+/// an allow with updates is not in its hook format.
+fn suggestions(agent: HookAgent, sent: Option<Value>) -> Vec<Value> {
+    match (agent, sent) {
+        (HookAgent::ClaudeCode, Some(Value::Array(suggestions))) => suggestions,
+        _ => Vec::new(),
+    }
+}
+
 /// The decision in the agent's hook format; `None` for no decision (empty stdout).
 fn decision_json(agent: HookAgent, decision: &Decision) -> Option<Value> {
     let decision = match decision {
-        Decision::Allow { updated_input } => match agent {
+        Decision::Allow {
+            updated_input,
+            updated_permissions,
+        } => match agent {
             // Only where the answers are the point (AskUserQuestion) does the input change.
             HookAgent::ClaudeCode if updated_input.get("answers").is_some() => {
                 json!({"behavior": "allow", "updatedInput": updated_input})
+            }
+            // The person chose "allow for this session": the rules Claude Code offered.
+            HookAgent::ClaudeCode if !updated_permissions.is_empty() => {
+                json!({"behavior": "allow", "updatedPermissions": updated_permissions})
             }
             _ => json!({"behavior": "allow"}),
         },
@@ -226,6 +261,7 @@ mod tests {
     fn codex_never_gets_an_updated_input() {
         let allow = Decision::Allow {
             updated_input: json!({"questions": [], "answers": {}}),
+            updated_permissions: Vec::new(),
         };
         let codex = decision_json(HookAgent::Codex, &allow).unwrap();
         assert_eq!(
@@ -241,5 +277,41 @@ mod tests {
         let undecided = Decision::Undecided { why: "x".into() };
         assert_eq!(decision_json(HookAgent::ClaudeCode, &undecided), None);
         assert_eq!(decision_json(HookAgent::Codex, &undecided), None);
+    }
+
+    #[test]
+    fn allow_for_the_session_sends_claude_code_the_updates_and_codex_none() {
+        let offered = vec![json!({"type": "addRules",
+            "rules": [{"toolName": "Bash", "ruleContent": "npm test *"}],
+            "behavior": "allow", "destination": "session"})];
+        let allow = Decision::Allow {
+            updated_input: json!({"command": "npm test"}),
+            updated_permissions: offered.clone(),
+        };
+        assert_eq!(
+            decision_json(HookAgent::ClaudeCode, &allow).unwrap(),
+            json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                "decision": {"behavior": "allow", "updatedPermissions": offered}}})
+        );
+        assert_eq!(
+            decision_json(HookAgent::Codex, &allow).unwrap(),
+            json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})
+        );
+    }
+
+    #[test]
+    fn claude_codes_suggestions_reach_the_card_and_codexs_input_never_does() {
+        let input = r#"{"hook_event_name": "PermissionRequest", "tool_name": "Bash",
+            "tool_input": {"command": "npm test"}, "cwd": "/p",
+            "permission_suggestions": [{"type": "addRules", "behavior": "allow",
+              "rules": [{"toolName": "Bash", "ruleContent": "npm test *"}],
+              "destination": "localSettings"}]}"#;
+        let input: HookInput = serde_json::from_str(input).unwrap();
+        assert_eq!(
+            suggestions(HookAgent::ClaudeCode, input.permission_suggestions.clone()).len(),
+            1
+        );
+        assert!(suggestions(HookAgent::Codex, input.permission_suggestions).is_empty());
+        assert!(suggestions(HookAgent::ClaudeCode, Some(json!("not a list"))).is_empty());
     }
 }

@@ -3,15 +3,22 @@
 //! agents' `PermissionRequest` hooks (`hook.rs`).
 //!
 //! ```text
-//!  request {tool_name, input, tool_use_id?} ── prompt_for ──► Prompt (a form)
+//!  request {tool_name, input, tool_use_id?, suggestions} ── prompt_for ──► Prompt (a form)
 //!      ask: the browsers only (same queue, labels, first answer wins, validation)
-//!  Outcome ── decide ──► Decision: Allow {updated_input} | Deny {message} | Undecided {why}
+//!  Outcome ── decide ──► Decision: Allow {updated_input, updated_permissions}
+//!                                  | Deny {message} | Undecided {why}
 //! ```
 //!
 //! Pure but for [`ask`]. The front ends turn a [`Decision`] into their agent's format, and
 //! differ only on `Undecided`: the permission tool denies, a hook defers to the agent's own
 //! prompt. Nothing else is ever allowed: Allow comes only from a submitted, validated
 //! `decision: "allow"` (or, for `AskUserQuestion`, submitted answers).
+//!
+//! "Allow for this session" (`decision: "allow_session"`) exists only where the agent
+//! offered rules: Claude Code's `PermissionRequest` hook sends `permission_suggestions`
+//! ([`session_offer`] has what is kept). The card shows the rules; the answer only names the
+//! choice, and the allow carries the suggestions this process was given, never text from the
+//! answer.
 //!
 //! The browsers are the only channel. MCP elicitation would go back to the very client that
 //! asks for permission (and `claude -p` declines it at once), and neither it nor the
@@ -26,7 +33,8 @@ use tokio::time::Instant;
 use crate::agent::Pool;
 use crate::channels::{self, MAX_ASK_BYTES, PrepareError};
 use crate::form::{
-    ALLOW, Choice, DECISION_FIELD, DENY, Field, FieldType, Form, MAX_MARKDOWN_CHARS, Permission,
+    ALLOW, ALLOW_SESSION, Choice, DECISION_FIELD, DENY, Field, FieldType, Form, MAX_MARKDOWN_CHARS,
+    MAX_SESSION_RULE_CHARS, MAX_SESSION_RULES, Permission,
 };
 use crate::protocol::WithdrawReason;
 use crate::tools::ToolKind;
@@ -71,6 +79,9 @@ pub struct Request {
     pub tool_name: String,
     pub input: Value,
     pub tool_use_id: Option<String>,
+    /// The agent's own offers of permission updates for this call, as it sent them
+    /// (Claude Code's hook input `permission_suggestions`); empty where it sends none.
+    pub suggestions: Vec<Value>,
 }
 
 /// What the person is shown for a request, and how to read their reply.
@@ -82,8 +93,9 @@ pub struct Prompt {
 
 #[derive(Debug, Clone)]
 enum PromptKind {
-    /// A permission card: Allow or Deny, with an optional note.
-    Card,
+    /// A permission card: Allow or Deny, with an optional note; and Allow for this session
+    /// where `session` (the agent's suggestions, destination "session") is not empty.
+    Card { session: Vec<Value> },
     /// `AskUserQuestion`'s questions as a form; each question's text, by field order.
     Questions(Vec<AskedQuestion>),
 }
@@ -97,8 +109,13 @@ struct AskedQuestion {
 /// The person's decision on one call, before it is written in an agent's format.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
-    /// Run the call with this input (the input as asked, plus answers for AskUserQuestion).
-    Allow { updated_input: Value },
+    /// Run the call with this input (the input as asked, plus answers for AskUserQuestion),
+    /// and apply these permission updates (the agent's own offer, for the session; empty
+    /// unless the person chose "allow for this session").
+    Allow {
+        updated_input: Value,
+        updated_permissions: Vec<Value>,
+    },
     /// The person said no; `message` tells the agent, with the person's note if any.
     Deny { message: String },
     /// Nobody decided (no browser, no answer in time, the call was cancelled, an answer
@@ -109,10 +126,12 @@ pub enum Decision {
 impl Decision {
     /// The permission-prompt tool's result text (Claude Code 2.1.197): `{"behavior":
     /// "allow","updatedInput":{…}}` (updatedInput required) or `{"behavior":"deny",
-    /// "message":M}`. Undecided is a deny: the tool has no way to defer.
+    /// "message":M}`. Undecided is a deny: the tool has no way to defer. The tool's input
+    /// carries no suggestions (Claude Code 2.1.332 calls it with `{tool_name, input,
+    /// tool_use_id}`), so its allow never holds permission updates.
     pub fn prompt_tool_json(&self) -> Value {
         match self {
-            Decision::Allow { updated_input } => {
+            Decision::Allow { updated_input, .. } => {
                 json!({"behavior": "allow", "updatedInput": updated_input})
             }
             Decision::Deny { message } => json!({"behavior": "deny", "message": message}),
@@ -144,18 +163,24 @@ pub fn prompt_for(request: &Request, agent: &str) -> Prompt {
     {
         return prompt;
     }
+    let (session, session_rules) = session_offer(&request.suggestions);
     Prompt {
-        form: card_form(request, agent),
-        kind: PromptKind::Card,
+        form: card_form(request, agent, session_rules),
+        kind: PromptKind::Card { session },
     }
 }
 
-fn card_form(request: &Request, agent: &str) -> Form {
+fn card_form(request: &Request, agent: &str, session_rules: Vec<String>) -> Form {
     let mut decision = Field::new(DECISION_FIELD, FieldType::Radio, "Decision");
     decision.required = true;
     decision.options = vec![Choice::plain(ALLOW), Choice::plain(DENY)];
     decision.options[0].label = "Allow".into();
     decision.options[1].label = "Deny".into();
+    if !session_rules.is_empty() {
+        let mut session = Choice::plain(ALLOW_SESSION);
+        session.label = format!("Allow for this session: {}", session_rules.join(", "));
+        decision.options.push(session);
+    }
     Form {
         title: format!(
             "{agent} asks to use {}",
@@ -169,8 +194,77 @@ fn card_form(request: &Request, agent: &str) -> Form {
             tool_name: request.tool_name.clone(),
             input: request.input.clone(),
             tool_use_id: request.tool_use_id.clone(),
+            session_rules,
         }),
         one_question: false,
+    }
+}
+
+/// Of the agent's suggestions, those "allow for this session" may apply, each as sent but
+/// for its destination, which becomes `"session"`; and their rules as Claude Code writes
+/// them (`Bash(npm test *)`). Only `addRules` of `behavior: "allow"` are kept: a rule is
+/// what the person can read on the button. Claude Code 2.1.332 offers a command's rule with
+/// destination `localSettings` (its terminal's "don't ask again" writes it to
+/// `.claude/settings.local.json`); sent back with destination `session` it holds for the
+/// session only and no file is written (both seen in tests/e2e/claude-code-tui.test.mjs).
+/// Its other offers (`setMode` acceptEdits, `addDirectories`) are not rules and are not
+/// offered. Nothing is offered when the rules would not fit the card's limits.
+fn session_offer(suggestions: &[Value]) -> (Vec<Value>, Vec<String>) {
+    let mut kept = Vec::new();
+    let mut rules = Vec::new();
+    for suggestion in suggestions {
+        let Some(entry) = suggestion.as_object() else {
+            continue;
+        };
+        if entry.get("type").and_then(Value::as_str) != Some("addRules")
+            || entry.get("behavior").and_then(Value::as_str) != Some("allow")
+        {
+            continue;
+        }
+        let Some(shown) = entry
+            .get("rules")
+            .and_then(Value::as_array)
+            .filter(|list| !list.is_empty())
+            .and_then(|list| list.iter().map(rule_text).collect::<Option<Vec<_>>>())
+        else {
+            continue;
+        };
+        let mut entry = entry.clone();
+        entry.insert("destination".into(), Value::from("session"));
+        kept.push(Value::Object(entry));
+        rules.extend(shown);
+    }
+    let fits = rules.len() <= MAX_SESSION_RULES
+        && rules
+            .iter()
+            .all(|r| r.chars().count() <= MAX_SESSION_RULE_CHARS);
+    if fits {
+        (kept, rules)
+    } else {
+        (Vec::new(), Vec::new())
+    }
+}
+
+/// One rule as Claude Code 2.1.332 writes it in settings and in its own prompt: the tool's
+/// name, then the rule's content in parentheses with `\`, `(` and `)` escaped by a
+/// backslash (read in its bundled source); the name alone when there is no content. `None`
+/// for a rule of another shape.
+fn rule_text(rule: &Value) -> Option<String> {
+    let tool = rule
+        .get("toolName")?
+        .as_str()
+        .filter(|t| !t.trim().is_empty())?;
+    match rule.get("ruleContent") {
+        None | Some(Value::Null) => Some(tool.to_owned()),
+        Some(Value::String(content)) if content.is_empty() => Some(tool.to_owned()),
+        Some(Value::String(content)) => {
+            let escaped = content
+                .replace('\\', "\\\\")
+                .replace('(', "\\(")
+                .replace(')', "\\)");
+            Some(format!("{tool}({escaped})"))
+        }
+        Some(_) => None,
     }
 }
 
@@ -290,18 +384,30 @@ pub fn decide(request: &Request, prompt: &Prompt, outcome: Outcome) -> Decision 
     };
     match outcome {
         Outcome::Answered { values, note } => match &prompt.kind {
-            PromptKind::Card => match values.get(DECISION_FIELD).and_then(Value::as_str) {
-                Some(ALLOW) => Decision::Allow {
-                    updated_input: request.input.clone(),
-                },
-                _ => denied(note, "denied"),
-            },
+            PromptKind::Card { session } => {
+                match values.get(DECISION_FIELD).and_then(Value::as_str) {
+                    Some(ALLOW) => Decision::Allow {
+                        updated_input: request.input.clone(),
+                        updated_permissions: Vec::new(),
+                    },
+                    // The rules are the ones this process was offered, whatever the answer held.
+                    Some(ALLOW_SESSION) if !session.is_empty() => Decision::Allow {
+                        updated_input: request.input.clone(),
+                        updated_permissions: session.clone(),
+                    },
+                    Some(ALLOW_SESSION) => Decision::Undecided {
+                        why: "the reply chose rules for the session, and none were offered.".into(),
+                    },
+                    _ => denied(note, "denied"),
+                }
+            }
             PromptKind::Questions(asked) => Decision::Allow {
                 updated_input: with_answers(&request.input, asked, &values),
+                updated_permissions: Vec::new(),
             },
         },
         Outcome::Declined { note } => match prompt.kind {
-            PromptKind::Card => denied(note, "denied"),
+            PromptKind::Card { .. } => denied(note, "denied"),
             PromptKind::Questions(_) => denied(note, "declined to answer"),
         },
         Outcome::Dismissed => Decision::Undecided {
@@ -448,6 +554,7 @@ mod tests {
             tool_name: "Bash".into(),
             input: json!({"command": "rm -rf build", "description": "Clean"}),
             tool_use_id: Some("toolu_1".into()),
+            suggestions: Vec::new(),
         }
     }
 
@@ -500,6 +607,7 @@ mod tests {
             tool_name: "Write".into(),
             input: json!({"file_path": "/src/big.rs", "content": content}),
             tool_use_id: None,
+            suggestions: Vec::new(),
         };
         let form = prompt_for(&request, "Claude Code").form;
         form.validate().unwrap();
@@ -542,7 +650,8 @@ mod tests {
                 answered(json!({"decision": "allow"}), None)
             ),
             Decision::Allow {
-                updated_input: bash().input
+                updated_input: bash().input,
+                updated_permissions: Vec::new(),
             }
         );
         for outcome in [
@@ -588,6 +697,7 @@ mod tests {
                  "options": [{"label": "lint", "description": ""}, {"label": "test", "description": ""}]}
             ]}),
             tool_use_id: None,
+            suggestions: Vec::new(),
         }
     }
 
@@ -600,7 +710,7 @@ mod tests {
         assert_eq!(prompt.form.fields[2].kind, FieldType::MultiSelect);
         let values =
             json!({"q0": "SQLite", "q0_other": null, "q1": ["lint", "test"], "q1_other": null});
-        let Decision::Allow { updated_input } =
+        let Decision::Allow { updated_input, .. } =
             decide(&questions(), &prompt, answered(values, None))
         else {
             panic!("not allowed")
@@ -625,7 +735,7 @@ mod tests {
     fn an_answer_of_ones_own_wins_and_an_unanswered_question_is_left_out() {
         let prompt = prompt_for(&questions(), "Claude Code");
         let values = json!({"q0": "SQLite", "q0_other": "DuckDB", "q1": [], "q1_other": null});
-        let Decision::Allow { updated_input } =
+        let Decision::Allow { updated_input, .. } =
             decide(&questions(), &prompt, answered(values, None))
         else {
             panic!("not allowed")
@@ -642,7 +752,146 @@ mod tests {
             tool_name: ASK_USER_QUESTION.into(),
             input: json!({"questions": "not a list"}),
             tool_use_id: None,
+            suggestions: Vec::new(),
         };
         assert!(prompt_for(&request, "x").form.permission.is_some());
+    }
+
+    /// What Claude Code 2.1.332 sent its PermissionRequest hook for `npm test` (captured in
+    /// tests/e2e/claude-code-tui.test.mjs's terminal), and for a command that writes a file.
+    fn npm_test() -> Request {
+        Request {
+            tool_name: "Bash".into(),
+            input: json!({"command": "npm test", "description": "Run tests"}),
+            tool_use_id: None,
+            suggestions: vec![json!({"type": "addRules",
+                "rules": [{"toolName": "Bash", "ruleContent": "npm test *"}],
+                "behavior": "allow", "destination": "localSettings"})],
+        }
+    }
+
+    #[test]
+    fn a_rule_offered_by_claude_code_is_offered_for_the_session_only() {
+        let prompt = prompt_for(&npm_test(), "Claude Code");
+        prompt.form.validate().unwrap();
+        let permission = prompt.form.permission.as_ref().unwrap();
+        assert_eq!(permission.session_rules, ["Bash(npm test *)"]);
+        let values: Vec<&str> = prompt.form.fields[0]
+            .options
+            .iter()
+            .map(|o| o.value.as_str())
+            .collect();
+        assert_eq!(values, [ALLOW, DENY, ALLOW_SESSION]);
+        assert_eq!(
+            prompt.form.fields[0].options[2].label,
+            "Allow for this session: Bash(npm test *)"
+        );
+        let decision = decide(
+            &npm_test(),
+            &prompt,
+            answered(json!({"decision": "allow_session"}), None),
+        );
+        assert_eq!(
+            decision,
+            Decision::Allow {
+                updated_input: npm_test().input,
+                // As Claude Code sent it, but for the session: no settings file is written.
+                updated_permissions: vec![json!({"type": "addRules",
+                    "rules": [{"toolName": "Bash", "ruleContent": "npm test *"}],
+                    "behavior": "allow", "destination": "session"})],
+            }
+        );
+        // A plain Allow adds no rule.
+        let Decision::Allow {
+            updated_permissions,
+            ..
+        } = decide(
+            &npm_test(),
+            &prompt,
+            answered(json!({"decision": "allow"}), None),
+        )
+        else {
+            panic!("not an allow")
+        };
+        assert!(updated_permissions.is_empty());
+    }
+
+    #[test]
+    fn offers_that_are_not_allow_rules_give_no_third_choice() {
+        let request = Request {
+            suggestions: vec![
+                json!({"type": "addDirectories", "directories": ["/p"], "destination": "session"}),
+                json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"}),
+                json!({"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "rm *"}],
+                       "behavior": "deny", "destination": "session"}),
+                json!({"type": "addRules", "rules": [], "behavior": "allow", "destination": "session"}),
+                json!({"type": "addRules", "rules": [{"ruleContent": "x"}], "behavior": "allow"}),
+                json!("addRules"),
+            ],
+            ..npm_test()
+        };
+        let prompt = prompt_for(&request, "Claude Code");
+        prompt.form.validate().unwrap();
+        assert!(prompt.form.permission.unwrap().session_rules.is_empty());
+        assert_eq!(prompt.form.fields[0].options.len(), 2);
+    }
+
+    #[test]
+    fn rules_are_written_as_claude_code_writes_them_and_too_many_are_not_offered() {
+        let rule = |content: Value| json!({"toolName": "Bash", "ruleContent": content});
+        assert_eq!(
+            rule_text(&rule(json!("npm test *"))).unwrap(),
+            "Bash(npm test *)"
+        );
+        assert_eq!(
+            rule_text(&rule(json!(r"echo (a) \ b"))).unwrap(),
+            r"Bash(echo \(a\) \\ b)"
+        );
+        assert_eq!(rule_text(&rule(json!(""))).unwrap(), "Bash");
+        assert_eq!(
+            rule_text(&json!({"toolName": "mcp__github__merge"})).unwrap(),
+            "mcp__github__merge"
+        );
+        assert_eq!(rule_text(&rule(json!(3))), None);
+
+        let many: Vec<Value> = (0..=MAX_SESSION_RULES)
+            .map(|i| rule(json!(format!("make t{i} *"))))
+            .collect();
+        let offer = json!({"type": "addRules", "rules": many, "behavior": "allow", "destination": "session"});
+        assert_eq!(session_offer(&[offer]), (Vec::new(), Vec::new()));
+        let long = json!({"type": "addRules", "rules": [rule(json!("x".repeat(MAX_SESSION_RULE_CHARS)))],
+                          "behavior": "allow", "destination": "session"});
+        assert_eq!(session_offer(&[long]), (Vec::new(), Vec::new()));
+    }
+
+    #[test]
+    fn the_answer_only_chooses_it_cannot_name_a_rule_or_choose_one_not_offered() {
+        // A forged answer that brings its own rule: the form has no such field.
+        let prompt = prompt_for(&npm_test(), "Claude Code");
+        let forged = json!({"decision": "allow_session", "session_rules": ["Bash(rm *)"]});
+        assert!(
+            prompt
+                .form
+                .check_reply(forged.as_object().unwrap(), None)
+                .is_err()
+        );
+        // Where nothing was offered, allow_session is not one of the options...
+        let plain = prompt_for(&bash(), "Claude Code");
+        let chosen = json!({"decision": "allow_session"});
+        let err = plain
+            .form
+            .check_reply(chosen.as_object().unwrap(), None)
+            .unwrap_err();
+        assert_eq!(err.message, "\"allow_session\" is not one of the options");
+        // ...and were it to get through, it would allow nothing.
+        let decision = decide(&bash(), &plain, answered(chosen, None));
+        assert!(
+            matches!(decision, Decision::Undecided { .. }),
+            "{decision:?}"
+        );
+        // A card the agent's form refuses: rules in the form, no option for them.
+        let mut form = prompt.form.clone();
+        form.fields[0].options.pop();
+        assert!(form.validate().is_err());
     }
 }

@@ -125,14 +125,26 @@ function refused(field, message) {
   return { ok: false, field, message };
 }
 
-/** The one field of a permission form (`DECISION_FIELD`, `ALLOW`, `DENY` in src/form.rs). */
+/** The one field of a permission form (`DECISION_FIELD`, `ALLOW`, `DENY`, `ALLOW_SESSION` in src/form.rs). */
 export const DECISION_FIELD = 'decision';
 export const PERMISSION_VALUES = Object.freeze(['allow', 'deny']);
+/** The third value, exactly where `permission.session_rules` offers rules (Claude Code's hook). */
+export const ALLOW_SESSION = 'allow_session';
+/** `MAX_SESSION_RULES`, `MAX_SESSION_RULE_CHARS` in src/form.rs. */
+export const MAX_SESSION_RULES = 8;
+export const MAX_SESSION_RULE_CHARS = 1024;
+
+/** The rules "allow for this session" would add, as the form offers them ([] for none). */
+export function sessionRules(form) {
+  const rules = form?.permission?.session_rules;
+  return Array.isArray(rules) ? rules : [];
+}
 
 /**
  * The shape of an agent's permission prompt (a form with `permission`, DESIGN.md §9):
  * `Form::validate_permission` of src/form.rs, with its messages. Exactly one field,
- * `decision`, a required radio of `allow` and `deny` in that order, with no default, so that
+ * `decision`, a required radio of `allow` and `deny` in that order (then `allow_session`,
+ * exactly when `permission.session_rules` offers 1 to 8 rules), with no default, so that
  * nothing but the person's deliberate choice can allow. {ok: true}, or {ok: false, field,
  * message} as checkAnswer gives them; a form without `permission` is not held to it.
  */
@@ -140,19 +152,31 @@ export function checkPermissionForm(form) {
   if (!form || typeof form.permission !== 'object' || form.permission === null) return { ok: true };
   const fields = Array.isArray(form.fields) ? form.fields : [];
   if (fields.length !== 1) return refused(null, `a permission form has exactly one field, \`${DECISION_FIELD}\``);
+  const rules = form.permission.session_rules ?? [];
+  const rulesFit =
+    Array.isArray(rules) &&
+    rules.length <= MAX_SESSION_RULES &&
+    rules.every((r) => typeof r === 'string' && r.trim() !== '' && [...r].length <= MAX_SESSION_RULE_CHARS);
+  if (!rulesFit) {
+    return refused(
+      null,
+      `a permission form's \`session_rules\` are at most ${MAX_SESSION_RULES} rules, each a non-empty text of at most ${MAX_SESSION_RULE_CHARS} characters`,
+    );
+  }
   const [field] = fields;
   const values = (Array.isArray(field.options) ? field.options : []).map((o) => o?.value);
+  const offered = rules.length ? [...PERMISSION_VALUES, ALLOW_SESSION] : PERMISSION_VALUES;
   const shaped =
     field.name === DECISION_FIELD &&
     field.type === 'radio' &&
     field.required === true &&
     (field.default === undefined || field.default === null) &&
-    values.length === PERMISSION_VALUES.length &&
-    values.every((v, i) => v === PERMISSION_VALUES[i]);
+    values.length === offered.length &&
+    values.every((v, i) => v === offered[i]);
   if (shaped) return { ok: true };
   return refused(
     field.name,
-    `a permission form's field is \`${DECISION_FIELD}\`: a required radio of \`allow\` and \`deny\`, with no default`,
+    `a permission form's field is \`${DECISION_FIELD}\`: a required radio of \`allow\` and \`deny\`, and \`${ALLOW_SESSION}\` exactly when \`session_rules\` offers rules, with no default`,
   );
 }
 

@@ -18,16 +18,21 @@
 //     has been on screen ARM_DELAY_MS no key or click decides, and a click on Allow counts
 //     only when its press began after the card appeared (a double-click on an inbox row
 //     must not press the Allow button that its first click put under the pointer).
+//   - "Allow for this session" is there only when the agent offered rules
+//     (`permission.session_rules`, from Claude Code's PermissionRequest hook): a button of its
+//     own that shows the exact rules, as code and marked like the input, and takes the same
+//     deliberate act as Allow (a click, or Space once the focus is moved there). The answer
+//     names only the choice; the hook sends Claude Code the rules it was offered.
 //
 // The view has renderForm's interface (lib/form.js), so the panel treats both alike:
 //   const view = renderPermission(doc, form, {idPrefix, draft, onChange, onSubmit, onDecline, arming});
-// onSubmit gets {values: {decision: 'allow' | 'deny'}, note}. Like form.js it uses no
+// onSubmit gets {values: {decision: 'allow' | 'deny' | 'allow_session'}, note}. Like form.js it uses no
 // extension API and takes the document from its caller. A form that breaks the permission
 // shape (formmodel.js checkPermissionForm) throws, as renderForm does for a form it cannot draw.
 
 import { appendMarked, codeBox, diffBox } from './display.js';
 import { guardCard, watchArming } from './arming.js';
-import { checkPermissionForm } from './formmodel.js';
+import { ALLOW_SESSION, checkPermissionForm, sessionRules } from './formmodel.js';
 import { holdControls } from './holds.js';
 import { t, tParts } from './i18n.js';
 
@@ -91,6 +96,16 @@ export function renderPermission(doc, form, opts = {}) {
   const allow = el('button', 'him-allow', t('permissionAllow'));
   allow.type = 'button';
   actions.append(deny, allow);
+  // Its own button, apart from Allow, naming exactly what it adds.
+  const rules = sessionRules(form);
+  let allowSession = null;
+  if (rules.length) {
+    allowSession = el('button', 'him-allow-session');
+    allowSession.type = 'button';
+    const ruleCodes = rules.map((rule) => appendMarked(doc, el('code', 'him-perm-rule'), rule));
+    allowSession.append(...tParts('permissionAllowSession', joinNodes(doc, ruleCodes)));
+    actions.append(allowSession);
+  }
   body.append(actions);
 
   const status = el('p', 'him-status');
@@ -104,6 +119,9 @@ export function renderPermission(doc, form, opts = {}) {
   };
   allow.addEventListener('click', () => {
     if (arming.pressedAfterShown()) decide('allow');
+  });
+  allowSession?.addEventListener('click', () => {
+    if (arming.pressedAfterShown()) decide(ALLOW_SESSION);
   });
   deny.addEventListener('click', () => decide('deny'));
   noteArea.addEventListener('input', () => opts.onChange?.({ values: {}, note: note() }));
@@ -120,6 +138,11 @@ export function renderPermission(doc, form, opts = {}) {
       if (event.target === allow) {
         event.preventDefault();
         status.textContent = t('permissionEnterDoesNotAllow');
+        return;
+      }
+      if (allowSession && event.target === allowSession) {
+        event.preventDefault();
+        status.textContent = t('permissionEnterDoesNotAllowSession');
         return;
       }
       // Elsewhere Enter decides nothing: on Deny it is Deny's own click, in the note a
@@ -154,6 +177,13 @@ export function renderPermission(doc, form, opts = {}) {
       status.textContent = message ?? '';
     },
   };
+}
+
+/** `nodes` side by side, ", " between them, as one fragment. */
+function joinNodes(doc, nodes) {
+  const fragment = doc.createDocumentFragment();
+  nodes.forEach((node, i) => fragment.append(...(i ? [doc.createTextNode(', '), node] : [node])));
+  return fragment;
 }
 
 /** The input, drawn for a person: the view for its tool, then whatever it did not show. */

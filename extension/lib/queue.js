@@ -8,7 +8,7 @@
 //   questions: [{id, form, timeout_ms, asked_at_ms, deadline_ms, agent, project,
 //                received_at_ms, draft, unconfirmed_since_ms, undelivered?, judging?, refused?,
 //                lost?, closed?, kept?}],
-//   notices:   [{key, id, title, agent, text, kind, at_ms}],
+//   notices:   [{key, id, title, subject?, agent, text, kind, at_ms}],
 //   sent:      [{question, notice, at_ms}],
 // }
 // A question is `unconfirmed` after the native host restarted and until its agent re-sends
@@ -32,6 +32,9 @@
 // A question that ends without the person's answer (withdrawn, timed out, its agent gone)
 // after they started typing stays in place as `closed: {reason, text, at_ms}`, no longer
 // answerable, so that what they typed can still be copied, until they dismiss it.
+// A permission card's notice names the call rather than the card's title: `subject` is the
+// command (or the tool and its file or URL) on one line, cut to SUBJECT_CHARS, and its text
+// says what was decided ("Allowed.", "Allowed for this session.", "Denied.").
 
 import { t } from './i18n.js';
 
@@ -53,6 +56,38 @@ export const MAX_SENT = 10;
  * question by then has gone (or moved the question to another channel).
  */
 export const UNCONFIRMED_GRACE_MS = 10_000;
+
+/** A permission notice's subject is cut to this many characters (the whole call is on its card). */
+export const SUBJECT_CHARS = 80;
+
+/**
+ * What a permission card's notice names: a shell command itself, a file tool with its path,
+ * a web fetch with its URL, else the tool's name; on one line (line breaks as ⏎), cut to
+ * `max` characters. null for a question that is not a permission card.
+ */
+export function permissionSubject(form, max = SUBJECT_CHARS) {
+  const permission = form?.permission;
+  if (!permission || typeof permission !== 'object') return null;
+  const tool = String(permission.tool_name ?? '');
+  const input = permission.input && typeof permission.input === 'object' ? permission.input : {};
+  const str = (key) => (typeof input[key] === 'string' ? input[key] : null);
+  let subject = tool;
+  if (tool === 'Bash' && str('command') !== null) subject = str('command');
+  else if (str('file_path') !== null) subject = `${tool} ${str('file_path')}`;
+  else if (tool === 'WebFetch' && str('url') !== null) subject = `${tool} ${str('url')}`;
+  const line = subject.trim().replace(/[ \t]*\r?\n\s*/g, ' ⏎ ');
+  const chars = [...line];
+  return chars.length > max ? `${chars.slice(0, max - 1).join('')}…` : line;
+}
+
+/** What a permission card's notice says was decided, for the person's `answer`. */
+function permissionText(answer) {
+  if (answer.action !== 'submit') return t('permissionNoticeDenied');
+  const decision = answer.values?.decision;
+  if (decision === 'allow') return t('permissionNoticeAllowed');
+  if (decision === 'allow_session') return t('permissionNoticeAllowedSession');
+  return t('permissionNoticeDenied');
+}
 
 export function emptyQueue() {
   return { questions: [], notices: [], sent: [] };
@@ -193,12 +228,15 @@ export function leaveText(reason, answered = {}) {
 export function removeQuestion(state, id, reason, now, answered = {}) {
   const question = state.questions.find((q) => q.id === id);
   if (!question) return { state, removed: null };
+  const subject = permissionSubject(question.form);
   const notice = {
     key: `${id}:${reason}:${now}`,
     id,
     title: question.form?.title || t('questionUntitled'),
+    ...(subject === null ? {} : { subject }),
     agent: agentLabel(question.agent),
-    text: leaveText(reason, answered),
+    // Esc on a permission card denies it.
+    text: subject !== null && reason === 'decline' ? t('permissionNoticeDenied') : leaveText(reason, answered),
     kind: reason,
     at_ms: now,
   };
@@ -272,8 +310,12 @@ export function waitingCount(state) {
  * `sent` a while with the answer as its draft. Returns {state, removed}.
  */
 export function answerSent(state, id, answer, now) {
-  const { state: next, removed } = removeQuestion(state, id, answer.action, now);
+  let { state: next, removed } = removeQuestion(state, id, answer.action, now);
   if (!removed) return { state, removed };
+  if (next.notices[0].subject !== undefined) {
+    const [notice, ...older] = next.notices;
+    next = { ...next, notices: [{ ...notice, text: permissionText(answer) }, ...older] };
+  }
   const { judging, refused, lost, ...rest } = removed;
   const question = { ...rest, draft: answerDraft(removed, answer) };
   const kept = state.sent.filter((s) => s.question.id !== id);

@@ -190,7 +190,7 @@ function renderNotices(notices) {
       const p = document.createElement('p');
       const what = document.createElement('span');
       what.className = 'what';
-      what.textContent = t('panel_notice_title', titleText(notice.title));
+      what.textContent = t('panel_notice_title', noticeName(notice));
       p.append(what, document.createTextNode(` ${t('panel_notice_text', markedString(notice.agent), notice.text)}`));
       // An answer that went through says what it was, so a slip shows at once.
       const sent = notice.kind === 'submit' ? recent.find((e) => e.id === notice.id) : null;
@@ -206,12 +206,17 @@ function renderNotices(notices) {
       const dismiss = document.createElement('button');
       dismiss.type = 'button';
       dismiss.textContent = '×';
-      dismiss.setAttribute('aria-label', t('panel_notice_dismiss', titleText(notice.title)));
+      dismiss.setAttribute('aria-label', t('panel_notice_dismiss', noticeName(notice)));
       dismiss.addEventListener('click', () => send({ type: 'dismiss', key: notice.key }));
       el.append(p, dismiss);
       return el;
     }),
   );
+}
+
+/** What a notice names: a permission card's call (its command, marked), else the question's title. */
+function noticeName(notice) {
+  return typeof notice.subject === 'string' ? markedString(notice.subject) : titleText(notice.title);
 }
 
 /** One answer value for a person: options by their labels, yes/no in words. */

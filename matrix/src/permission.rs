@@ -220,6 +220,7 @@ mod tests {
             tool_name: "Bash".into(),
             input: json!({"command": command, "description": "Clean"}),
             tool_use_id: None,
+            session_rules: Vec::new(),
         }
     }
 

@@ -909,6 +909,9 @@ impl HimServer {
             tool_name: args.tool_name,
             input: args.input,
             tool_use_id: Some(args.tool_use_id).filter(|id| !id.is_empty()),
+            // Claude Code calls the tool with `{tool_name, input, tool_use_id}` only (2.1.332):
+            // no suggestions, so no "allow for this session" here.
+            suggestions: Vec::new(),
         };
         let agent = ctx
             .client_info()

@@ -61,10 +61,11 @@ after(async () => {
  * Starts Claude Code in a terminal, in a fresh project and home whose settings.json is what
  * `him config claude-code --hooks` prints, and asks it to write the marker file.
  */
-async function startClaude(name, command, call = { name: 'Bash', input: { command, description: 'Write the marker' } }) {
+async function startClaude(name, command, call = { name: 'Bash', input: { command, description: 'Write the marker' } }, { files = {}, next } = {}) {
   const project = path.join(tmp, name);
   const home = path.join(tmp, `home-${name}`);
   mkdirSync(project);
+  for (const [file, text] of Object.entries(files)) writeFileSync(path.join(project, file), text);
   mkdirSync(path.join(home, '.claude'), { recursive: true });
   const settings = execFileSync(HIM_BIN, ['config', 'claude-code', '--hooks'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
   writeFileSync(path.join(home, '.claude', 'settings.json'), settings);
@@ -80,6 +81,7 @@ async function startClaude(name, command, call = { name: 'Bash', input: { comman
     }),
   );
   model.call = call;
+  model.next = next;
   model.requests.length = 0;
   const terminal = new Terminal(tmp, [CLAUDE, '--model', 'claude-sonnet-4-5'], {
     cwd: project,
@@ -99,7 +101,7 @@ async function startClaude(name, command, call = { name: 'Bash', input: { comman
   await terminal.until(/\? for shortcuts/, START_MS);
   terminal.type('Write the marker file.');
   terminal.press('Enter');
-  return { terminal, marker: path.join(project, 'marker.txt') };
+  return { terminal, project, marker: path.join(project, 'marker.txt') };
 }
 
 /** The tool_result the model got for the Bash call, once it comes. */
@@ -195,6 +197,60 @@ test("AskUserQuestion goes through the hook too: the panel's answers reach the m
 });
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The tool_results the model got, in order, once `n` of them came. */
+const untilResults = (n) =>
+  until(`${n} tool results to reach the model`, () => {
+    const results = (model.requests.at(-1)?.messages ?? []).flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((c) => c.type === 'tool_result');
+    return results.length >= n && results;
+  }, 40_000);
+
+// Claude Code 2.1.332 offers a command's rule in the hook input's permission_suggestions
+// (`{"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test *"}],
+// "behavior": "allow", "destination": "localSettings"}`), which its own prompt shows as
+// "Yes, and don't ask again for: npm test *". him offers it for the session only.
+test('"Allow for this session" in the panel: the call runs, and the same call again runs without a second card', { skip, timeout: 90_000 }, async () => {
+  const host = startHost(HIM_BIN, runtimeDir, () => ({ action: 'submit', values: { decision: 'allow_session' } }));
+  await untilHostListens(runtimeDir);
+  const npmTest = { name: 'Bash', input: { command: 'npm test', description: 'Run the tests' } };
+  // The scripted model runs `npm test` twice in the same session, then says "done".
+  const next = (body) => {
+    const done = body.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((c) => c.type === 'tool_result').length;
+    return done < 2 && (body.tools ?? []).some((t) => t.name === 'Bash') ? npmTest : null;
+  };
+  const packageJson = JSON.stringify({ name: 'webshop', private: true, scripts: { test: 'echo ran >> marker.txt' } });
+  const { terminal, project, marker } = await startClaude('session', '', npmTest, { files: { 'package.json': packageJson }, next });
+  const results = await untilResults(2);
+  await terminal.until(/^● done$/m);
+  host.stop();
+  for (const r of results) assert.notEqual(r.is_error, true, text(r));
+  assert.equal(readFileSync(marker, 'utf8'), 'ran\nran\n', 'npm test ran twice');
+  // The second call's result reached the model after any hook run for it would have asked:
+  // one card in all.
+  assert.equal(host.asks.length, 1, 'the second call was not asked about');
+  const { permission } = host.asks[0].form;
+  assert.deepEqual(permission.session_rules, ['Bash(npm test *)']);
+  assert.deepEqual(host.asks[0].form.fields[0].options.map((o) => o.value), ['allow', 'deny', 'allow_session']);
+  assert.equal(existsSync(path.join(project, '.claude', 'settings.local.json')), false, 'no settings file was written');
+  assert.equal(await promptLeftOnScreen(terminal), false);
+});
+
+test('a plain Allow on the same card adds no rule: the same call again is asked again', { skip, timeout: 90_000 }, async () => {
+  const host = startHost(HIM_BIN, runtimeDir, () => ({ action: 'submit', values: { decision: 'allow' } }));
+  await untilHostListens(runtimeDir);
+  const npmTest = { name: 'Bash', input: { command: 'npm test', description: 'Run the tests' } };
+  const next = (body) => {
+    const done = body.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((c) => c.type === 'tool_result').length;
+    return done < 2 && (body.tools ?? []).some((t) => t.name === 'Bash') ? npmTest : null;
+  };
+  const packageJson = JSON.stringify({ name: 'webshop', private: true, scripts: { test: 'echo ran >> marker.txt' } });
+  const { terminal, marker } = await startClaude('session-plain', '', npmTest, { files: { 'package.json': packageJson }, next });
+  await untilResults(2);
+  await terminal.until(/^● done$/m);
+  host.stop();
+  assert.equal(readFileSync(marker, 'utf8'), 'ran\nran\n');
+  assert.equal(host.asks.length, 2, 'each call was asked about');
+});
 
 /** The card the stand-in holds unanswered, once Claude Code's own prompt is on the screen too. */
 async function cardAndPromptBothWaiting(host, terminal) {

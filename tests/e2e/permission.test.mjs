@@ -1,7 +1,10 @@
 // The permission card in real Chromium: the TypeScript SDK calls `approve` on
 // `him serve --permission-tool` as Claude Code's --permission-prompt-tool does; the card
 // shows the tool's input verbatim; Enter and Y never allow, a click on Allow does; Deny
-// carries the note; AskUserQuestion is answered as the form it is.
+// carries the note; AskUserQuestion is answered as the form it is. Then `him hook
+// claude-code` fed what Claude Code 2.1.332 sends its PermissionRequest hook for `npm test`:
+// "Allow for this session" shows the rule, no key takes it, a click does, the hook answers
+// with Claude Code's own suggestion for the session, and the notice names the command.
 //
 // Needs HIM_BIN (the him binary; `cargo test` sets it) and Debian's Chromium (or
 // HIM_CHROMIUM).
@@ -9,6 +12,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { EXTENSION_ID, launchWithExtension } from './browser.mjs';
@@ -18,6 +22,7 @@ const CHROMIUM = process.env.HIM_CHROMIUM ?? '/usr/lib/chromium/chromium';
 const STEP_MS = 20_000;
 
 let tmp;
+let runtimeDir;
 let context;
 let page;
 let client;
@@ -32,7 +37,7 @@ before(async () => {
     args: ['--no-first-run'],
   });
   ({ tmp, context } = launched);
-  const { runtimeDir } = launched;
+  ({ runtimeDir } = launched);
   problems = launched.problems;
   page = await context.newPage();
   await page.goto(`chrome-extension://${EXTENSION_ID}/panel/panel.html`);
@@ -222,6 +227,91 @@ test('AskUserQuestion is answered as a form, its answers keyed by question text'
   assert.equal(decision.behavior, 'allow');
   assert.deepEqual(decision.updatedInput.questions, input.questions);
   assert.deepEqual(decision.updatedInput.answers, { 'Which database?': 'SQLite', 'Which checks?': 'lint, clippy pedantic' });
+});
+
+/**
+ * Runs `him hook claude-code` as Claude Code runs it, with `input` on its stdin; `output()`
+ * resolves to what it printed (parsed; null for nothing) once it exits.
+ */
+function hook(input) {
+  const child = spawn(HIM_BIN, ['hook', 'claude-code'], { env: { HIM_RUNTIME_DIR: runtimeDir, HIM_LOG: 'warn', PATH: process.env.PATH }, stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  let exited = false;
+  child.stdout.on('data', (d) => (out += d));
+  const done = new Promise((resolve) => child.on('close', (code) => ((exited = true), resolve(code))));
+  child.stdin.end(JSON.stringify(input));
+  return {
+    exited: () => exited,
+    async output() {
+      assert.equal(await done, 0, 'the hook always exits 0');
+      return out.trim() ? JSON.parse(out) : null;
+    },
+  };
+}
+
+/** What Claude Code 2.1.332 sent its PermissionRequest hook for `npm test` (session and paths made up). */
+const NPM_TEST_SUGGESTION = { type: 'addRules', rules: [{ toolName: 'Bash', ruleContent: 'npm test *' }], behavior: 'allow', destination: 'localSettings' };
+const npmTestInput = (command) => ({
+  session_id: '2e8974ac-d485-4b70-a1ee-8216e0693aa8',
+  cwd: '/tmp/webshop',
+  prompt_id: '400a78fb-802f-48d9-8d88-60c09f825bbd',
+  permission_mode: 'default',
+  hook_event_name: 'PermissionRequest',
+  tool_name: 'Bash',
+  tool_input: { command, description: 'Run tests' },
+  permission_suggestions: [NPM_TEST_SUGGESTION],
+});
+
+test('"Allow for this session" shows the rule; Enter, Ctrl+Enter and Y do not take it; a click does, and the notice names the command', { timeout: STEP_MS }, async () => {
+  const call = hook(npmTestInput('npm test'));
+  const c = card('Allow Bash?');
+  await armed(c);
+  const session = c.getByRole('button', { name: 'Allow for this session: Bash(npm test *)' });
+  assert.equal(await session.locator('code').textContent(), 'Bash(npm test *)', 'the rule verbatim, as code');
+  assert.equal(await c.getByRole('button', { name: 'Allow', exact: true }).count(), 1, 'Allow is a button of its own');
+  assert.equal(await c.locator('.him-hint').textContent(), 'Allow needs a click, or Tab to it and Space · Esc or Enter denies');
+
+  await page.keyboard.press('y');
+  await page.keyboard.press('Y');
+  await session.focus();
+  await page.keyboard.press('Enter');
+  await c.getByText('Enter does not allow: click “Allow for this session”.').waitFor();
+  await page.keyboard.press('Control+Enter');
+  await c.getByLabel(/Note/).press('Control+Enter');
+  // An answer sent holds the card's buttons at once (in flight): they are still enabled, and
+  // the hook's one answer below is the click's, so no key decided anything before it.
+  assert.equal(await session.isEnabled(), true, 'nothing was decided by a key');
+  assert.equal(call.exited(), false);
+  await session.click();
+  assert.deepEqual(await call.output(), {
+    hookSpecificOutput: {
+      hookEventName: 'PermissionRequest',
+      // Claude Code's own suggestion, for the session: no settings file is written.
+      decision: { behavior: 'allow', updatedPermissions: [{ ...NPM_TEST_SUGGESTION, destination: 'session' }] },
+    },
+  });
+  await c.waitFor({ state: 'detached' });
+  const notice = page.locator('#notices .notice').first();
+  assert.match(await notice.textContent(), /^“npm test” \(Claude Code\): Allowed for this session\./);
+});
+
+test('a plain Allow on a card that offers a rule adds none, and a Deny notice names the command', { timeout: STEP_MS }, async () => {
+  const allowed = hook(npmTestInput('npm test -- --watch=false'));
+  let c = card('Allow Bash?');
+  await armed(c);
+  await c.getByRole('button', { name: 'Allow', exact: true }).click();
+  assert.deepEqual((await allowed.output()).hookSpecificOutput.decision, { behavior: 'allow' });
+  await c.waitFor({ state: 'detached' });
+  assert.match(await page.locator('#notices .notice').first().textContent(), /^“npm test -- --watch=false” \(Claude Code\): Allowed\./);
+
+  const denied = hook({ ...npmTestInput('rm -rf build'), permission_suggestions: undefined });
+  c = card('Allow Bash?');
+  await armed(c);
+  assert.equal(await c.locator('.him-allow-session').count(), 0, 'no rule offered, no button');
+  await c.getByRole('button', { name: 'Deny' }).click();
+  assert.equal((await denied.output()).hookSpecificOutput.decision.behavior, 'deny');
+  await c.waitFor({ state: 'detached' });
+  assert.match(await page.locator('#notices .notice').first().textContent(), /^“rm -rf build” \(Claude Code\): Denied\./);
 });
 
 test('no console errors or warnings', () => {

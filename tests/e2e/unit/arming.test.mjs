@@ -198,3 +198,44 @@ test('a key held down from before never counts for Allow: Space held on it sends
   allow.click();
   assert.deepEqual(sent, []);
 });
+
+const NPM_TEST = {
+  title: 'Claude Code asks to use Bash',
+  fields: [
+    {
+      name: 'decision',
+      type: 'radio',
+      label: 'Decision',
+      required: true,
+      options: [
+        { value: 'allow', label: 'Allow' },
+        { value: 'deny', label: 'Deny' },
+        { value: 'allow_session', label: 'Allow for this session: Bash(npm test *)' },
+      ],
+    },
+  ],
+  permission: { tool_name: 'Bash', input: { command: 'npm test' }, session_rules: ['Bash(npm test *)'] },
+};
+
+test('Allow for this session takes what Allow takes: an armed press that began after the card appeared, never Enter', () => {
+  const p = page();
+  const sent = [];
+  const view = renderPermission(p.document, NPM_TEST, { onSubmit: (a) => sent.push(a.values.decision), arming: { now: p.clock } });
+  p.document.body.append(view.element);
+  view.focusFirst();
+  const session = view.element.querySelector('.him-allow-session');
+  const press = (el) => el.dispatchEvent(new p.window.PointerEvent('pointerdown', { bubbles: true }));
+
+  press(session);
+  session.click();
+  assert.deepEqual(sent, [], 'nothing before the card is armed');
+  p.advance(ARM_DELAY_MS);
+  session.click();
+  assert.deepEqual(sent, [], 'a click with no press since the card appeared');
+  assert.equal(key(p.window, session, 'Enter').defaultPrevented, true, 'Enter on it would press it');
+  assert.equal(view.element.querySelector('.him-status').textContent, 'Enter does not allow: click “Allow for this session”.');
+  assert.deepEqual(sent, [], 'Enter decided nothing');
+  press(session);
+  session.click();
+  assert.deepEqual(sent, ['allow_session'], 'the answer names the choice, never the rule');
+});

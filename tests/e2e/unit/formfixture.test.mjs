@@ -4,10 +4,10 @@
 import './english.mjs';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { sharedFixture } from './forms.mjs';
 import { checkAnswer, checkPermissionForm, validateRaw } from '../../../extension/lib/formmodel.js';
 
-const { cases, permission_forms: permissionForms } = JSON.parse(readFileSync(new URL('../../fixtures/forms.json', import.meta.url), 'utf8'));
+const { cases, permission_forms: permissionForms } = sharedFixture();
 
 test('the shared fixture of forms and answers is judged as it says', () => {
   assert.ok(cases.length > 50, 'the fixture lost its cases');

@@ -1,4 +1,5 @@
 // Forms the form tests share.
+import { readFileSync } from 'node:fs';
 
 export const opts = (values) => values.map((v) => ({ value: v, label: v.toUpperCase() }));
 
@@ -31,3 +32,20 @@ export const EVERY_TYPE = {
     { name: 'tags', type: 'multi_select', label: 'Tags', min: 1, max: 2, options: opts(['a', 'b', 'c']) },
   ],
 };
+
+/**
+ * The shared fixture (tests/fixtures/forms.json), its long texts written out: the fixture
+ * writes one as {"repeat": text, "times": n} (`expand_repeats` in src/form.rs).
+ */
+export function sharedFixture() {
+  const expand = (value) => {
+    if (Array.isArray(value)) return value.map(expand);
+    if (value && typeof value === 'object') {
+      const keys = Object.keys(value);
+      if (keys.length === 2 && typeof value.repeat === 'string' && Number.isInteger(value.times)) return value.repeat.repeat(value.times);
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v)]));
+    }
+    return value;
+  };
+  return expand(JSON.parse(readFileSync(new URL('../../fixtures/forms.json', import.meta.url), 'utf8')));
+}

@@ -3,11 +3,11 @@
 // the panel shows its card that cannot be drawn, with no Allow button.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { sharedFixture } from './forms.mjs';
 import { renderPermission } from '../../../extension/lib/permission.js';
 import { freshDocument } from './dom.mjs';
 
-const { permission_forms: cases } = JSON.parse(readFileSync(new URL('../../fixtures/forms.json', import.meta.url), 'utf8'));
+const { permission_forms: cases } = sharedFixture();
 const held = cases.filter((c) => c.form.permission);
 
 test('a card is drawn, with Allow, exactly for the permission forms the agent side accepts', () => {
@@ -50,4 +50,41 @@ test('what would read otherwise than it runs is marked on the card, and the card
   const plain = renderPermission(document, form('Bash', { command: 'cargo test' }));
   assert.equal(plain.element.querySelector('.him-perm-marked'), null, 'nothing marked, no note');
   assert.equal(plain.element.querySelector('.him-perm-code').textContent, 'cargo test');
+});
+
+test('"Allow for this session" is a button of its own only where rules are offered, showing them as code, marked', async () => {
+  await import('./english.mjs');
+  const { document } = freshDocument();
+  const form = (session_rules) => ({
+    title: 'Allow?',
+    fields: [
+      {
+        name: 'decision',
+        type: 'radio',
+        label: 'Decision',
+        required: true,
+        options: [
+          { value: 'allow', label: 'Allow' },
+          { value: 'deny', label: 'Deny' },
+          ...(session_rules ? [{ value: 'allow_session', label: 'Allow for this session' }] : []),
+        ],
+      },
+    ],
+    permission: { tool_name: 'Bash', input: { command: 'npm test' }, ...(session_rules ? { session_rules } : {}) },
+  });
+  const plain = renderPermission(document, form(null));
+  assert.equal(plain.element.querySelector('.him-allow-session'), null, 'no rules offered, no button');
+
+  const offered = renderPermission(document, form(['Bash(npm test *)', 'Bash(<b>x</b>\u202e)']));
+  const button = offered.element.querySelector('button.him-allow-session');
+  assert.ok(button, 'the button');
+  assert.notEqual(button, offered.element.querySelector('button.him-allow'), 'apart from Allow');
+  assert.deepEqual(
+    [...button.querySelectorAll('code.him-perm-rule')].map((c) => c.textContent),
+    ['Bash(npm test *)', 'Bash(<b>x</b>⟨U+202E⟩)'],
+    'each rule verbatim, as code; what reads otherwise is marked',
+  );
+  assert.equal(button.querySelector('b'), null, 'never markup');
+  assert.equal(button.textContent, 'Allow for this session: Bash(npm test *), Bash(<b>x</b>⟨U+202E⟩)');
+  assert.equal(offered.element.querySelector('.him-hint').textContent, 'Allow needs a click, or Tab to it and Space · Esc or Enter denies');
 });

@@ -25,6 +25,7 @@ import {
   nextChangeIn,
   normaliseQueue,
   pruneNotices,
+  permissionSubject,
   pruneSent,
   removeQuestion,
   setDraft,
@@ -447,4 +448,52 @@ test('a question answered on the phone leaves saying so, and by whom', () => {
   assert.equal(elsewhere.removed, null);
   const other = addQuestion(emptyQueue(), ask('q4'), T0).state;
   assert.equal(endQuestion(other, 'q4', 'answered', T0 + 1).state.notices[0].text, 'Answered somewhere else.');
+});
+
+const permissionAsk = (id, input, tool_name = 'Bash') =>
+  ask(id, {
+    form: {
+      title: `Claude Code asks to use ${tool_name}`,
+      allow_note: true,
+      fields: [{ name: 'decision', type: 'radio', label: 'Decision', required: true, options: [{ value: 'allow', label: 'Allow' }, { value: 'deny', label: 'Deny' }] }],
+      permission: { tool_name, input },
+    },
+  });
+
+test("a permission card's notice names the command and says what was decided", () => {
+  let { state } = addQuestion(emptyQueue(), permissionAsk('p1', { command: 'npm test' }), T0);
+  ({ state } = addQuestion(state, permissionAsk('p2', { command: 'rm -rf build' }), T0));
+  ({ state } = addQuestion(state, permissionAsk('p3', { command: 'make' }), T0));
+  ({ state } = addQuestion(state, permissionAsk('p4', { command: 'git push' }), T0));
+  ({ state } = answerSent(state, 'p1', { action: 'submit', values: { decision: 'allow_session' } }, T0 + 1));
+  ({ state } = answerSent(state, 'p2', { action: 'submit', values: { decision: 'deny' }, note: 'not now' }, T0 + 2));
+  ({ state } = answerSent(state, 'p3', { action: 'decline', note: '' }, T0 + 3));
+  ({ state } = answerSent(state, 'p4', { action: 'submit', values: { decision: 'allow' } }, T0 + 4));
+  assert.deepEqual(
+    state.notices.map((n) => [n.subject, n.text]),
+    [
+      ['git push', 'Allowed.'],
+      ['make', 'Denied.'],
+      ['rm -rf build', 'Denied.'],
+      ['npm test', 'Allowed for this session.'],
+    ],
+  );
+  ({ state } = addQuestion(state, permissionAsk('p5', { command: 'sleep 1000' }), T0));
+  const out = removeQuestion(state, 'p5', 'timeout', T0 + 5);
+  assert.equal(out.state.notices[0].subject, 'sleep 1000', 'a closed card names its command too');
+  assert.equal(out.state.notices[0].text, 'Timed out: the agent stopped waiting for an answer.');
+  ({ state } = addQuestion(emptyQueue(), ask('q1'), T0));
+  assert.equal(removeQuestion(state, 'q1', 'cancelled', T0).state.notices[0].subject, undefined, 'other questions keep their title');
+});
+
+test("a permission notice's subject is one line, cut to fit", () => {
+  const form = (tool_name, input) => ({ permission: { tool_name, input } });
+  assert.equal(permissionSubject(form('Bash', { command: 'cd build &&\n  make test' })), 'cd build && ⏎ make test');
+  assert.equal(permissionSubject(form('Write', { file_path: '/src/a.rs', content: 'x' })), 'Write /src/a.rs');
+  assert.equal(permissionSubject(form('WebFetch', { url: 'https://example.com', prompt: 'p' })), 'WebFetch https://example.com');
+  assert.equal(permissionSubject(form('mcp__github__merge', { pr: 1 })), 'mcp__github__merge');
+  const long = permissionSubject(form('Bash', { command: `echo ${'界'.repeat(200)}` }));
+  assert.equal([...long].length, 80);
+  assert.ok(long.endsWith('…'));
+  assert.equal(permissionSubject({ title: 'Q', fields: [] }), null);
 });
