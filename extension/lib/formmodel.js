@@ -51,6 +51,21 @@ export function optionsOf(field) {
   return Array.isArray(field.options) ? field.options : [];
 }
 
+/**
+ * The fields of `form` that are fields at all, each an object with a name: the worker and
+ * the Recent list must not throw on a form the panel could not draw either (a program that
+ * is not him may send `{"fields":[null]}`).
+ */
+export function fieldsOf(form) {
+  return Array.isArray(form?.fields) ? form.fields.filter((f) => f && typeof f === 'object' && typeof f.name === 'string') : [];
+}
+
+/** An option value as a person reads it: the label of the field's option of that value. */
+export function optionLabel(field, value) {
+  const option = optionsOf(field).find((o) => o && sameValue(o.value, value));
+  return option ? String(option.label ?? option.value) : value;
+}
+
 /** Whether two option values are the same, across the string/number/boolean a draft may hold. */
 export function sameValue(a, b) {
   return a === b || (a !== null && b !== null && a !== undefined && b !== undefined && String(a) === String(b));

@@ -37,6 +37,7 @@
 // says what was decided ("Allowed.", "Allowed for this session.", "Denied.").
 
 import { t } from './i18n.js';
+import { fieldsOf } from './formmodel.js';
 
 /** How long a notice stays in the panel. */
 export const NOTICE_TTL_MS = 2 * 60 * 1000;
@@ -329,7 +330,7 @@ function answerDraft(question, answer) {
   // out of them was left empty); for a decline, what was typed so far, and the note.
   const values =
     answer.action === 'submit'
-      ? Object.fromEntries(fieldsOf(question).map((f) => [f.name, answer.values?.[f.name] ?? null]))
+      ? Object.fromEntries(fieldsOf(question.form).map((f) => [f.name, answer.values?.[f.name] ?? null]))
       : (question.draft?.values ?? {});
   return cleanDraft(question, { values, note: answer.note ?? '' });
 }
@@ -437,20 +438,11 @@ export function setDraft(state, id, draft) {
   return { ...state, questions: state.questions.map((q) => (q.id === id ? { ...q, draft: clean } : q)) };
 }
 
-/**
- * The fields of `question` that are fields at all: the worker must not throw on a form the
- * panel could not draw either (a program that is not him may send `{"fields":[null]}`).
- */
-function fieldsOf(question) {
-  const fields = question.form?.fields;
-  return Array.isArray(fields) ? fields.filter((f) => f && typeof f === 'object') : [];
-}
-
 /** `values` with every password field's value replaced by null (absent stays absent). */
 function secretsBlanked(question, values) {
   if (!values || typeof values !== 'object') return values;
   const blanked = { ...values };
-  for (const field of fieldsOf(question)) {
+  for (const field of fieldsOf(question.form)) {
     if (field.type === 'password' && Object.hasOwn(blanked, field.name)) blanked[field.name] = null;
   }
   return blanked;
@@ -458,7 +450,7 @@ function secretsBlanked(question, values) {
 
 /** `draft` for `question` without its password fields, in the shape a draft has. */
 function cleanDraft(question, draft) {
-  const secret = new Set(fieldsOf(question).filter((f) => f.type === 'password').map((f) => f.name));
+  const secret = new Set(fieldsOf(question.form).filter((f) => f.type === 'password').map((f) => f.name));
   const values = {};
   for (const [name, value] of Object.entries(draft.values ?? {})) {
     if (!secret.has(name)) values[name] = value;

@@ -9,19 +9,12 @@
 // `value` is what the agent got (§4 answer values); `shown` is the same for a person: the
 // options' labels instead of their values. `hidden` counts the password fields sent.
 
+import { fieldsOf, optionLabel } from './formmodel.js';
+
 /** At most this many answers are kept, newest first. */
 export const MAX_RECENT = 20;
 
 const OPTION_TYPES = new Set(['select', 'radio', 'multi_select']);
-
-function fieldsOf(form) {
-  return Array.isArray(form?.fields) ? form.fields.filter((f) => f && typeof f === 'object' && typeof f.name === 'string') : [];
-}
-
-function optionLabel(field, value) {
-  const option = (Array.isArray(field.options) ? field.options : []).find((o) => o && o.value === value);
-  return option ? String(option.label ?? option.value) : value;
-}
 
 /**
  * The entry for `question` (a queue question) answered with `answer` ({action, values?,

@@ -18,7 +18,8 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 use crate::agent::{HostEvent, Identity, Pool, Question, Signal};
 use crate::frame::{FrameCodec, MAX_INBOUND};
 use crate::protocol::{
-    self, AgentInfo, AskFrame, ExtensionInfo, HostToExtension, LabelledAsk, Refusal, WithdrawReason,
+    self, AgentInfo, AskFrame, ExtensionInfo, ExtensionToHost, HostToExtension, LabelledAsk,
+    Refusal, WithdrawReason,
 };
 
 /// How often the bridge looks at the local hosts (to say whether a panel is open, and to
@@ -189,8 +190,8 @@ struct Bridge {
 }
 
 impl Bridge {
-    fn send(&self, value: serde_json::Value) {
-        let _ = self.to_host.send(Bytes::from(value.to_string()));
+    fn send(&self, message: &ExtensionToHost) {
+        let _ = self.to_host.send(protocol::encode(message));
     }
 
     /// The embedded host passes the browsers' state on in every `welcome`: the local
@@ -204,9 +205,13 @@ impl Bridge {
             id: "him-gateway".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         });
-        self.send(json!({"type": "ready", "protocol": protocol::PROTOCOL,
-                         "extension": extension, "browser": "gateway", "verdicts": true}));
-        self.send(json!({"type": "panel", "open": panel_open}));
+        self.send(&ExtensionToHost::Ready {
+            protocol: protocol::PROTOCOL,
+            extension,
+            browser: Some("gateway".into()),
+            verdicts: true,
+        });
+        self.send(&ExtensionToHost::Panel { open: panel_open });
         self.told = Some(now);
     }
 
@@ -323,8 +328,8 @@ async fn drive(
     mut commands: mpsc::UnboundedReceiver<Command>,
     to_host: &mpsc::UnboundedSender<Bytes>,
 ) {
-    let send = |value: serde_json::Value| {
-        let _ = to_host.send(Bytes::from(value.to_string()));
+    let send = |message: ExtensionToHost| {
+        let _ = to_host.send(protocol::encode(&message));
     };
     let id = question.id().to_owned();
     let mut answered_by: Option<PathBuf> = None;
@@ -352,18 +357,16 @@ async fn drive(
             },
             signal = question.next_signal() => match signal {
                 Signal::Event(Some(HostEvent::Shown { .. })) => {
-                    send(json!({"type": "shown", "id": id}));
+                    send(ExtensionToHost::Shown { id: id.clone() });
                 }
                 Signal::Event(Some(HostEvent::Answer { host, answer })) => {
                     answered_by = Some(host);
-                    let mut value = serde_json::to_value(&answer).unwrap_or_default();
-                    value["type"] = json!("answer");
-                    send(value);
+                    send(ExtensionToHost::Answer(answer));
                 }
                 Signal::Event(Some(HostEvent::Refused { message, .. })) => {
                     refusals += 1;
                     if refusals >= question.hosts().max(1) {
-                        send(json!({"type": "error", "id": id, "message": message}));
+                        send(ExtensionToHost::Error { id: Some(id.clone()), message });
                         question.close(WithdrawReason::Cancelled, None);
                         return;
                     }
