@@ -22,6 +22,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::model::JsonObject;
+use schemars::Schema;
+use schemars::transform::{RecursiveTransform, Transform};
 use serde_json::{Map, Value};
 
 /// The formats JSON Schema 2020-12 defines (Validation, §7.3).
@@ -45,32 +47,6 @@ pub const STANDARD_FORMATS: [&str; 19] = [
     "json-pointer",
     "relative-json-pointer",
     "regex",
-];
-
-/// Keywords holding one subschema.
-const ONE: [&str; 12] = [
-    "items",
-    "additionalProperties",
-    "additionalItems",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "contains",
-    "not",
-    "propertyNames",
-    "if",
-    "then",
-    "else",
-    "contentSchema",
-];
-/// Keywords holding a list of subschemas.
-const LIST: [&str; 4] = ["allOf", "anyOf", "oneOf", "prefixItems"];
-/// Keywords holding subschemas by name.
-const NAMED: [&str; 5] = [
-    "properties",
-    "patternProperties",
-    "dependentSchemas",
-    "$defs",
-    "definitions",
 ];
 
 /// Which instance type a keyword constrains, for splitting a `type` array into branches;
@@ -97,30 +73,29 @@ fn keyword_type(keyword: &str) -> Option<&'static str> {
 }
 
 /// Rewrites `schema` and every subschema in it into the portable spelling (module doc).
+/// schemars' own walk finds the subschemas: every keyword schemars writes is among those it
+/// follows.
 pub fn make_portable(schema: &mut Map<String, Value>) {
-    portable_format(schema);
-    if schema.get("default").is_some_and(Value::is_null) {
-        schema.remove("default");
+    let mut wrapped = Schema::from(std::mem::take(schema));
+    RecursiveTransform(Portable).transform(&mut wrapped);
+    if let Value::Object(portable) = wrapped.to_value() {
+        *schema = portable;
     }
-    split_type_array(schema);
-    for key in ONE {
-        if let Some(Value::Object(sub)) = schema.get_mut(key) {
-            make_portable(sub);
+}
+
+/// One schema's rewrite, without its subschemas.
+struct Portable;
+
+impl Transform for Portable {
+    fn transform(&mut self, schema: &mut Schema) {
+        let Some(schema) = schema.as_object_mut() else {
+            return;
+        };
+        portable_format(schema);
+        if schema.get("default").is_some_and(Value::is_null) {
+            schema.remove("default");
         }
-    }
-    for key in LIST {
-        if let Some(Value::Array(subs)) = schema.get_mut(key) {
-            subs.iter_mut()
-                .filter_map(Value::as_object_mut)
-                .for_each(make_portable);
-        }
-    }
-    for key in NAMED {
-        if let Some(Value::Object(subs)) = schema.get_mut(key) {
-            subs.values_mut()
-                .filter_map(Value::as_object_mut)
-                .for_each(make_portable);
-        }
+        split_type_array(schema);
     }
 }
 
