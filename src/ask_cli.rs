@@ -14,7 +14,7 @@ use crate::fallback::terminal::Terminal;
 use crate::form::Form;
 use crate::protocol::AgentInfo;
 use crate::tools::{
-    ArgError, AskChoiceArgs, AskConfirmArgs, AskFormArgs, AskMultiSelectArgs, AskTextArgs,
+    ArgError, AskChoiceArgs, AskConfirmArgs, AskFormArgs, AskMultiSelectArgs, AskTextArgs, AskTool,
     OptionArg, ToolKind,
 };
 
@@ -183,7 +183,7 @@ fn build_form(kind: AskKind) -> Result<(ToolKind, Form, Option<u64>), ArgError> 
                 multiline,
                 timeout_ms: None,
             };
-            Ok((ToolKind::Text, args.to_form()?, None))
+            args.asked()
         }
         AskKind::Choice {
             question,
@@ -198,7 +198,7 @@ fn build_form(kind: AskKind) -> Result<(ToolKind, Form, Option<u64>), ArgError> 
                 allow_free_text,
                 timeout_ms: None,
             };
-            Ok((ToolKind::Choice, args.to_form()?, None))
+            args.asked()
         }
         AskKind::Multi {
             question,
@@ -213,7 +213,7 @@ fn build_form(kind: AskKind) -> Result<(ToolKind, Form, Option<u64>), ArgError> 
                 max,
                 timeout_ms: None,
             };
-            Ok((ToolKind::MultiSelect, args.to_form()?, None))
+            args.asked()
         }
         AskKind::Confirm { question, default } => {
             let args = AskConfirmArgs {
@@ -221,7 +221,7 @@ fn build_form(kind: AskKind) -> Result<(ToolKind, Form, Option<u64>), ArgError> 
                 default,
                 timeout_ms: None,
             };
-            Ok((ToolKind::Confirm, args.to_form()?, None))
+            args.asked()
         }
         AskKind::Form { json } => {
             let text = if json == "-" {
@@ -240,7 +240,7 @@ fn build_form(kind: AskKind) -> Result<(ToolKind, Form, Option<u64>), ArgError> 
                 argument: "json".into(),
                 message: format!("not valid ask_form arguments: {e}"),
             })?;
-            Ok((ToolKind::Form, args.to_form()?, args.timeout_ms()))
+            args.asked()
         }
     }
 }

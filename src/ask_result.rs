@@ -502,7 +502,7 @@ pub fn unsupported(cx: &CallContext<'_>, reason: &str) -> AskResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{AskChoiceArgs, AskConfirmArgs};
+    use crate::tools::{AskChoiceArgs, AskConfirmArgs, AskTool};
     use serde_json::json;
 
     fn cx(tool: ToolKind, form: &Form) -> CallContext<'_> {

@@ -52,6 +52,23 @@ impl ToolKind {
     }
 }
 
+/// What the five ask tools have in common (DESIGN.md §4's table): each is a view over the
+/// one form model, with the wait it may ask for. The MCP tools and `him ask` go through it.
+pub trait AskTool {
+    const KIND: ToolKind;
+
+    /// The form this asks, or the argument that is wrong.
+    fn to_form(&self) -> Result<Form, ArgError>;
+
+    /// The wait the call asked for, if any.
+    fn wait_ms(&self) -> Option<u64>;
+
+    /// Which tool, its form and its wait.
+    fn asked(&self) -> Result<(ToolKind, Form, Option<u64>), ArgError> {
+        Ok((Self::KIND, self.to_form()?, self.wait_ms()))
+    }
+}
+
 /// Where a non-empty string means "given": optional strings are plain strings defaulting to
 /// empty in the schema, which every client understands.
 fn given(s: &str) -> Option<String> {
@@ -329,8 +346,14 @@ fn blame(err: FormError, argument: &str) -> ArgError {
     arg_error(argument, err.message)
 }
 
-impl AskTextArgs {
-    pub fn to_form(&self) -> Result<Form, ArgError> {
+impl AskTool for AskTextArgs {
+    const KIND: ToolKind = ToolKind::Text;
+
+    fn wait_ms(&self) -> Option<u64> {
+        self.timeout_ms
+    }
+
+    fn to_form(&self) -> Result<Form, ArgError> {
         need_question(&self.question)?;
         let kind = if self.multiline {
             FieldType::Textarea
@@ -374,8 +397,14 @@ fn choices(options: &[OptionArg]) -> Result<Vec<Choice>, ArgError> {
     Ok(list)
 }
 
-impl AskChoiceArgs {
-    pub fn to_form(&self) -> Result<Form, ArgError> {
+impl AskTool for AskChoiceArgs {
+    const KIND: ToolKind = ToolKind::Choice;
+
+    fn wait_ms(&self) -> Option<u64> {
+        self.timeout_ms
+    }
+
+    fn to_form(&self) -> Result<Form, ArgError> {
         need_question(&self.question)?;
         if !CHOICE_OPTIONS.contains(&self.options.len()) {
             return Err(arg_error(
@@ -406,8 +435,14 @@ impl AskChoiceArgs {
     }
 }
 
-impl AskMultiSelectArgs {
-    pub fn to_form(&self) -> Result<Form, ArgError> {
+impl AskTool for AskMultiSelectArgs {
+    const KIND: ToolKind = ToolKind::MultiSelect;
+
+    fn wait_ms(&self) -> Option<u64> {
+        self.timeout_ms
+    }
+
+    fn to_form(&self) -> Result<Form, ArgError> {
         need_question(&self.question)?;
         if self.options.is_empty() {
             return Err(arg_error("options", "give at least one option"));
@@ -437,8 +472,14 @@ impl AskMultiSelectArgs {
     }
 }
 
-impl AskConfirmArgs {
-    pub fn to_form(&self) -> Result<Form, ArgError> {
+impl AskTool for AskConfirmArgs {
+    const KIND: ToolKind = ToolKind::Confirm;
+
+    fn wait_ms(&self) -> Option<u64> {
+        self.timeout_ms
+    }
+
+    fn to_form(&self) -> Result<Form, ArgError> {
         need_question(&self.question)?;
         let mut field = Field::new("confirmed", FieldType::Confirm, self.question.clone());
         field.required = true;
@@ -447,13 +488,15 @@ impl AskConfirmArgs {
     }
 }
 
-impl AskFormArgs {
+impl AskTool for AskFormArgs {
+    const KIND: ToolKind = ToolKind::Form;
+
     /// The wait asked for, under either spelling. Both at once is refused by `to_form`.
-    pub fn timeout_ms(&self) -> Option<u64> {
+    fn wait_ms(&self) -> Option<u64> {
         self.timeout_ms.or(self.timeout_ms_camel)
     }
 
-    pub fn to_form(&self) -> Result<Form, ArgError> {
+    fn to_form(&self) -> Result<Form, ArgError> {
         // Two waits, possibly different, cannot both be meant.
         if self.timeout_ms.is_some() && self.timeout_ms_camel.is_some() {
             return Err(arg_error(

@@ -12,7 +12,7 @@ use crate::channels;
 use crate::config::Config;
 use crate::form::Form;
 use crate::protocol::AgentInfo;
-use crate::tools::{AskFormArgs, ToolKind};
+use crate::tools::{AskFormArgs, AskTool, ToolKind};
 
 /// How long the demo question waits for the person.
 const WAIT: Duration = Duration::from_secs(10 * 60);

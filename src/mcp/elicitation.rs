@@ -406,7 +406,7 @@ impl StateCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{AskChoiceArgs, AskFormArgs};
+    use crate::tools::{AskChoiceArgs, AskFormArgs, AskTool};
 
     fn form() -> Form {
         serde_json::from_value::<AskFormArgs>(json!({

@@ -37,7 +37,8 @@ use crate::form::{AnswerError, Form};
 use crate::pending::Parking;
 use crate::protocol::{AgentInfo, ExtensionInfo};
 use crate::tools::{
-    ArgError, AskChoiceArgs, AskConfirmArgs, AskFormArgs, AskMultiSelectArgs, AskTextArgs, ToolKind,
+    ArgError, AskChoiceArgs, AskConfirmArgs, AskFormArgs, AskMultiSelectArgs, AskTextArgs, AskTool,
+    ToolKind,
 };
 use crate::wait::Outcome;
 
@@ -368,6 +369,17 @@ impl HimServer {
 
     /// One ask tool's call: the retry of a 2026-07-28 round trip is finished at once;
     /// otherwise the question goes through the channel chain while heartbeats go out.
+    /// The body of each of the five ask tools.
+    async fn ask_tool<A: AskTool>(
+        &self,
+        args: A,
+        retry: Retry,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.ask(A::KIND, args.to_form(), args.wait_ms(), retry, ctx)
+            .await
+    }
+
     async fn ask(
         &self,
         tool: ToolKind,
@@ -579,9 +591,7 @@ impl HimServer {
         Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let retry = Retry { state, responses };
-        self.ask(ToolKind::Text, args.to_form(), args.timeout_ms, retry, ctx)
-            .await
+        self.ask_tool(args, Retry { state, responses }, ctx).await
     }
 
     /// Ask the person to pick one of 2–25 options; the answer is the chosen label.
@@ -600,15 +610,7 @@ impl HimServer {
         Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let retry = Retry { state, responses };
-        self.ask(
-            ToolKind::Choice,
-            args.to_form(),
-            args.timeout_ms,
-            retry,
-            ctx,
-        )
-        .await
+        self.ask_tool(args, Retry { state, responses }, ctx).await
     }
 
     /// Ask the person to pick any number of options (bounded by min/max); the answer is
@@ -626,15 +628,7 @@ impl HimServer {
         Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let retry = Retry { state, responses };
-        self.ask(
-            ToolKind::MultiSelect,
-            args.to_form(),
-            args.timeout_ms,
-            retry,
-            ctx,
-        )
-        .await
+        self.ask_tool(args, Retry { state, responses }, ctx).await
     }
 
     /// Ask the person a yes/no question; `confirmed` is true or false.
@@ -654,15 +648,7 @@ impl HimServer {
         Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let retry = Retry { state, responses };
-        self.ask(
-            ToolKind::Confirm,
-            args.to_form(),
-            args.timeout_ms,
-            retry,
-            ctx,
-        )
-        .await
+        self.ask_tool(args, Retry { state, responses }, ctx).await
     }
 
     /// Ask the person to fill in a form of several typed fields at once (text, email, url,
@@ -682,15 +668,7 @@ impl HimServer {
         Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let retry = Retry { state, responses };
-        self.ask(
-            ToolKind::Form,
-            args.to_form(),
-            args.timeout_ms(),
-            retry,
-            ctx,
-        )
-        .await
+        self.ask_tool(args, Retry { state, responses }, ctx).await
     }
 
     /// Collect the person's answer to a question whose call ended unanswered (its result
