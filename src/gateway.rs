@@ -262,15 +262,7 @@ pub fn lock_in(
 
 /// Binds the stable socket; only the lock holder calls this, so a file there is stale.
 fn bind(runtime_dir: &Path) -> Result<(UnixListener, PathBuf), HostError> {
-    let path = runtime::gateway_socket(runtime_dir);
-    let _ = std::fs::remove_file(&path);
-    let bind_err = |err| HostError::Bind {
-        path: path.clone(),
-        err,
-    };
-    let listener = UnixListener::bind(&path).map_err(bind_err)?;
-    runtime::make_socket_private(&path).map_err(bind_err)?;
-    Ok((listener, path))
+    crate::host::bind_over(runtime::gateway_socket(runtime_dir))
 }
 
 /// The gateway: the host side on the stable socket, its "extension" the bridge to the hosts

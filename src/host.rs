@@ -109,8 +109,14 @@ pub fn bind(runtime_dir: &Path, pid: u32) -> Result<(UnixListener, PathBuf), Hos
     runtime::ensure_private_dir(runtime_dir).map_err(HostError::Runtime)?;
     let hosts = runtime::hosts_dir(runtime_dir);
     runtime::ensure_private_dir(&hosts).map_err(HostError::Runtime)?;
-    let path = runtime::socket_path(runtime_dir, pid);
     // A file under our own pid is left over from an earlier process that had this pid.
+    bind_over(runtime::socket_path(runtime_dir, pid))
+}
+
+/// Binds a socket at `path`, private to this user, in place of any file there: for a path
+/// only this process may hold (its own pid's, or one taken under a lock), where a file left
+/// there is stale. The host, the gateway and the Matrix bridge each bind this way.
+pub fn bind_over(path: PathBuf) -> Result<(UnixListener, PathBuf), HostError> {
     let _ = std::fs::remove_file(&path);
     let bind_err = |err| HostError::Bind {
         path: path.clone(),

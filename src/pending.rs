@@ -63,6 +63,19 @@ struct Parked {
     withdrawn: CancellationToken,
 }
 
+impl Parked {
+    /// The context of a result given for it after its own call has returned.
+    fn context<'a>(&'a self, id: &'a str) -> CallContext<'a> {
+        CallContext {
+            tool: self.tool,
+            form: &self.form,
+            question_id: id,
+            elapsed_ms: 0,
+            client_elicitation: false,
+        }
+    }
+}
+
 /// What a call that waited on a parked question found.
 pub enum Waited {
     /// Still open: the result that says so.
@@ -153,13 +166,7 @@ impl Parking {
     pub fn withdraw(&self, id: &str) -> Option<AskResult> {
         let parked = self.lock().get(id).cloned()?;
         parked.withdrawn.cancel();
-        let cx = CallContext {
-            tool: parked.tool,
-            form: &parked.form,
-            question_id: id,
-            elapsed_ms: 0,
-            client_elicitation: false,
-        };
+        let cx = parked.context(id);
         Some(ask_result::from_outcome(
             &cx,
             Via::Extension,
@@ -335,13 +342,7 @@ fn answer_of(id: &str, outcome: &Outcome, answered_by: Option<String>) -> Option
 
 /// `get_answer`'s (or the same question's) result while the parked question is still open.
 fn still_open(parked: &Parked, id: &str, collect: Collect) -> AskResult {
-    let cx = CallContext {
-        tool: parked.tool,
-        form: &parked.form,
-        question_id: id,
-        elapsed_ms: 0,
-        client_elicitation: false,
-    };
+    let cx = parked.context(id);
     let mut result = ask_result::unanswered(
         &cx,
         Status::Pending,

@@ -112,15 +112,7 @@ pub fn run() -> Result<ExitCode, BoxError> {
 
 /// Binds the bridge's socket; only the lock holder calls this, so a file there is stale.
 fn bind(runtime_dir: &Path) -> Result<(UnixListener, PathBuf), HostError> {
-    let path = runtime::matrix_socket(runtime_dir);
-    let _ = std::fs::remove_file(&path);
-    let bind_err = |err| HostError::Bind {
-        path: path.clone(),
-        err,
-    };
-    let listener = UnixListener::bind(&path).map_err(bind_err)?;
-    runtime::make_socket_private(&path).map_err(bind_err)?;
-    Ok((listener, path))
+    him::host::bind_over(runtime::matrix_socket(runtime_dir))
 }
 
 async fn serve(runtime_dir: &Path, idle: Duration) -> Result<(), BoxError> {
@@ -264,11 +256,7 @@ async fn run_room(
     let (client, session) = super::setup::restore(dir).await?;
     let me = UserId::parse(&session.user_id)?;
     let room_id = RoomId::parse(&config.room_id)?;
-    let answerers = config
-        .answerers
-        .iter()
-        .map(|u| UserId::parse(u.as_str()))
-        .collect::<Result<HashSet<_>, _>>()?;
+    let answerers = config.answerer_ids()?;
     let (events_tx, mut events) = mpsc::unbounded_channel::<FromRoom>();
     add_handlers(&client, &room_id, &me, events_tx);
     let room = first_sync(&client, &room_id).await;
@@ -611,30 +599,12 @@ impl Bridge {
         let event = match sent {
             Ok(sent) => sent.response.event_id,
             Err(err) => {
-                tracing::warn!(
-                    id,
-                    "cannot post the question ({err}); trying again every {} s",
-                    RETRY_POST.as_secs()
-                );
-                self.unposted.insert(id, ask);
+                self.post_later(ask, "question", &err);
                 return Ok(());
             }
         };
-        self.unposted.remove(&id);
         tracing::info!(id, event = %event, "question posted");
-        let until_ms = ask.ask.asked_at_ms.saturating_add(ask.ask.timeout_ms);
-        self.posted.insert(
-            id.clone(),
-            Posted {
-                event: event.clone(),
-                until_ms,
-                poll: None,
-                code: None,
-                progress: None,
-            },
-        );
-        self.keep_posted();
-        self.by_event.insert(event.clone(), id.clone());
+        self.remember_posted(&ask, &event, None, None);
         self.open.insert(
             id.clone(),
             Open {
@@ -656,6 +626,47 @@ impl Bridge {
             self.in_thread(&root, None, &start).await;
         }
         self.send_host(&ExtensionToHost::Shown { id }).await
+    }
+
+    /// A question the homeserver did not take: tried again every [`RETRY_POST`].
+    fn post_later(&mut self, ask: LabelledAsk, what: &str, err: &dyn std::fmt::Display) {
+        let id = ask.ask.id.clone();
+        tracing::warn!(
+            id,
+            "cannot post the {what} ({err}); trying again every {} s",
+            RETRY_POST.as_secs()
+        );
+        self.unposted.insert(id, ask);
+    }
+
+    /// Notes where question `ask` was posted (its message, and a permission prompt's poll
+    /// and code), here and in `posted.json`, so that answers in reply find it, also after a
+    /// restart.
+    fn remember_posted(
+        &mut self,
+        ask: &LabelledAsk,
+        event: &OwnedEventId,
+        poll: Option<OwnedEventId>,
+        code: Option<String>,
+    ) {
+        let id = &ask.ask.id;
+        self.unposted.remove(id);
+        self.by_event.insert(event.clone(), id.clone());
+        if let Some(poll) = &poll {
+            self.by_event.insert(poll.clone(), id.clone());
+        }
+        let until_ms = ask.ask.asked_at_ms.saturating_add(ask.ask.timeout_ms);
+        self.posted.insert(
+            id.clone(),
+            Posted {
+                event: event.clone(),
+                until_ms,
+                poll,
+                code,
+                progress: None,
+            },
+        );
+        self.keep_posted();
     }
 
     /// Posts an agent's permission prompt (`permission.rs`): the message with the input in a
@@ -684,16 +695,10 @@ impl Bridge {
         {
             Ok(sent) => sent.response.event_id,
             Err(err) => {
-                tracing::warn!(
-                    id,
-                    "cannot post the permission prompt ({err}); trying again every {} s",
-                    RETRY_POST.as_secs()
-                );
-                self.unposted.insert(id, ask);
+                self.post_later(ask, "permission prompt", &err);
                 return Ok(());
             }
         };
-        self.unposted.remove(&id);
         let poll = match self
             .room
             .send_raw(
@@ -709,22 +714,7 @@ impl Bridge {
             }
         };
         tracing::info!(id, event = %event, "permission prompt posted");
-        let until_ms = ask.ask.asked_at_ms.saturating_add(ask.ask.timeout_ms);
-        self.posted.insert(
-            id.clone(),
-            Posted {
-                event: event.clone(),
-                until_ms,
-                poll: poll.clone(),
-                code: code.clone(),
-                progress: None,
-            },
-        );
-        self.keep_posted();
-        self.by_event.insert(event.clone(), id.clone());
-        if let Some(poll) = &poll {
-            self.by_event.insert(poll.clone(), id.clone());
-        }
+        self.remember_posted(&ask, &event, poll.clone(), code.clone());
         self.open.insert(
             id.clone(),
             Open {

@@ -414,7 +414,7 @@ fn one(field: &str, value: Value, note: Option<String>) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use him::tools::{AskChoiceArgs, AskConfirmArgs, AskMultiSelectArgs};
+    use him::tools::{AskChoiceArgs, AskConfirmArgs, AskMultiSelectArgs, AskTool};
 
     fn choice(args: Value) -> Form {
         serde_json::from_value::<AskChoiceArgs>(args)

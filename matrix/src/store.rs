@@ -9,10 +9,12 @@
 //! - `status.json`: what the doctor reads of the store (the last sync, who is verified);
 //! - `bridge.log`: the bridge's log, when `him serve` or `him ask` started it.
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use matrix_sdk::ruma::{OwnedUserId, UserId};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +38,16 @@ pub struct RoomConfig {
     pub answerers: Vec<String>,
     #[serde(default)]
     pub allow_unencrypted: bool,
+}
+
+impl RoomConfig {
+    /// The answerers as Matrix user ids; an id that is not one is an error naming it.
+    pub fn answerer_ids(&self) -> Result<HashSet<OwnedUserId>, matrix_sdk::ruma::IdParseError> {
+        self.answerers
+            .iter()
+            .map(|u| UserId::parse(u.as_str()))
+            .collect()
+    }
 }
 
 /// `<state>/matrix`, made private.

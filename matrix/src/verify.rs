@@ -14,7 +14,6 @@
 //! store: it reads what was answered meanwhile), and a bridge started while the command runs
 //! leaves at once.
 
-use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -165,11 +164,7 @@ pub fn hold_the_bridge(runtime_dir: &Path) -> Result<(Flock<File>, bool), BoxErr
 async fn verify(dir: &Path, room: &RoomConfig) -> Result<ExitCode, BoxError> {
     let (client, session) = super::setup::restore(dir).await?;
     let me = UserId::parse(&session.user_id)?;
-    let answerers = room
-        .answerers
-        .iter()
-        .map(|u| UserId::parse(u.as_str()))
-        .collect::<Result<HashSet<_>, _>>()?;
+    let answerers = room.answerer_ids()?;
     let (tx, mut requests) = mpsc::unbounded_channel::<VerificationRequest>();
     add_handlers(&client, &me, tx);
     client.sync_once(super::setup::once()).await?;
