@@ -38,8 +38,10 @@ impl AgentInfo {
     }
 }
 
-/// A question on its way to the person. The form travels as JSON: the host relays it
-/// without reading it, and the agent that built it validates the answer.
+/// A question on its way to the person. The form travels as JSON: the host checks it once
+/// against the form rules (relay.rs: a process that skips `him serve` must not reach the
+/// panel with a form it cannot draw) and passes it on as it came; the agent that built it
+/// validates the answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ask {
     pub id: String,
