@@ -69,6 +69,7 @@ use crate::cli::{HookAgent, HookArgs};
 use crate::config::{Config, clamp_wait};
 use crate::permission::{self, Decision, Request};
 use crate::protocol::AgentInfo;
+use crate::wait::Outcome;
 
 mod overtaken;
 use overtaken::{Call, overtaken};
@@ -138,9 +139,10 @@ pub fn run(args: HookArgs) -> Result<ExitCode, BoxError> {
     }
     let config = Config::from_env()?;
     let wait = clamp_wait(args.wait_ms.unwrap_or(DEFAULT_WAIT_MS));
+    let answers_questions = input.tool_name == permission::ASK_USER_QUESTION;
     let decision = ask(agent, input, &config, wait)?;
     tracing::info!(decision = decision.name(), "hook decided");
-    match decision_json(agent, &decision) {
+    match decision_json(agent, answers_questions, &decision) {
         Some(output) => {
             let mut stdout = std::io::stdout().lock();
             serde_json::to_writer(&mut stdout, &output)?;
@@ -192,7 +194,7 @@ fn ask(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let outcome = runtime.block_on(async {
+    let (prompt, outcome) = runtime.block_on(async {
         let identity = match project {
             Some(project) => Identity {
                 agent: info,
@@ -202,19 +204,39 @@ fn ask(
         };
         let pool = Pool::for_runtime(&config.runtime, identity)
             .with_matrix_route(config.matrix_route, config.reconnect_grace);
-        let outcome = permission::ask_until(
+        let started = std::time::Instant::now();
+        let mut prompt = prompt;
+        let mut outcome = permission::ask_until(
             &pool,
             &prompt,
             wait,
             config.reconnect_grace,
-            overtaken(call),
+            overtaken(call.clone()),
         )
         .await;
+        // A host or gateway older than "allow for this session" refuses a card with a
+        // third choice: the person still gets Allow and Deny, in the time left.
+        if matches!(outcome, Outcome::Refused(_)) && prompt.offers_session() {
+            tracing::info!("a host refused the card with the session choice; asking without it");
+            let plain = Request {
+                suggestions: Vec::new(),
+                ..request.clone()
+            };
+            prompt = permission::prompt_for(&plain, agent.label());
+            outcome = permission::ask_until(
+                &pool,
+                &prompt,
+                wait.saturating_sub(started.elapsed()),
+                config.reconnect_grace,
+                overtaken(call),
+            )
+            .await;
+        }
         // The withdrawal (or the `accepted`) is queued on each host's link; let those tasks
         // write it before the runtime goes, so the panel says why the card left (timed out,
         // answered) rather than seeing the link close.
         pool.close(crate::agent::EXIT_WAIT).await;
-        outcome
+        (prompt, outcome)
     });
     Ok(permission::decide(&request, &prompt, outcome))
 }
@@ -229,22 +251,28 @@ fn suggestions(agent: HookAgent, sent: Option<Value>) -> Vec<Value> {
 }
 
 /// The decision in the agent's hook format; `None` for no decision (empty stdout).
-fn decision_json(agent: HookAgent, decision: &Decision) -> Option<Value> {
+/// `answers_questions`: the call is AskUserQuestion, whose input the answers change.
+fn decision_json(agent: HookAgent, answers_questions: bool, decision: &Decision) -> Option<Value> {
     let decision = match decision {
         Decision::Allow {
             updated_input,
             updated_permissions,
-        } => match agent {
-            // Only where the answers are the point (AskUserQuestion) does the input change.
-            HookAgent::ClaudeCode if updated_input.get("answers").is_some() => {
-                json!({"behavior": "allow", "updatedInput": updated_input})
+        } => {
+            let mut allow = json!({"behavior": "allow"});
+            // Codex fails closed on either key: it gets a bare allow.
+            if agent == HookAgent::ClaudeCode {
+                // Only where the answers are the point does the input change; any other
+                // tool's input is its own, whatever keys it has.
+                if answers_questions {
+                    allow["updatedInput"] = updated_input.clone();
+                }
+                // The person chose "allow for this session": the rules Claude Code offered.
+                if !updated_permissions.is_empty() {
+                    allow["updatedPermissions"] = Value::from(updated_permissions.clone());
+                }
             }
-            // The person chose "allow for this session": the rules Claude Code offered.
-            HookAgent::ClaudeCode if !updated_permissions.is_empty() => {
-                json!({"behavior": "allow", "updatedPermissions": updated_permissions})
-            }
-            _ => json!({"behavior": "allow"}),
-        },
+            allow
+        }
         Decision::Deny { message } => json!({"behavior": "deny", "message": message}),
         Decision::Undecided { .. } => return None,
     };
@@ -263,20 +291,39 @@ mod tests {
             updated_input: json!({"questions": [], "answers": {}}),
             updated_permissions: Vec::new(),
         };
-        let codex = decision_json(HookAgent::Codex, &allow).unwrap();
+        let codex = decision_json(HookAgent::Codex, true, &allow).unwrap();
         assert_eq!(
             codex,
             json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})
         );
-        let claude = decision_json(HookAgent::ClaudeCode, &allow).unwrap();
+        let claude = decision_json(HookAgent::ClaudeCode, true, &allow).unwrap();
         assert!(claude["hookSpecificOutput"]["decision"]["updatedInput"].is_object());
+    }
+
+    #[test]
+    fn a_tool_whose_input_has_answers_keeps_its_input_and_gets_its_session_rules() {
+        let offered = vec![json!({"type": "addRules",
+            "rules": [{"toolName": "mcp__forms__submit"}],
+            "behavior": "allow", "destination": "session"})];
+        let allow = Decision::Allow {
+            updated_input: json!({"answers": ["a"]}),
+            updated_permissions: offered.clone(),
+        };
+        assert_eq!(
+            decision_json(HookAgent::ClaudeCode, false, &allow).unwrap(),
+            json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                "decision": {"behavior": "allow", "updatedPermissions": offered}}})
+        );
     }
 
     #[test]
     fn nobody_deciding_writes_nothing() {
         let undecided = Decision::Undecided { why: "x".into() };
-        assert_eq!(decision_json(HookAgent::ClaudeCode, &undecided), None);
-        assert_eq!(decision_json(HookAgent::Codex, &undecided), None);
+        assert_eq!(
+            decision_json(HookAgent::ClaudeCode, false, &undecided),
+            None
+        );
+        assert_eq!(decision_json(HookAgent::Codex, false, &undecided), None);
     }
 
     #[test]
@@ -289,12 +336,12 @@ mod tests {
             updated_permissions: offered.clone(),
         };
         assert_eq!(
-            decision_json(HookAgent::ClaudeCode, &allow).unwrap(),
+            decision_json(HookAgent::ClaudeCode, false, &allow).unwrap(),
             json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
                 "decision": {"behavior": "allow", "updatedPermissions": offered}}})
         );
         assert_eq!(
-            decision_json(HookAgent::Codex, &allow).unwrap(),
+            decision_json(HookAgent::Codex, true, &allow).unwrap(),
             json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})
         );
     }

@@ -91,6 +91,13 @@ pub struct Prompt {
     kind: PromptKind,
 }
 
+impl Prompt {
+    /// Whether the card offers "allow for this session".
+    pub fn offers_session(&self) -> bool {
+        matches!(&self.kind, PromptKind::Card { session } if !session.is_empty())
+    }
+}
+
 #[derive(Debug, Clone)]
 enum PromptKind {
     /// A permission card: Allow or Deny, with an optional note; and Allow for this session
@@ -221,17 +228,35 @@ fn session_offer(suggestions: &[Value]) -> (Vec<Value>, Vec<String>) {
         {
             continue;
         }
-        let Some(shown) = entry
+        let Some(list) = entry
             .get("rules")
             .and_then(Value::as_array)
             .filter(|list| !list.is_empty())
-            .and_then(|list| list.iter().map(rule_text).collect::<Option<Vec<_>>>())
         else {
             continue;
         };
-        let mut entry = entry.clone();
-        entry.insert("destination".into(), Value::from("session"));
-        kept.push(Value::Object(entry));
+        let Some(shown) = list.iter().map(rule_text).collect::<Option<Vec<_>>>() else {
+            continue;
+        };
+        // Sent back made of what the button shows and nothing else: each rule's tool and
+        // content, for this session.
+        let sent: Vec<Value> = list
+            .iter()
+            .map(|rule| {
+                let mut out = Map::new();
+                out.insert("toolName".into(), rule["toolName"].clone());
+                if let Some(content) = rule.get("ruleContent").filter(|c| !c.is_null()) {
+                    out.insert("ruleContent".into(), content.clone());
+                }
+                Value::Object(out)
+            })
+            .collect();
+        kept.push(json!({
+            "type": "addRules",
+            "rules": sent,
+            "behavior": "allow",
+            "destination": "session",
+        }));
         rules.extend(shown);
     }
     let fits = rules.len() <= MAX_SESSION_RULES
@@ -764,9 +789,10 @@ mod tests {
             tool_name: "Bash".into(),
             input: json!({"command": "npm test", "description": "Run tests"}),
             tool_use_id: None,
+            // Keys the card does not show are not sent back (`extra`, `note`).
             suggestions: vec![json!({"type": "addRules",
-                "rules": [{"toolName": "Bash", "ruleContent": "npm test *"}],
-                "behavior": "allow", "destination": "localSettings"})],
+                "rules": [{"toolName": "Bash", "ruleContent": "npm test *", "note": "x"}],
+                "behavior": "allow", "destination": "localSettings", "extra": "kept?"})],
         }
     }
 

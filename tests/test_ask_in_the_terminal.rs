@@ -334,6 +334,44 @@ fn a_choice_that_takes_free_text_can_be_answered_in_own_words() {
 }
 
 #[test]
+fn going_back_to_a_choice_for_own_words_asks_for_the_words() {
+    let runtime = runtime_dir();
+    let form = json!({"title": "Plan", "allowNote": true, "fields": [
+        {"name": "db", "type": "radio", "label": "Database", "options": ["Postgres", "SQLite"]},
+        {"name": "name", "type": "text", "label": "Name", "required": true}
+    ]});
+    let mut term = InTerminal::ask(runtime.path(), &["form", &form.to_string()]);
+    term.expect("In my own words");
+    term.send("1");
+    term.send(ENTER);
+    term.expect("Name");
+    term.send("alice");
+    term.send(ENTER);
+    term.expect("Note (optional)");
+    term.send(ENTER);
+    term.expect("Change Database: Postgres");
+    term.send(DOWN);
+    term.send(ENTER);
+    term.expect("In my own words");
+    term.send("own");
+    term.send(ENTER);
+    // The note is now the answer: it is asked for, as "Your answer".
+    term.expect("Your answer");
+    term.send("plain files");
+    term.send(ENTER);
+    term.expect("Change the note: plain files");
+    term.send(ENTER);
+    let (result, _) = term.finish();
+    assert_in_terminal(&result, "answered");
+    assert_eq!(
+        result["values"],
+        json!({"db": null, "name": "alice"}),
+        "{result}"
+    );
+    assert_eq!(result["free_text"], "plain files", "{result}");
+}
+
+#[test]
 fn esc_declines_and_ctrl_c_cancels() {
     let runtime = runtime_dir();
     let mut term = InTerminal::ask(runtime.path(), &["confirm", "Deploy?"]);

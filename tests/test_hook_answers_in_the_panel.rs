@@ -371,3 +371,83 @@ async fn the_panel_hears_the_decision_was_taken_before_the_hook_exits() {
     let decision = &stdout_json(&finish(child).await)["hookSpecificOutput"]["decision"];
     assert_eq!(decision["behavior"], "deny");
 }
+
+/// Plays a host of before "allow for this session" on `<runtime>/hosts/<pid>.sock`: it
+/// refuses a permission form with a third choice, as such a host's form rules do, and has the
+/// person allow a card with two. Returns the number of choices of each card it was asked.
+fn older_host(runtime: &std::path::Path) -> std::thread::JoinHandle<Vec<usize>> {
+    use him::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
+    use std::os::unix::fs::PermissionsExt;
+    let hosts = runtime.join("hosts");
+    std::fs::create_dir_all(&hosts).expect("the older host");
+    for dir in [runtime, hosts.as_path()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .expect("the older host");
+    }
+    let path = hosts.join(format!("{}.sock", std::process::id()));
+    let listener = std::os::unix::net::UnixListener::bind(path).expect("the older host");
+    std::thread::spawn(move || {
+        let (mut link, _) = listener.accept().expect("the older host");
+        let mut writer = link.try_clone().expect("the older host");
+        let mut send = |message: Value| {
+            write_frame_sync(&mut writer, message.to_string().as_bytes()).expect("the older host")
+        };
+        let mut asked = Vec::new();
+        while let Ok(Some(frame)) = read_frame_sync(&mut link, MAX_INBOUND) {
+            let message: Value = serde_json::from_slice(&frame).expect("the older host");
+            match message["type"].as_str() {
+                Some("hello") => send(json!({"type": "welcome", "protocol": 1,
+                    "host": {"version": "0.0.9", "pid": std::process::id()},
+                    "extension": {"id": "mephldgjjmdajmfkonfbblipccnbagig", "version": "0.0.9"},
+                    "panel_open": true})),
+                Some("ask") => {
+                    let id = message["id"].clone();
+                    let choices = message["form"]["fields"][0]["options"]
+                        .as_array()
+                        .expect("the older host")
+                        .len();
+                    asked.push(choices);
+                    if choices == 2 {
+                        send(json!({"type": "shown", "id": id}));
+                        send(json!({"type": "answer", "id": id, "action": "submit",
+                                    "values": {"decision": "allow"}}));
+                    } else {
+                        send(json!({"type": "error", "id": id, "message":
+                            "the question's form is not valid: a permission form has one field, \
+                             `decision`: a required radio of `allow` and `deny`, with no default"}));
+                    }
+                }
+                Some("accepted") => break,
+                _ => {}
+            }
+        }
+        asked
+    })
+}
+
+#[tokio::test]
+async fn a_host_older_than_the_session_choice_still_gets_an_allow_and_deny_card() {
+    let runtime = runtime_dir();
+    let host = older_host(runtime.path());
+    let mut input = claude_input();
+    input["permission_suggestions"] = json!([{"type": "addRules",
+        "rules": [{"toolName": "Bash", "ruleContent": "git push *"}],
+        "behavior": "allow", "destination": "localSettings"}]);
+    let hook = start_hook(runtime.path(), "claude-code", &[], &input).await;
+    let output = finish(hook).await;
+    assert!(
+        !output.stdout.is_empty(),
+        "no decision: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        stdout_json(&output),
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                                      "decision": {"behavior": "allow"}}})
+    );
+    assert_eq!(
+        host.join().expect("the older host"),
+        [3, 2],
+        "refused with three choices, asked again with two"
+    );
+}

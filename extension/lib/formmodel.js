@@ -171,7 +171,7 @@ export function checkPermissionForm(form) {
   const rulesFit =
     Array.isArray(rules) &&
     rules.length <= MAX_SESSION_RULES &&
-    rules.every((r) => typeof r === 'string' && r.trim() !== '' && [...r].length <= MAX_SESSION_RULE_CHARS);
+    rules.every((r) => typeof r === 'string' && !ALL_WHITESPACE.test(r) && [...r].length <= MAX_SESSION_RULE_CHARS);
   if (!rulesFit) {
     return refused(
       null,

@@ -323,6 +323,10 @@ function announceArrivals(arrived) {
   setTimeout(() => arrived.forEach((card) => delete card.element.dataset.arrived), ARRIVAL_CUE_MS);
 }
 
+/** How long a chime waits for the audio to start; after that it is left out. */
+const RESUME_WAIT_MS = 300;
+const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** The arrival sound: off unless the person turned it on here (kept in storage.local). */
 let soundOn = false;
 /** Made at the first chime, and kept: a page may start only so many. */
@@ -354,10 +358,13 @@ async function chimeIfWanted() {
   if (level === 'denied') return;
   try {
     audio ??= new AudioContext();
-    if (audio.state === 'suspended') await audio.resume();
+    // A browser that lets no sound start without a click leaves resume() waiting until the
+    // next one: a chime then would come late, and with every other held back. So it plays
+    // now or not at all.
+    if (audio.state === 'suspended') await Promise.race([audio.resume(), delay(RESUME_WAIT_MS)]);
     if (audio.state === 'running') playChime(audio);
   } catch {
-    // No audio device, or the browser allows no sound here: the highlight still shows.
+    // No audio device, or no Web Audio here: the highlight still shows.
   }
 }
 

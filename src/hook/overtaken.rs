@@ -42,6 +42,7 @@ const TRANSCRIPT_EVERY: Duration = Duration::from_millis(500);
 const TRANSCRIPT_TAIL: u64 = 4 * 1024 * 1024;
 
 /// The one call this hook was asked about, and where its agent records its result.
+#[derive(Debug, Clone)]
 pub struct Call {
     pub tool_name: String,
     pub tool_input: Value,

@@ -367,8 +367,6 @@ impl HimServer {
         }
     }
 
-    /// One ask tool's call: the retry of a 2026-07-28 round trip is finished at once;
-    /// otherwise the question goes through the channel chain while heartbeats go out.
     /// The body of each of the five ask tools.
     async fn ask_tool<A: AskTool>(
         &self,
@@ -380,6 +378,8 @@ impl HimServer {
             .await
     }
 
+    /// One ask tool's call: the retry of a 2026-07-28 round trip is finished at once;
+    /// otherwise the question goes through the channel chain while heartbeats go out.
     async fn ask(
         &self,
         tool: ToolKind,

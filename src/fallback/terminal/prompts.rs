@@ -159,7 +159,12 @@ pub fn ask(request: &Request) -> Result<Answer, InquireError> {
     let mut note_pending = form.allow_note;
     loop {
         for field in pending.drain(..) {
-            own_words.retain(|name| *name != field.name);
+            // A field that was or becomes "in my own words" changes what the note is (the
+            // answer, or an addition): the note is asked again.
+            if own_words.contains(&field.name) {
+                own_words.retain(|name| *name != field.name);
+                note_pending = true;
+            }
             match ask_field(form, &field)? {
                 Asked::Value(Some(value)) => {
                     values.insert(field.name.clone(), value);
@@ -170,6 +175,7 @@ pub fn ask(request: &Request) -> Result<Answer, InquireError> {
                 Asked::OwnWords => {
                     values.remove(&field.name);
                     own_words.push(field.name.clone());
+                    note_pending = true;
                 }
                 Asked::Decline => return Ok(reply(Action::Decline, None, None)),
                 Asked::Cancel => return Ok(reply(Action::Cancel, None, None)),

@@ -449,3 +449,46 @@ test('the arrival sound, turned on, stays quiet while the browser has the extens
     delete globalThis.AudioContext;
   }
 });
+
+test('a sound the browser holds back is left out, not played later with the others', async () => {
+  const notes = [];
+  const node = () => ({ connect: (next) => next, frequency: {}, gain: { setValueAtTime() {}, exponentialRampToValueAtTime() {} } });
+  let context = null;
+  const waiting = [];
+  globalThis.AudioContext = class {
+    // As a browser that lets no sound start before a click: resume() waits for one.
+    state = 'suspended';
+    currentTime = 0;
+    destination = node();
+    constructor() {
+      context = this;
+    }
+    resume = () => new Promise((resolve) => waiting.push(resolve));
+    createOscillator = () => ({ ...node(), start: (at) => notes.push(at), stop() {} });
+    createGain = () => node();
+  };
+  try {
+    const { document, push } = await openPanel({
+      storage: { local: { get: async () => ({ sound: true }), set: async () => {}, remove: async () => {} } },
+    });
+    document.hasFocus = () => false;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    const a = question('a', textForm('First'), 'codex');
+    push([a]);
+    const b = question('b', textForm('Second'), 'codex');
+    const c = question('c', textForm('Third'), 'codex');
+    push([a, b]);
+    push([a, b, c]);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(notes.length, 0, 'nothing plays while the audio is held back');
+    // The person clicks somewhere; the audio starts. Only the next arrival is heard.
+    context.state = 'running';
+    waiting.forEach((resume) => resume());
+    push([a, b, c, question('d', textForm('Fourth'), 'codex')]);
+    for (let i = 0; i < 50 && notes.length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(notes.length, 2, 'one chime, the fourth question\'s');
+  } finally {
+    delete globalThis.AudioContext;
+  }
+});
