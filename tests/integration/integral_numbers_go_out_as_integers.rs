@@ -210,12 +210,11 @@ fn python_has_mcp() -> bool {
 
 #[tokio::test]
 async fn the_python_sdk_reads_whole_bounds_as_ints_in_its_elicitation_callback() {
-    if !python_has_mcp() {
-        assert!(
-            std::env::var("HIM_E2E").as_deref() != Ok("1"),
-            "HIM_E2E=1 but python3 cannot import mcp; run `python3 -m pip install mcp==2.3.0`"
-        );
-        eprintln!("skipped: python3 cannot import mcp (python3 -m pip install mcp==2.3.0)");
+    if !require(
+        python_has_mcp(),
+        "python3 cannot import mcp",
+        "python3 -m pip install mcp==2.3.0",
+    ) {
         return;
     }
     let runtime = runtime_dir();

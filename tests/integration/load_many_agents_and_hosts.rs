@@ -35,8 +35,8 @@ fn reply(title: &str) -> String {
 async fn a_thousand_questions_from_twenty_agents_through_two_hosts_each_come_back_to_their_asker() {
     let runtime = runtime_dir();
     let mut browsers = vec![
-        Browser::start(runtime.path()).await,
-        Browser::start(runtime.path()).await,
+        FakeExtension::start_quiet(runtime.path()).await,
+        FakeExtension::start_quiet(runtime.path()).await,
     ];
     let mut agents = Vec::new();
     for a in 0..AGENTS {

@@ -3,7 +3,6 @@
 //! the developer's own browser or another test's hosts: each user has its own uid, home and
 //! runtime directory. Needs root (`useradd`); without it the test is skipped with a
 //! message, except under `HIM_E2E=1`, where that is a failure.
-#![allow(dead_code)] // each test file uses a different part of this module
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -26,25 +25,18 @@ pub struct FreshUser {
     login_session_dir: Option<PathBuf>,
 }
 
-fn e2e_required() -> bool {
-    std::env::var_os("HIM_E2E").is_some_and(|v| v == "1")
-}
-
 /// Skips (returning `None`) when the test cannot make a user, or fails under `HIM_E2E=1`.
 pub fn fresh_user() -> Option<FreshUser> {
-    let root = nix::unistd::geteuid().is_root();
-    let useradd = Path::new("/usr/sbin/useradd").exists();
-    if !root || !useradd {
-        let why = if root {
-            "useradd is missing"
-        } else {
-            "this test makes a user of its own and needs root"
-        };
-        assert!(!e2e_required(), "HIM_E2E=1, but {why}");
-        eprintln!("skipped: {why} (set HIM_E2E=1 to make this a failure)");
-        return None;
-    }
-    Some(FreshUser::create())
+    let ok = super::require(
+        nix::unistd::geteuid().is_root(),
+        "this test makes a user of its own and needs root",
+        "run the tests as root, as CI does",
+    ) && super::require(
+        Path::new("/usr/sbin/useradd").exists(),
+        "useradd is missing",
+        "apt-get install passwd",
+    );
+    ok.then(FreshUser::create)
 }
 
 impl FreshUser {

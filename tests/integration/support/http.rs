@@ -1,6 +1,5 @@
 //! Runs `him serve --http 127.0.0.1:0` as a child process, learns the address it bound from
 //! its stderr, and connects rmcp's own Streamable HTTP client (or plain requests) to it.
-#![allow(dead_code)] // each test file uses a different part of this module
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

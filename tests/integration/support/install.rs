@@ -1,6 +1,6 @@
 //! A throw-away user for the install tests: its own HOME, config home and runtime
 //! directory, so nothing depends on (or touches) the real machine's browsers.
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

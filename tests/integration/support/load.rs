@@ -1,133 +1,15 @@
-//! Helpers for the load and fault tests: browsers (a real host started as Chrome starts it,
-//! with an extension stand-in on its stdio) that can be killed or disconnected, agents
+//! Helpers for the load and fault tests: browsers (`FakeExtension`, started quiet), agents
 //! (`him serve` under rmcp's client) whose process can be killed, memory readings, and a
 //! small seeded random generator so a failing run can be repeated.
-#![allow(dead_code)] // each test file uses a different part of this module
 
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use futures::{SinkExt, StreamExt};
-use him::frame::{FrameCodec, MAX_INBOUND};
 use rmcp::ServiceExt;
-use serde_json::{Value, json};
-use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::{Mutex, mpsc};
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio::process::{Child, Command};
 
-use super::{Agent, PATIENCE, TestClient, eventually, him_bin, origin};
-
-/// The extension's end of one host's stdio: frames from the host arrive on `frames`
-/// (after the stand-in has answered `hello` with `ready`); `sender` writes to the host.
-pub struct Browser {
-    pub pid: u32,
-    child: Child,
-    pub frames: mpsc::UnboundedReceiver<Value>,
-    pub sender: BrowserSender,
-}
-
-/// Writes frames to one host's stdin; shared by whatever plays the person.
-#[derive(Clone)]
-pub struct BrowserSender(Arc<Mutex<Option<FramedWrite<ChildStdin, FrameCodec>>>>);
-
-impl BrowserSender {
-    /// Sends one message; false once the port is closed or the host is gone.
-    pub async fn send(&self, value: Value) -> bool {
-        let bytes = Bytes::from(serde_json::to_vec(&value).expect("json"));
-        match self.0.lock().await.as_mut() {
-            Some(writer) => writer.send(bytes).await.is_ok(),
-            None => false,
-        }
-    }
-
-    pub async fn answer_text(&self, id: &Value, answer: &str) -> bool {
-        self.send(json!({"type": "answer", "id": id, "action": "submit",
-                         "values": {"answer": answer}}))
-            .await
-    }
-
-    /// The extension closes the port: the host sees stdin EOF.
-    pub async fn close(&self) {
-        self.0.lock().await.take();
-    }
-}
-
-impl Browser {
-    /// Starts a host as Chrome does and waits until it listens.
-    pub async fn start(runtime: &Path) -> Browser {
-        let mut child = Command::new(him_bin())
-            .arg(origin())
-            .env("HIM_RUNTIME_DIR", runtime)
-            .env("HIM_STATE_DIR", super::state_dir(runtime))
-            .env("HIM_LOG", "error")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn host");
-        let pid = child.id().expect("pid");
-        let mut reader = FramedRead::new(
-            child.stdout.take().expect("stdout"),
-            FrameCodec::new(MAX_INBOUND),
-        );
-        let writer = FramedWrite::new(
-            child.stdin.take().expect("stdin"),
-            FrameCodec::new(MAX_INBOUND),
-        );
-        let sender = BrowserSender(Arc::new(Mutex::new(Some(writer))));
-        let (tx, frames) = mpsc::unbounded_channel();
-        let ready = sender.clone();
-        tokio::spawn(async move {
-            while let Some(Ok(frame)) = reader.next().await {
-                let value: Value =
-                    serde_json::from_slice(&frame).expect("host wrote a frame that is not JSON");
-                if value["type"] == "hello" {
-                    ready
-                        .send(json!({"type": "ready", "protocol": 1,
-                                     "extension": {"id": him::EXTENSION_ID, "version": "0.0.0-load"}}))
-                        .await;
-                    continue;
-                }
-                if tx.send(value).is_err() {
-                    break;
-                }
-            }
-        });
-        let socket = him::runtime::socket_path(runtime, pid);
-        eventually("the host socket", || socket.exists()).await;
-        Browser {
-            pid,
-            child,
-            frames,
-            sender,
-        }
-    }
-
-    /// The next frame, which must come within the test's patience.
-    pub async fn recv(&mut self) -> Value {
-        tokio::time::timeout(PATIENCE, self.frames.recv())
-            .await
-            .expect("timed out waiting for a frame from the host")
-            .expect("host closed its stdout")
-    }
-
-    /// The browser dies: SIGKILL, the socket file left behind.
-    pub async fn kill(mut self) {
-        self.child.kill().await.expect("kill host");
-    }
-
-    /// The extension disconnects; the host must exit by itself.
-    pub async fn disconnect(mut self) -> std::process::ExitStatus {
-        self.sender.close().await;
-        tokio::time::timeout(PATIENCE, self.child.wait())
-            .await
-            .expect("host did not exit after stdin closed")
-            .expect("wait")
-    }
-}
+use super::{Agent, TestClient, him_bin};
 
 /// `him serve` under rmcp's client, with its process at hand so a test can kill it.
 pub struct AgentProcess {

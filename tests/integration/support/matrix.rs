@@ -36,14 +36,9 @@ pub const PHONE_PATIENCE: Duration = Duration::from_secs(60);
 
 const SHARED_SECRET: &str = "him-test-registration-secret";
 
-fn e2e_required() -> bool {
-    std::env::var_os("HIM_E2E").is_some_and(|v| v == "1")
-}
-
-/// Skips (returning `None`) or, under `HIM_E2E=1`, fails, saying what is missing.
-fn missing<T>(why: &str) -> Option<T> {
-    assert!(!e2e_required(), "HIM_E2E=1, but {why}");
-    eprintln!("skipped: {why} (set HIM_E2E=1 to make this a failure)");
+/// Skips (returning `None`) or, under `HIM_E2E=1`, fails: [`super::require`].
+fn missing<T>(what: &str, how_to_get_it: &str) -> Option<T> {
+    super::require(false, what, how_to_get_it);
     None
 }
 
@@ -123,14 +118,18 @@ pub fn cargo_in_target(args: &[&str]) -> String {
 /// Whether the phone can run; `None` after saying why not.
 pub fn phone_available() -> Option<()> {
     if !node().exists() {
-        return missing("Node 22 is not installed in tests/e2e/node22 (see .ci/run)");
+        return missing(
+            "Node 22 is not installed in tests/e2e/node22",
+            "npm install --no-save --prefix tests/e2e/node22, as .ci/run does",
+        );
     }
     if !manifest_dir()
         .join("tests/e2e/matrix/node_modules/matrix-js-sdk")
         .exists()
     {
         return missing(
-            "matrix-js-sdk is not installed in tests/e2e/matrix (npm ci --prefix tests/e2e/matrix)",
+            "matrix-js-sdk is not installed in tests/e2e/matrix",
+            "npm ci --prefix tests/e2e/matrix",
         );
     }
     Some(())
@@ -146,11 +145,10 @@ fn free_port() -> u16 {
 fn start_synapse() -> Option<Synapse> {
     let python = venv().join("bin/python");
     if !python.exists() {
-        return missing(&format!(
-            "Synapse is not installed (no {}; .ci/run installs matrix-synapse there, or set \
-             HIM_SYNAPSE_VENV)",
-            python.display()
-        ));
+        return missing(
+            &format!("Synapse is not installed (no {})", python.display()),
+            ".ci/synapse installs matrix-synapse there, or set HIM_SYNAPSE_VENV",
+        );
     }
     let dir = tempfile::Builder::new()
         .prefix("him-synapse-")

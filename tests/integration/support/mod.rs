@@ -1,7 +1,6 @@
 //! Test helpers that drive the real `him` binary: `FakeExtension` plays the browser side
 //! by starting `him chrome-extension://<id>/` exactly as Chrome does and speaking native
 //! messaging on its stdio; `Agent` is rmcp's own client running `him serve`.
-#![allow(dead_code)] // each test file uses a different part of this module
 
 pub mod fresh_user;
 pub mod http;
@@ -28,7 +27,8 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 /// Every tool him serve lists.
@@ -44,6 +44,27 @@ pub const TOOLS: [&str; 7] = [
 
 /// Long enough for a loaded CI machine; a test that needs it has already failed.
 pub const PATIENCE: Duration = Duration::from_secs(15);
+
+/// Whether `HIM_E2E=1` (`.ci/run` sets it): everything the tests can use must be there.
+pub fn e2e_required() -> bool {
+    std::env::var_os("HIM_E2E").is_some_and(|v| v == "1")
+}
+
+/// The one rule for a test that needs what a machine may lack (a browser, a real client, the
+/// packages of tests/e2e, root, Synapse): when `have` is false the test is skipped, saying on
+/// stderr what is `missing` and `how_to_get_it`, or, under `HIM_E2E=1`, it fails saying so.
+/// Returns `have`: the test goes on when true.
+pub fn require(have: bool, missing: &str, how_to_get_it: &str) -> bool {
+    if have {
+        return true;
+    }
+    assert!(
+        !e2e_required(),
+        "HIM_E2E=1, but {missing} ({how_to_get_it})"
+    );
+    eprintln!("skipped: {missing} ({how_to_get_it}; HIM_E2E=1 makes this a failure)");
+    false
+}
 
 pub fn him_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_him"))
@@ -121,13 +142,57 @@ pub async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) {
     }
 }
 
-/// The browser side: a native host started as Chrome starts it, and its stdio.
+/// The browser side, the one stand-in for it in these tests: a native host started as Chrome
+/// starts it, and the extension's end of its stdio. Frames from the host are read as they
+/// come, as a browser reads them, onto `frames` (`recv` takes the next); `sender`, which can
+/// be cloned, writes to the host, so that whatever plays the person can answer while the test
+/// reads. The host can be killed (SIGKILL, its socket left behind) or disconnected (stdin EOF).
 pub struct FakeExtension {
     pub child: Child,
     pub pid: u32,
     pub socket: PathBuf,
-    reader: FramedRead<ChildStdout, FrameCodec>,
-    writer: Option<FramedWrite<ChildStdin, FrameCodec>>,
+    pub frames: mpsc::UnboundedReceiver<Value>,
+    pub sender: BrowserSender,
+}
+
+/// Writes frames to one host's stdin; shared by whatever plays the person.
+#[derive(Clone)]
+pub struct BrowserSender(Arc<tokio::sync::Mutex<Option<FramedWrite<ChildStdin, FrameCodec>>>>);
+
+impl BrowserSender {
+    /// Sends one message; false once the port is closed or the host is gone.
+    pub async fn send(&self, value: Value) -> bool {
+        self.send_raw(serde_json::to_vec(&value).expect("json"))
+            .await
+    }
+
+    /// Sends `bytes` as one frame, whatever they hold; false once the port is closed.
+    pub async fn send_raw(&self, bytes: Vec<u8>) -> bool {
+        match self.0.lock().await.as_mut() {
+            Some(writer) => writer.send(Bytes::from(bytes)).await.is_ok(),
+            None => false,
+        }
+    }
+
+    pub async fn answer_text(&self, id: &Value, answer: &str) -> bool {
+        self.send(json!({"type": "answer", "id": id, "action": "submit",
+                         "values": {"answer": answer}}))
+            .await
+    }
+
+    /// Writes bytes with no framing at all.
+    pub async fn write_unframed(&self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        let mut writer = self.0.lock().await;
+        let writer = writer.as_mut().expect("stdin still open");
+        writer.get_mut().write_all(bytes).await.expect("write");
+        writer.get_mut().flush().await.expect("flush");
+    }
+
+    /// The extension closes the port: the host sees stdin EOF.
+    pub async fn close(&self) {
+        self.0.lock().await.take();
+    }
 }
 
 impl FakeExtension {
@@ -175,6 +240,11 @@ impl FakeExtension {
         FakeExtension::launch(command, runtime).await
     }
 
+    /// As `start`, logging errors only: one of many browsers of a load or fault test.
+    pub async fn start_quiet(runtime: &Path) -> FakeExtension {
+        FakeExtension::start_with(runtime, Stdio::inherit(), &[("HIM_LOG", "error")]).await
+    }
+
     /// Starts `command` as Chrome starts the host (its origin as the one argument, stdio
     /// piped) and does the handshake; the host must listen in `runtime`. The command
     /// carries the environment, user and log destination the test chose.
@@ -197,7 +267,7 @@ impl FakeExtension {
             .spawn()
             .expect("spawn host");
         let pid = child.id().expect("pid");
-        let reader = FramedRead::new(
+        let mut reader = FramedRead::new(
             child.stdout.take().expect("stdout"),
             FrameCodec::new(MAX_INBOUND),
         );
@@ -205,13 +275,28 @@ impl FakeExtension {
             child.stdin.take().expect("stdin"),
             FrameCodec::new(MAX_INBOUND),
         );
+        let (tx, frames) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(frame) = reader.next().await {
+                // What is not JSON reaches `recv` as a string, which it refuses by name.
+                let value = match frame {
+                    Ok(frame) => serde_json::from_slice(&frame).unwrap_or_else(|_| {
+                        Value::String(format!("not JSON: {}", String::from_utf8_lossy(&frame)))
+                    }),
+                    Err(err) => Value::String(format!("a bad frame: {err}")),
+                };
+                if tx.send(value).is_err() {
+                    break;
+                }
+            }
+        });
         let socket = him::runtime::socket_path(runtime, pid);
         let mut ext = FakeExtension {
             child,
             pid,
             socket,
-            reader,
-            writer: Some(writer),
+            frames,
+            sender: BrowserSender(Arc::new(tokio::sync::Mutex::new(Some(writer)))),
         };
         let hello = ext.recv().await;
         assert_eq!(hello["type"], "hello", "first frame from the host: {hello}");
@@ -227,13 +312,10 @@ impl FakeExtension {
 
     /// The next frame from the host, which must arrive and be a JSON object.
     pub async fn recv(&mut self) -> Value {
-        let frame = tokio::time::timeout(PATIENCE, self.reader.next())
+        let value = tokio::time::timeout(PATIENCE, self.frames.recv())
             .await
             .expect("timed out waiting for a frame from the host")
-            .expect("host closed its stdout")
-            .expect("bad frame from the host");
-        let value: Value =
-            serde_json::from_slice(&frame).expect("host wrote a frame that is not JSON");
+            .expect("host closed its stdout");
         assert!(value.is_object(), "host wrote a non-object: {value}");
         value
     }
@@ -254,32 +336,24 @@ impl FakeExtension {
 
     /// Whether a frame arrives within `wait`.
     pub async fn quiet_for(&mut self, wait: Duration) -> Option<Value> {
-        match tokio::time::timeout(wait, self.reader.next()).await {
-            Ok(Some(Ok(frame))) => Some(serde_json::from_slice(&frame).expect("json")),
-            Ok(other) => panic!("host link ended: {other:?}"),
+        match tokio::time::timeout(wait, self.frames.recv()).await {
+            Ok(Some(frame)) => Some(frame),
+            Ok(None) => panic!("host link ended"),
             Err(_) => None,
         }
     }
 
     pub async fn send(&mut self, value: Value) {
-        self.send_raw(serde_json::to_vec(&value).expect("json"))
-            .await;
+        assert!(self.sender.send(value).await, "write to host stdin");
     }
 
     pub async fn send_raw(&mut self, bytes: Vec<u8>) {
-        let writer = self.writer.as_mut().expect("stdin still open");
-        writer
-            .send(Bytes::from(bytes))
-            .await
-            .expect("write to host stdin");
+        assert!(self.sender.send_raw(bytes).await, "write to host stdin");
     }
 
     /// Writes bytes with no framing at all.
     pub async fn write_unframed(&mut self, bytes: &[u8]) {
-        use tokio::io::AsyncWriteExt;
-        let writer = self.writer.as_mut().expect("stdin still open");
-        writer.get_mut().write_all(bytes).await.expect("write");
-        writer.get_mut().flush().await.expect("flush");
+        self.sender.write_unframed(bytes).await;
     }
 
     /// Takes the next `ask`, says it is shown, and returns it.
@@ -301,15 +375,22 @@ impl FakeExtension {
             .await;
     }
 
-    /// The browser closes the port: stdin EOF. Returns the host's exit status.
+    /// The browser closes the port: stdin EOF. Returns the host's exit status, which it must
+    /// reach by itself.
     pub async fn close(mut self) -> std::process::ExitStatus {
-        self.writer = None;
+        self.sender.close().await;
         tokio::time::timeout(PATIENCE, self.child.wait())
             .await
-            .expect("host did not exit")
+            .expect("host did not exit after stdin closed")
             .expect("wait")
     }
 
+    /// As `close`: the extension disconnects.
+    pub async fn disconnect(self) -> std::process::ExitStatus {
+        self.close().await
+    }
+
+    /// The browser dies: SIGKILL, the socket file left behind.
     pub async fn kill(mut self) {
         self.child.kill().await.expect("kill host");
     }

@@ -8,7 +8,6 @@
 //!
 //! Needs root, sshd, ssh, ip, unshare and nsenter; [`Lab::new`] skips with a message when
 //! one is missing, and fails instead under `HIM_E2E=1`.
-#![allow(dead_code)] // each test file uses a different part of this module
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -34,16 +33,6 @@ pub struct Lab {
     _keys: tempfile::TempDir,
 }
 
-fn e2e_required() -> bool {
-    std::env::var_os("HIM_E2E").is_some_and(|v| v == "1")
-}
-
-fn skip(why: &str) -> Option<Lab> {
-    assert!(!e2e_required(), "HIM_E2E=1, but {why}");
-    eprintln!("skipped: {why} (set HIM_E2E=1 to make this a failure)");
-    None
-}
-
 fn run(program: &str, args: &[&str]) {
     let status = std::process::Command::new(program)
         .args(args)
@@ -63,10 +52,12 @@ impl Lab {
             "/usr/bin/nsenter",
             "/usr/bin/python3",
         ] {
-            if !Path::new(tool).exists() {
-                return skip(&format!(
-                    "{tool} is missing (apt-get install openssh-server openssh-client iproute2 util-linux python3)"
-                ));
+            if !super::require(
+                Path::new(tool).exists(),
+                &format!("{tool} is missing"),
+                "apt-get install openssh-server openssh-client iproute2 util-linux python3",
+            ) {
+                return None;
             }
         }
         let mut laptop = fresh_user()?;
