@@ -300,7 +300,10 @@ async fn a_person_who_declines_or_cancels_is_reported_as_such() {
 async fn an_instant_decline_is_suspected_to_be_the_clients_and_handed_to_chat() {
     for era in ERAS {
         for person in [Person::Decline, Person::Cancel] {
-            let (client, _, _runtime) = start(era, person, &[("HIM_AUTO_REJECT_MS", "400")]).await;
+            // Any decline within a minute counts as instant: however loaded the machine, the
+            // scripted person's at-once reply is well inside it.
+            let (client, _, _runtime) =
+                start(era, person, &[("HIM_AUTO_REJECT_MS", "60000")]).await;
             let result = call_tool(
                 &client,
                 "ask_choice",
@@ -664,11 +667,8 @@ async fn after_a_failed_elicitation_the_question_stays_open_beside_the_loopback_
     });
     let calls = handler.calls.clone();
     eventually("the elicitation", || calls.load(Ordering::SeqCst) == 1).await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert!(
-        !call.is_finished(),
-        "the question ended with the failed elicitation"
-    );
+    // The browser that appears now gets the question and its answer is the result: the
+    // question did not end with the failed elicitation (no wait for it not to).
     let mut ext = FakeExtension::start(runtime.path()).await;
     let ask = ext.take_ask().await;
     ext.submit(&ask["id"], json!({"answer": "main"})).await;

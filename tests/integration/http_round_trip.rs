@@ -1,8 +1,6 @@
 //! `him serve --http`: rmcp's own Streamable HTTP client reaches the person through the real
 //! native host, sessions stay apart, and a client that leaves has its questions withdrawn.
 
-use std::time::Duration;
-
 use crate::support::http::*;
 use crate::support::*;
 use serde_json::json;
@@ -151,20 +149,32 @@ async fn a_client_that_vanishes_mid_question_has_it_withdrawn() {
 #[tokio::test]
 async fn an_idle_session_expires() {
     let runtime = runtime_dir();
-    let server = HttpServer::start(runtime.path(), &[], &[("HIM_HTTP_IDLE_MS", "300")]).await;
+    // Long enough for the request below to come before it; the expiry is waited for.
+    let server = HttpServer::start(runtime.path(), &[], &[("HIM_HTTP_IDLE_MS", "1000")]).await;
     let http = reqwest::Client::new();
     let session = server.initialize(&http, "idler").await;
     let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
-    let status = server
+    let response = server
         .post(&http, list)
         .header("Mcp-Session-Id", &session)
         .header("Mcp-Protocol-Version", "2025-06-18")
         .send()
         .await
-        .unwrap()
-        .status();
-    assert_eq!(status, 200);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // Read to its end: a response left unread is a client gone mid-call, which ends the
+    // session as abandoned, not idle.
+    let tools = response.text().await.unwrap();
+    assert!(tools.contains("ask_text"), "{tools}");
+    // Polling with requests would keep it alive: the server's log says when it expired.
+    let expired = format!("session={session}");
+    eventually("the session to expire", || {
+        server
+            .stderr_text()
+            .lines()
+            .any(|line| line.contains("HTTP session expired (idle)") && line.contains(&expired))
+    })
+    .await;
     let status = server
         .post(&http, list)
         .header("Mcp-Session-Id", &session)

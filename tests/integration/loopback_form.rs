@@ -4,11 +4,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 
 use crate::support;
 use crate::support::*;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 
@@ -39,6 +40,9 @@ async fn recorded_url(dir: &Path) -> String {
 struct Asked {
     child: Child,
     url: String,
+    /// Its stderr so far, read as it comes.
+    stderr: Arc<Mutex<String>>,
+    stderr_read: tokio::task::JoinHandle<()>,
     _runtime: tempfile::TempDir,
 }
 
@@ -50,7 +54,13 @@ impl Asked {
     async fn start_logging(args: &[&str], log: &str) -> Asked {
         let runtime = runtime_dir();
         let browser = recording_browser(runtime.path());
-        let child = Command::new(him_bin())
+        // The form's debug line for each request it starts to read, which `half_sent` waits for.
+        let log = if log == "trace" {
+            log.to_owned()
+        } else {
+            format!("{log},him::fallback::loopback=debug")
+        };
+        let mut child = Command::new(him_bin())
             .arg("ask")
             .args(args)
             .env("HIM_RUNTIME_DIR", runtime.path())
@@ -63,12 +73,32 @@ impl Asked {
             .kill_on_drop(true)
             .spawn()
             .expect("spawn him ask");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let stderr_read = tokio::spawn({
+            let stderr = stderr.clone();
+            async move {
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let mut text = stderr.lock().expect("stderr");
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+            }
+        });
         let url = recorded_url(runtime.path()).await;
         Asked {
             child,
             url,
+            stderr,
+            stderr_read,
             _runtime: runtime,
         }
+    }
+
+    /// How many requests the form has started to read (each is told 410 once it closes).
+    fn requests_under_way(&self) -> usize {
+        let text = self.stderr.lock().expect("stderr");
+        text.matches("loopback form: a request under way").count()
     }
 
     fn port(&self) -> u16 {
@@ -98,9 +128,11 @@ impl Asked {
             .await
             .expect("him ask ended")
             .expect("output");
+        self.stderr_read.await.expect("stderr read");
         let result: Value = serde_json::from_slice(&output.stdout).expect("result JSON");
         assert_complete(&result);
-        (result, String::from_utf8_lossy(&output.stderr).into_owned())
+        let stderr = self.stderr.lock().expect("stderr").clone();
+        (result, stderr)
     }
 }
 
@@ -237,20 +269,37 @@ async fn the_page_carries_who_asks_and_the_time_left_as_data() {
 }
 
 /// A connection that has started its GET of the page and finishes it on `finish`.
-async fn half_sent_get(port: u16, path: &str, host: &str) -> (TcpStream, Vec<u8>) {
-    half_sent(port, get(path, host)).await
+async fn half_sent_get(asked: &Asked) -> (TcpStream, Vec<u8>) {
+    half_sent(asked, get(&asked.path(), &asked.host())).await
 }
 
-/// A connection that has sent the first bytes of `request`, the rest to send on.
-async fn half_sent(port: u16, request: Vec<u8>) -> (TcpStream, Vec<u8>) {
-    let mut tab = TcpStream::connect(("127.0.0.1", port))
+/// A connection that has sent the first bytes of `request`, the rest to send on, once the
+/// form has started to read it (so that it is told 410, not dropped, when the form closes).
+async fn half_sent(asked: &Asked, request: Vec<u8>) -> (TcpStream, Vec<u8>) {
+    let before = asked.requests_under_way();
+    let mut tab = TcpStream::connect(("127.0.0.1", asked.port()))
         .await
         .expect("connect");
     let (start, rest) = request.split_at(10);
     tab.write_all(start).await.expect("first bytes");
-    // Accepted and being read by the server before the form closes.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    eventually("the form to start reading the request", || {
+        asked.requests_under_way() > before
+    })
+    .await;
     (tab, rest.to_vec())
+}
+
+/// Waits until the form has closed its port (a connection is refused): past the timeout,
+/// or the answer, requests under way are told 410 for a moment (`LINGER`, 1 s).
+async fn closed(port: u16) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the form's port stayed open"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
 
 #[tokio::test]
@@ -259,7 +308,7 @@ async fn a_reload_after_the_answer_gets_a_page_saying_so_with_the_same_headers()
         {"name": "key", "type": "password", "label": "Key", "required": true}]});
     let asked = Asked::start(&["form", &form.to_string()]).await;
     let (port, path, host) = (asked.port(), asked.path(), asked.host());
-    let (reload, rest) = half_sent_get(port, &path, &host).await;
+    let (reload, rest) = half_sent_get(&asked).await;
     let reply = send(
         port,
         &post(
@@ -294,7 +343,8 @@ async fn a_reload_after_the_answer_gets_a_page_saying_so_with_the_same_headers()
 
 #[tokio::test]
 async fn the_page_and_the_page_after_it_closed_are_in_the_browser_s_language() {
-    let asked = Asked::start(&["--timeout-ms", "1500", "text", "Quick?"]).await;
+    // Long enough for the requests below to be under way before it.
+    let asked = Asked::start(&["--timeout-ms", "3000", "text", "Quick?"]).await;
     let (port, path, host) = (asked.port(), asked.path(), asked.host());
     let german = send(port, &get_in(&path, &host, "de-DE,de;q=0.9,en;q=0.8"))
         .await
@@ -316,8 +366,8 @@ async fn the_page_and_the_page_after_it_closed_are_in_the_browser_s_language() {
         .await
         .expect("page");
     assert!(other.body.contains("<html lang=\"en\">"), "{}", other.body);
-    let (reload, rest) = half_sent(port, get_in(&path, &host, "zh-CN,zh;q=0.9")).await;
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let (reload, rest) = half_sent(&asked, get_in(&path, &host, "zh-CN,zh;q=0.9")).await;
+    closed(port).await;
     let closed = send_on(reload, &rest).await.expect("the reload");
     assert_eq!(closed.status, 410, "{}", closed.head);
     assert_secure(&closed);
@@ -334,11 +384,11 @@ async fn the_page_and_the_page_after_it_closed_are_in_the_browser_s_language() {
 
 #[tokio::test]
 async fn a_reload_after_the_timeout_gets_a_page_saying_it_timed_out() {
-    let asked = Asked::start(&["--timeout-ms", "1500", "text", "Quick?"]).await;
-    let (port, path, host) = (asked.port(), asked.path(), asked.host());
-    let (reload, rest) = half_sent_get(port, &path, &host).await;
+    // Long enough for the reload to be under way before it.
+    let asked = Asked::start(&["--timeout-ms", "3000", "text", "Quick?"]).await;
+    let (reload, rest) = half_sent_get(&asked).await;
     // Past the deadline, within the moment the form gives requests under way.
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    closed(asked.port()).await;
     let closed = send_on(reload, &rest).await.expect("the reload");
     assert_eq!(closed.status, 410, "{}", closed.head);
     assert_secure(&closed);
@@ -397,17 +447,12 @@ async fn the_page_is_served_with_a_strict_policy_and_the_answer_is_taken_once() 
 
     // A second tab, already connected (and accepted: the server is reading its request)
     // when the answer comes.
-    let mut second_tab = TcpStream::connect(("127.0.0.1", port))
-        .await
-        .expect("connect");
     let second = post(
         &path,
         &host,
         &json!({"action": "submit", "values": {"choice": "Postgres"}}),
     );
-    let (start, rest) = second.split_at(10);
-    second_tab.write_all(start).await.expect("first bytes");
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (second_tab, rest) = half_sent(&asked, second).await;
     let reply = send(
         port,
         &post(
@@ -420,7 +465,7 @@ async fn the_page_is_served_with_a_strict_policy_and_the_answer_is_taken_once() 
     .expect("answer");
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert_eq!(reply.json()["status"], "answered");
-    let again = send_on(second_tab, rest).await.expect("second submit");
+    let again = send_on(second_tab, &rest).await.expect("second submit");
     assert_eq!(again.status, 410, "{}", again.body);
 
     let (result, stderr) = asked.finish().await;

@@ -208,6 +208,19 @@ async fn a_stale_socket_is_removed_and_does_not_count_as_a_browser() {
     assert!(!stale.exists(), "the stale socket was removed");
 }
 
+/// Polls the agent's status until it sees no browser: it has seen its link end.
+async fn sees_no_browser(agent: &Agent) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let status = call(agent, "human_input_status", json!({})).await;
+        if status["browsers"].as_array().is_some_and(Vec::is_empty) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{status}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// A service worker that restarts kills its host and starts another a moment later. A
 /// question asked in that moment, by an agent that was linked to the old host, waits for
 /// the new one as a question asked a moment earlier would; after the grace, new questions
@@ -216,10 +229,18 @@ async fn a_stale_socket_is_removed_and_does_not_count_as_a_browser() {
 async fn a_question_asked_just_after_the_host_went_away_waits_for_the_next_host() {
     let runtime = runtime_dir();
     let mut first = FakeExtension::start(runtime.path()).await;
+    // A grace far longer than the test: the next host's start never races it.
     let (agent, _) = start_agent(
         runtime.path(),
         "restarting",
-        &[("HIM_RECONNECT_GRACE_MS", "2000")],
+        &[("HIM_RECONNECT_GRACE_MS", "600000")],
+    )
+    .await;
+    // One whose grace ends soon, for the question after it.
+    let (brief, _) = start_agent(
+        runtime.path(),
+        "brief-grace",
+        &[("HIM_RECONNECT_GRACE_MS", "200")],
     )
     .await;
     let agent = std::sync::Arc::new(agent);
@@ -232,25 +253,14 @@ async fn a_question_asked_just_after_the_host_went_away_waits_for_the_next_host(
     assert_eq!(asked.await.unwrap()["via"], "extension");
 
     first.kill().await;
-    // The agent has seen its link end: no browser is linked when the next question opens.
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let status = call(&agent, "human_input_status", json!({})).await;
-        if status["browsers"].as_array().is_some_and(Vec::is_empty) {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{status}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    // The agents have seen their links end: no browser is linked when the next question opens.
+    sees_no_browser(&agent).await;
+    sees_no_browser(&brief).await;
     let asked = {
         let agent = agent.clone();
         tokio::spawn(async move { call(&agent, "ask_text", json!({"question": "Two"})).await })
     };
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert!(
-        !asked.is_finished(),
-        "the question was handed back although a browser was linked moments ago"
-    );
+    // Answered in the next host's panel: it waited rather than being handed back.
     let mut second = FakeExtension::start(runtime.path()).await;
     let ask = second.take_ask().await;
     assert_eq!(ask["form"]["fields"][0]["label"], "Two");
@@ -258,11 +268,15 @@ async fn a_question_asked_just_after_the_host_went_away_waits_for_the_next_host(
     let result = asked.await.unwrap();
     assert_eq!(
         (result["via"].clone(), result["answer"].clone()),
-        (json!("extension"), json!("2"))
+        (json!("extension"), json!("2")),
+        "the question was handed back although a browser was linked moments ago: {result}"
     );
-
     second.kill().await;
-    tokio::time::sleep(std::time::Duration::from_millis(2300)).await;
-    let late = call(&agent, "ask_text", json!({"question": "Three"})).await;
+    sees_no_browser(&brief).await;
+
+    // The brief agent's grace (200 ms from the loss it has seen) is over after this wait,
+    // however slowly the machine runs: a lower bound, not a race.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let late = call(&brief, "ask_text", json!({"question": "Three"})).await;
     assert_eq!(late["status"], "needs_user_input", "{late}");
 }

@@ -198,6 +198,7 @@ async fn an_agent_that_pauses_while_a_long_burst_waits_is_not_cut_off() {
         .expect("join");
     let expected: Vec<String> = (0..count).map(question_id).collect();
     assert_eq!(ids, expected, "every answer, once, in order");
-    // No question was withdrawn from the panel.
-    assert_eq!(ext.quiet_for(Duration::from_millis(500)).await, None);
+    // No question was withdrawn from the panel: a withdrawal would have gone to the browser
+    // before the agent could read its last answer.
+    nothing_came_before_a_new_question(&mut ext, runtime.path()).await;
 }

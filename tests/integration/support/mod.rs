@@ -531,6 +531,27 @@ pub fn assert_complete(result: &Value) {
     );
 }
 
+/// As [`host_still_works`], and the new agent's question is the first frame the browser gets
+/// from here: nothing the test provoked before reached it. An ordering check, not a wait for
+/// nothing to come: the host writes its frames to the browser in order, and whatever it had
+/// relayed before was on its way before the new agent even started.
+pub async fn nothing_came_before_a_new_question(ext: &mut FakeExtension, runtime: &Path) {
+    let (agent, _) = start_agent(runtime, "survivor", &[]).await;
+    let call =
+        tokio::spawn(
+            async move { call(&agent, "ask_text", json!({"question": "Still fine?"})).await },
+        );
+    let ask = ext.recv().await;
+    assert_eq!(
+        (&ask["type"], &ask["agent"]["name"]),
+        (&json!("ask"), &json!("survivor")),
+        "the browser got this before the new question: {ask}"
+    );
+    ext.send(json!({"type": "shown", "id": ask["id"]})).await;
+    ext.submit(&ask["id"], json!({"answer": "yes"})).await;
+    assert_eq!(call.await.expect("call task")["answer"], "yes");
+}
+
 /// Proves the host still relays for a well-behaved agent.
 pub async fn host_still_works(ext: &mut FakeExtension, runtime: &Path) {
     let (agent, _) = start_agent(runtime, "survivor", &[]).await;
