@@ -369,8 +369,26 @@ async fn a_remote_question_survives_a_browser_restart_and_an_ssh_reconnect_and_f
     );
     assert!(bind.len() == 1 && !bind[0].contains('@'), "{bind:?}");
     lab.drop_connection().await;
+    // The dropped connection's sshd lets go of the forward once it sees the connection end.
+    until("the dropped connection's forward to close", || async {
+        lab.live_forwards().await.is_empty()
+    })
+    .await;
     lab.connect().await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // One more forward asked on the new connection, after its own: once sshd has answered
+    // it, it has dealt with the first, bound or not (no wait for a bind not to happen). Not a
+    // session, whose ~/.ssh/rc would tidy the name away.
+    let probe = format!(
+        "{}:{}",
+        lab.remote.home.join("probe.sock").display(),
+        lab.laptop.home.join("probe.sock").display()
+    );
+    let forwarded = lab
+        .ssh(&["-O", "forward", "-R", &probe, REMOTE_ALIAS])
+        .output()
+        .await
+        .expect("ssh -O forward");
+    assert!(forwarded.status.success(), "{forwarded:?}");
     assert!(
         lab.live_forwards().await.is_empty(),
         "the stale socket did not block the bind"

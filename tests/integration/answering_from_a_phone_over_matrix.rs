@@ -27,11 +27,14 @@ fn call_meanwhile(
     tokio::spawn(async move { call(&agent, tool, args).await })
 }
 
-fn ready() -> Option<&'static Synapse> {
+/// The homeserver, the phone and the bridge, and this suite's turn among the heavy ones
+/// (held for the test: bind it to a name, not `_`).
+fn ready() -> Option<(&'static Synapse, support::HeavySuite)> {
+    let alone = support::heavy_suite("matrix");
     phone_available()?;
     let server = synapse()?;
     support::matrix::bridge_built();
-    Some(server)
+    Some((server, alone))
 }
 
 /// The bridge's own unit tests (its package, matrix/, is not `cargo test`'s here): they need
@@ -49,7 +52,9 @@ fn the_bridges_own_unit_tests_pass() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn each_question_kind_is_answered_from_the_phone_by_poll_or_reply() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let agent = s.agent("phone-test-agent").await;
     let me = s.phone.user_id.clone();
@@ -187,7 +192,9 @@ async fn each_question_kind_is_answered_from_the_phone_by_poll_or_reply() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reply_from_someone_not_among_the_answerers_is_ignored() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     // The phone's user is invited but may not answer; a second account may.
     let mut boss = Phone::start().await;
     let boss_name = unique("boss");
@@ -219,7 +226,9 @@ async fn a_reply_from_someone_not_among_the_answerers_is_ignored() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn answered_in_the_panel_first_the_message_says_so_and_the_poll_ends() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let mut panel = FakeExtension::start(&s.runtime()).await;
     let agent = s.agent("panel-first-agent").await;
@@ -270,7 +279,9 @@ async fn answered_in_the_panel_first_the_message_says_so_and_the_poll_ends() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_room_that_is_not_encrypted_is_refused() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let home = tempfile::tempdir().expect("home");
     let (mut phone, bot, _) = support::matrix::bot_logged_in(server, home.path()).await;
     let room = phone
@@ -322,7 +333,9 @@ async fn bridge_pid(runtime: &Path) -> i32 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_bridge_killed_while_the_person_votes_loses_nothing() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let agent = s.agent("restart-agent").await;
     let asking = call_meanwhile(
@@ -374,7 +387,9 @@ async fn the_bridge_killed_while_the_person_votes_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_password_is_never_asked_over_matrix_and_stays_open_at_the_desk() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let mut panel = FakeExtension::start(&s.runtime()).await;
     let agent = s.agent("password-agent").await;
@@ -434,7 +449,9 @@ async fn a_password_is_never_asked_over_matrix_and_stays_open_at_the_desk() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_question_that_times_out_says_so_in_the_room() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let agent = s.agent("timeout-agent").await;
     let asking = call_meanwhile(
@@ -480,7 +497,9 @@ async fn edit_saying(phone: &mut Phone, question: &Value, text: &str) -> String 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_question_kept_for_its_agent_stays_answerable_on_the_phone_and_the_answer_is_kept() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let agent = s
         .agent_with("kept-agent", &[("HIM_KEEP_MS", "600000")])
@@ -612,7 +631,9 @@ async fn open_panel_of(panel: &mut FakeExtension, agent: &Agent, open: bool, bro
 
 #[tokio::test(flavor = "multi_thread")]
 async fn with_the_panel_open_the_phone_rings_only_when_the_person_is_away() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let mut panel = FakeExtension::start(&s.runtime()).await;
     let agent = s
@@ -678,7 +699,9 @@ async fn next_question_body(s: &mut Setup) -> (Value, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_browser_restarting_its_host_does_not_ring_the_phone_until_its_grace_has_passed() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let mut panel = FakeExtension::start(&s.runtime()).await;
     // A second browser, its panel closed, stays linked throughout.
@@ -758,7 +781,9 @@ async fn a_browser_restarting_its_host_does_not_ring_the_phone_until_its_grace_h
 
 #[tokio::test(flavor = "multi_thread")]
 async fn never_keeps_questions_off_the_phone_and_always_sends_them_past_an_open_panel() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let mut panel = FakeExtension::start(&s.runtime()).await;
     let always = s
@@ -829,7 +854,9 @@ impl rmcp::ClientHandler for ElicitingClient {
 async fn with_no_browser_the_clients_own_form_comes_first_and_the_phone_alongside() {
     use rmcp::ServiceExt;
     use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let (forms_tx, mut forms) = tokio::sync::mpsc::unbounded_channel();
     let runtime = s.runtime();
@@ -949,7 +976,9 @@ async fn notice_to(phone: &mut Phone, bot: &str, to: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_permission_is_allowed_from_the_phone_only_with_its_code_and_denied_by_a_vote() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let agent = permission_agent(&s).await;
 
@@ -1037,7 +1066,9 @@ async fn a_permission_is_allowed_from_the_phone_only_with_its_code_and_denied_by
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_answerers_race_the_first_wins_and_the_second_hears_it_was_already_answered() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let mut boss = Phone::start().await;
     let boss_name = unique("boss");
@@ -1105,7 +1136,9 @@ fn doctor(s: &Setup) -> (String, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_doctor_checks_the_matrix_leg_and_says_how_to_fix_what_fails() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let me = s.phone.user_id.clone();
     let (_, section) = doctor(&s);
@@ -1178,7 +1211,9 @@ async fn the_doctor_checks_the_matrix_leg_and_says_how_to_fix_what_fails() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_ci_runner_without_a_browser_asks_the_phone_with_him_ask() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     // The laptop set the bot and the room up once; the runner has the bot's password in its
     // secret store and the room's ID in its configuration (docs/matrix.md, "On a CI runner").
     let mut s = set_up(server, None).await;
@@ -1272,7 +1307,9 @@ async fn thread_message(s: &mut Setup, root: &Value, text: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_form_is_answered_in_a_thread_one_field_at_a_time_a_wrong_value_asked_again() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let agent = s.agent("form-agent").await;
     let asking = call_meanwhile(
@@ -1424,7 +1461,9 @@ fn bot_device(s: &Setup) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_phone_verifies_the_bot_by_emojis_and_the_doctor_says_so() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let me = s.phone.user_id.clone();
     s.phone
@@ -1486,7 +1525,9 @@ async fn the_phone_verifies_the_bot_by_emojis_and_the_doctor_says_so() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_mismatch_cancels_the_verification_and_a_stranger_may_not_verify() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let me = s.phone.user_id.clone();
     s.phone
@@ -1631,7 +1672,9 @@ fn uninstall(s: &Setup, args: &[&str]) -> (bool, String, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn uninstall_removes_the_matrix_session_only_when_asked_and_logs_the_device_out() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let s = set_up(server, None).await;
     let device = bot_device(&s);
     let local = s.home.path().join("state/him/matrix");
@@ -1686,7 +1729,9 @@ async fn uninstall_removes_the_matrix_session_only_when_asked_and_logs_the_devic
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_homeserver_down_mid_question_blocks_nothing_and_the_answer_comes_once_it_is_back() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     // The bot reaches the homeserver through a proxy of this test's own; the phone directly.
     let mut proxy = support::matrix::Proxy::start(server).await;
@@ -1795,7 +1840,9 @@ fn start_bridge(s: &Setup) -> tokio::process::Child {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_form_half_answered_in_its_thread_survives_the_bridge_restarting() {
-    let Some(server) = ready() else { return };
+    let Some((server, _alone)) = ready() else {
+        return;
+    };
     let mut s = set_up(server, None).await;
     let agent = s.agent("form-restart-agent").await;
     let asking = call_meanwhile(

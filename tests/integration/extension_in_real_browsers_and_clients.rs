@@ -84,6 +84,7 @@ fn chromium_ready() -> bool {
 
 /// Runs `node --test <args>` in tests/e2e and fails with node's whole output if it fails.
 fn node_test(args: &[&str]) {
+    let _alone = crate::support::heavy_suite("node");
     let out = Command::new("node")
         .arg("--test")
         .args(args)
@@ -226,6 +227,7 @@ fn clients_ready() -> bool {
 
 /// Runs `<node 22> --test <file>` in tests/e2e and fails with its whole output if it fails.
 fn node22_test(file: &str) {
+    let _alone = crate::support::heavy_suite("node");
     let out = Command::new(node22())
         .args(["--test", file])
         .current_dir(e2e_dir())

@@ -45,6 +45,44 @@ pub const TOOLS: [&str; 7] = [
 /// Long enough for a loaded CI machine; a test that needs it has already failed.
 pub const PATIENCE: Duration = Duration::from_secs(15);
 
+/// A test of a heavy suite (real browsers and agent CLIs, the Matrix homeserver and phone, the
+/// SSH lab) holds this while it runs. Each such suite had a test binary of its own, run one
+/// after another: its tests overlapped only with each other, and their real clients' timing
+/// was measured so. In one binary that still holds: a test of one heavy suite waits until no
+/// test of another is running (the light tests run beside any of them).
+pub struct HeavySuite {
+    suite: &'static str,
+}
+
+static HEAVY_ROOM: std::sync::Mutex<(Option<&'static str>, usize)> =
+    std::sync::Mutex::new((None, 0));
+static HEAVY_ROOM_FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// Waits until no other heavy suite than `suite` has a test running, and enters. Blocks the
+/// test's thread: nothing of the test has started yet.
+pub fn heavy_suite(suite: &'static str) -> HeavySuite {
+    let mut room = HEAVY_ROOM.lock().unwrap_or_else(|p| p.into_inner());
+    while room.0.is_some_and(|inside| inside != suite) {
+        room = HEAVY_ROOM_FREED
+            .wait(room)
+            .unwrap_or_else(|p| p.into_inner());
+    }
+    *room = (Some(suite), room.1 + 1);
+    HeavySuite { suite }
+}
+
+impl Drop for HeavySuite {
+    fn drop(&mut self) {
+        let mut room = HEAVY_ROOM.lock().unwrap_or_else(|p| p.into_inner());
+        debug_assert_eq!(room.0, Some(self.suite));
+        room.1 -= 1;
+        if room.1 == 0 {
+            room.0 = None;
+            HEAVY_ROOM_FREED.notify_all();
+        }
+    }
+}
+
 /// Whether `HIM_E2E=1` (`.ci/run` sets it): everything the tests can use must be there.
 pub fn e2e_required() -> bool {
     std::env::var_os("HIM_E2E").is_some_and(|v| v == "1")

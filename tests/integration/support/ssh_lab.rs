@@ -31,6 +31,8 @@ pub struct Lab {
     sshd_pid: u32,
     /// Keys and the sshd configuration, root's only.
     _keys: tempfile::TempDir,
+    /// This suite's turn among the heavy ones, for as long as the lab stands.
+    _alone: super::HeavySuite,
 }
 
 fn run(program: &str, args: &[&str]) {
@@ -43,6 +45,7 @@ fn run(program: &str, args: &[&str]) {
 
 impl Lab {
     pub async fn new() -> Option<Lab> {
+        let alone = super::heavy_suite("ssh lab");
         for tool in [
             "/usr/sbin/sshd",
             "/usr/bin/ssh",
@@ -195,6 +198,7 @@ impl Lab {
             .expect("start sshd");
         let sshd_pid = sshd.id().expect("sshd pid");
         let lab = Lab {
+            _alone: alone,
             laptop,
             remote,
             remote_hostname,
