@@ -14,7 +14,9 @@
 //! installs them); without them it says so and measures nothing. Run without `--bench` (as
 //! `cargo test --benches` does) it does nothing: a homeserver per run is not a smoke test.
 
-#[path = "../tests/support/mod.rs"]
+// The integration tests' helpers, of which this bench uses a few.
+#[allow(dead_code)]
+#[path = "../tests/integration/support/mod.rs"]
 mod support;
 
 use std::process::ExitCode;

@@ -515,6 +515,8 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, ticket: Arc<Ti
         _ => return,
     }
     let _busy = shared.busy.token();
+    // The tests wait for this line: from here the request is told 410 if the form closes.
+    tracing::debug!("loopback form: a request under way");
     // The answer this connection's request took, if it took one.
     let taken = Arc::new(Mutex::new(None));
     let service = {

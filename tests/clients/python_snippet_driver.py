@@ -14,7 +14,7 @@ The one change to the client: the MCP SDK's default environment (what it gives a
 besides the snippet's `env`) also carries HIM_RUNTIME_DIR, the private directory where the
 test's host listens, so that no test reaches a real browser (as tests/e2e/clients.test.mjs
 does), and HIM_STATE_DIR, the state folder that host keeps late answers in (RUNTIME_DIR/state/him,
-as tests/support names it): on a person's machine both ends find the same folder from the
+as tests/integration/support names it): on a person's machine both ends find the same folder from the
 password database. The driver itself runs with only PATH and HOME.
 """
 

@@ -10,7 +10,7 @@
 //   drawn marked, and cut to 64 characters.
 //
 // Needs HIM_BIN, HIM_CHROMIUM (or Debian's Chromium) and tests/e2e/node_modules. Run by
-// tests/test_extension_in_real_browsers_and_clients.rs.
+// tests/integration/extension_in_real_browsers_and_clients.rs.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';

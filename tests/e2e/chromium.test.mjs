@@ -152,6 +152,32 @@ async function turnsRed(inCard, control) {
   return until('the error colour', async () => (await control.evaluate((el) => getComputedStyle(el).borderTopColor)) === error, 2000);
 }
 
+/**
+ * Nothing was sent from card `c`: the panel's one way to answer (panel.js `answer`) disables
+ * the card and says "Sending…" or "Declining…" in the same event handler that posts the
+ * answer, so this check, made after the key or click has been handled, is an ordering check
+ * rather than a wait for something not to happen.
+ */
+async function nothingSent(c, q, why) {
+  // Read as it is now, without waiting: a card that sent its answer may be gone already.
+  const cards = await c.evaluateAll((found) =>
+    found.map((card) => ({
+      status: card.querySelector('.him-status')?.textContent ?? '',
+      disabled: card.querySelector('fieldset.him-body')?.disabled ?? null,
+    })));
+  assert.equal(cards.length, 1, `${why}: the card is gone`);
+  const [{ status, disabled }] = cards;
+  assert.ok(!['Sending…', 'Declining…'].includes(status), `${why}: the card says "${status}"`);
+  assert.equal(disabled, false, `${why}: the card is disabled`);
+  assert.equal(q.settled(), false, why);
+}
+
+/** Until the colour transitions that `emulateMedia` started have ended (axe reads colours). */
+async function transitionsEnded() {
+  await page.evaluate(() =>
+    Promise.all(document.getAnimations().filter((a) => a instanceof CSSTransition).map((a) => a.finished)));
+}
+
 async function noticeFor(title) {
   const notice = page.locator('.notice', { hasText: title }).first();
   await notice.waitFor({ timeout: 5000 });
@@ -282,8 +308,7 @@ test('ask_choice with free text: neither is stopped in the panel; an answer the 
   await c.getByRole('button', { name: 'Submit' }).click();
   await c.getByText('Choose an option, or add a note.').waitFor();
   await turnsRed(c, c.locator('.him-option').first()); // an invalid radio group too (issue 15.4)
-  await new Promise((r) => setTimeout(r, 200));
-  assert.equal(q.settled(), false, 'the panel applies the agent side\'s rules: nothing was sent');
+  await nothingSent(c, q, 'the panel applies the agent side\'s rules: nothing was sent');
 
   // An answer that gets past the panel (here posted straight to the worker, as a panel of
   // another version could) is judged by the real agent side, which refuses it and waits.
@@ -318,8 +343,7 @@ test('ask_multi_select: too many is stopped at the field, then fixed', { timeout
   await turnsRed(c, c.locator('.him-option').first());
   assert.equal(await c.getByRole('checkbox', { name: 'lint' }).getAttribute('aria-invalid'), 'true');
   assert.match(await c.getByRole('group', { name: 'Which checks should run?' }).getAttribute('aria-describedby'), /-error/);
-  await new Promise((r) => setTimeout(r, 200));
-  assert.equal(q.settled(), false, 'nothing was sent');
+  await nothingSent(c, q, 'nothing was sent');
   await c.getByRole('checkbox', { name: 'build' }).uncheck();
   await c.getByRole('button', { name: 'Submit' }).click();
   const r = await q.result();
@@ -348,8 +372,7 @@ test('ask_confirm: a click on No sends no; with no default, Enter sends nothing'
   await c.getByRole('button', { name: 'Yes', exact: true }).waitFor();
   await armed();
   await page.keyboard.press('Enter');
-  await new Promise((r) => setTimeout(r, 200));
-  assert.equal(q.settled(), false, 'Enter guesses no answer');
+  await nothingSent(c, q, 'Enter guesses no answer');
   await c.getByRole('button', { name: 'No', exact: true }).click();
   const r = await q.result();
   assert.equal(r.status, 'answered');
@@ -534,7 +557,7 @@ test('ask_form: every field type, by label; the password never reaches storage',
   assert.equal(await c.getByLabel('Owner').evaluate((el) => el === document.activeElement), true);
   assert.deepEqual(await accessibilityViolations(), [], 'light theme');
   await page.emulateMedia({ colorScheme: 'dark' });
-  await new Promise((r) => setTimeout(r, 300)); // past the colour transitions
+  await transitionsEnded();
   assert.deepEqual(await accessibilityViolations(), [], 'dark theme');
   await page.emulateMedia({ colorScheme: 'light' });
   await c.getByLabel('Owner').fill('Ada');
@@ -568,8 +591,7 @@ test('on an untouched card one Esc only asks for another; the second declines', 
   await armed();
   await box.press('Escape');
   await c.getByText('Press Esc again to decline.').waitFor();
-  await new Promise((r) => setTimeout(r, 200));
-  assert.equal(q.settled(), false, 'a reflex Esc declines nothing');
+  await nothingSent(c, q, 'a reflex Esc declines nothing');
   await box.press('Escape');
   const r = await q.result();
   assert.equal(r.status, 'declined');
@@ -586,8 +608,7 @@ test('after typing a note, Esc asks once more, then declines with the note', { t
   await note.fill('ask legal, not me');
   await note.press('Escape');
   await c.getByText('Press Esc again to decline.').waitFor();
-  await new Promise((r) => setTimeout(r, 200));
-  assert.equal(q.settled(), false, 'one Esc after typing does not decline');
+  await nothingSent(c, q, 'one Esc after typing does not decline');
   await note.press('Escape');
   const r = await q.result();
   assert.equal(r.status, 'declined');
@@ -908,7 +929,8 @@ test('with the host missing, a card says so and how to fix it, keeps the draft, 
     await box.press('End');
     await box.pressSequentially('-b');
     await box.press('Enter');
-    await new Promise((r) => setTimeout(r, 200));
+    // Sending would have said so in the card in the same key handler (see `nothingSent`).
+    assert.doesNotMatch(await c.locator('.him-status').first().textContent(), /Sending/);
     assert.equal(q.settled(), false);
     assert.equal(await box.inputValue(), 'eu-1-b', 'the draft goes on');
   } finally {
@@ -1008,7 +1030,7 @@ test('a question whose form cannot be drawn becomes an error card; the other one
     await until('both to be shown', () => received().filter((m) => m.type === 'shown').length === 2);
     assert.deepEqual(await accessibilityViolations(), [], 'light theme');
     await page.emulateMedia({ colorScheme: 'dark' });
-    await new Promise((r) => setTimeout(r, 300)); // past the colour transitions
+    await transitionsEnded();
     assert.deepEqual(await accessibilityViolations(), [], 'dark theme');
     await page.emulateMedia({ colorScheme: 'light' });
 

@@ -18,7 +18,7 @@
 // The stdio server gets the SDK's default environment (PATH, HOME, USER, LOGNAME, SHELL,
 // TERM) plus only HIM_RUNTIME_DIR, a private directory, so no test reaches a real browser.
 // Needs HIM_BIN (the him binary; `cargo test` sets it) and tests/e2e/node_modules. Run by
-// tests/test_extension_in_real_browsers_and_clients.rs with the Node 22 of tests/e2e/node22.
+// tests/integration/extension_in_real_browsers_and_clients.rs with the Node 22 of tests/e2e/node22.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -4,7 +4,7 @@
 // back and removes stale ones, and the restarted browser uses them; `him uninstall` removes
 // the folder.
 //
-// The person's HOME is a throw-away folder (as in tests/support/install.rs); Chromium runs
+// The person's HOME is a throw-away folder (as in tests/integration/support/install.rs); Chromium runs
 // with that user's Chromium folder (`~/.config/chromium`, where `him install` put the host
 // manifest) as its profile. Chromium loads the folder with --load-extension: the route without
 // it (a per-user "External Extensions" file pointing at a .crx) needs a .crx signed with the

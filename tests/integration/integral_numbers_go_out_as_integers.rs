@@ -1,0 +1,256 @@
+//! A bound or default that is a whole number goes out as an integer (`1`, not `1.0`): clients
+//! show the number as they read it (fast-agent printed "min 1.0"; Python reads a float). The
+//! elicitation form is read as it is on the wire (raw JSON-RPC over stdio) and as the real
+//! Python `mcp` SDK hands it to its elicitation callback; the tools' own schemas are checked
+//! on the wire too.
+
+use std::process::Stdio;
+
+use crate::support;
+use crate::support::*;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+
+/// A form with whole and fractional bounds and a whole default, as an agent sends it.
+fn form_args() -> Value {
+    json!({
+        "title": "Scale the service",
+        "fields": [
+            {"name": "replicas", "type": "number", "label": "Replicas",
+             "min": 1, "max": 120, "defaultValue": 3, "required": true},
+            {"name": "ratio", "type": "number", "label": "CPU ratio", "min": 0.5, "max": 2.5},
+            {"name": "suites", "type": "multi_select", "label": "Suites",
+             "options": ["unit", "e2e", "load"], "min": 1, "max": 2}
+        ],
+        "timeout_ms": 20000
+    })
+}
+
+struct RawServe {
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+    _child: tokio::process::Child,
+}
+
+impl RawServe {
+    /// `him serve` with no browser, so a client that declares elicitation is asked that way.
+    fn start(runtime: &std::path::Path) -> RawServe {
+        let mut child = Command::new(him_bin())
+            .arg("serve")
+            .env("HIM_RUNTIME_DIR", runtime)
+            .env(
+                "HIM_STATE_DIR",
+                support::state_dir(std::path::Path::new(runtime)),
+            )
+            .env("HIM_RECONNECT_GRACE_MS", "0")
+            .env("HIM_AUTO_REJECT_MS", "0")
+            .env("HIM_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn him serve");
+        RawServe {
+            stdin: child.stdin.take().expect("stdin"),
+            lines: BufReader::new(child.stdout.take().expect("stdout")).lines(),
+            _child: child,
+        }
+    }
+
+    async fn send(&mut self, message: Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin
+            .write_all(line.as_bytes())
+            .await
+            .expect("write to him serve");
+    }
+
+    /// The next line that `matches`, as it came (text), skipping notifications.
+    async fn next_line(&mut self, what: &str, matches: impl Fn(&Value) -> bool) -> String {
+        tokio::time::timeout(PATIENCE, async {
+            loop {
+                let line = self
+                    .lines
+                    .next_line()
+                    .await
+                    .expect("read him serve")
+                    .unwrap_or_else(|| panic!("him serve ended before {what}"));
+                let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+                if matches(&message) {
+                    return line;
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no {what} in time"))
+    }
+
+    async fn initialize(&mut self, version: &str, capabilities: Value) {
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": capabilities,
+            "clientInfo": {"name": "raw-numbers", "version": "1.0.0"}}}),
+        )
+        .await;
+        self.next_line("the initialize result", |m| m["id"] == 0)
+            .await;
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+    }
+}
+
+/// Every number in `value` that is whole but written as a float, with where it is.
+fn whole_floats(value: &Value, at: &str, found: &mut Vec<String>) {
+    match value {
+        Value::Number(n) if n.is_f64() && n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
+            found.push(format!("{at} = {n}"));
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                whole_floats(item, &format!("{at}[{i}]"), found);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                whole_floats(item, &format!("{at}.{key}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn the_elicitation_form_carries_whole_bounds_and_defaults_as_integers() {
+    let runtime = runtime_dir();
+    let mut serve = RawServe::start(runtime.path());
+    serve
+        .initialize("2025-11-25", json!({"elicitation": {"form": {}}}))
+        .await;
+    serve
+        .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "ask_form", "arguments": form_args()}}))
+        .await;
+    let line = serve
+        .next_line("the elicitation/create request", |m| {
+            m["method"] == "elicitation/create"
+        })
+        .await;
+    let request: Value = serde_json::from_str(&line).expect("json");
+    let schema = &request["params"]["requestedSchema"];
+    let mut found = Vec::new();
+    whole_floats(schema, "requestedSchema", &mut found);
+    assert!(
+        found.is_empty(),
+        "whole numbers written as floats: {found:?}\n{line}"
+    );
+    let p = &schema["properties"];
+    assert_eq!(p["replicas"]["minimum"].as_u64(), Some(1), "{line}");
+    assert_eq!(p["replicas"]["maximum"].as_u64(), Some(120), "{line}");
+    assert_eq!(p["replicas"]["default"].as_u64(), Some(3), "{line}");
+    assert_eq!(p["ratio"]["minimum"].as_f64(), Some(0.5), "{line}");
+    assert_eq!(p["ratio"]["maximum"].as_f64(), Some(2.5), "{line}");
+    assert_eq!(p["suites"]["minItems"].as_u64(), Some(1), "{line}");
+    assert_eq!(p["suites"]["maxItems"].as_u64(), Some(2), "{line}");
+    // The rest of the request is as before: the form's order, its message, form mode.
+    assert_eq!(request["params"]["mode"], "form");
+    assert_eq!(request["params"]["message"], "Scale the service");
+    assert_eq!(schema["required"], json!(["replicas"]));
+    let order: Vec<usize> = ["\"replicas\":{", "\"ratio\":{", "\"suites\":{"]
+        .iter()
+        .map(|key| line.find(key).expect("each field"))
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{line}");
+
+    // The person's answer comes back as the person gave it.
+    serve
+        .send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+            "action": "accept",
+            "content": {"replicas": 4, "ratio": 1.5, "suites": ["unit"]}}}))
+        .await;
+    let line = serve.next_line("the tool result", |m| m["id"] == 1).await;
+    let result: Value = serde_json::from_str(&line).expect("json");
+    let structured = &result["result"]["structuredContent"];
+    assert_eq!(structured["status"], "answered", "{line}");
+    assert_eq!(structured["values"]["replicas"].as_u64(), Some(4), "{line}");
+    assert_eq!(structured["values"]["ratio"].as_f64(), Some(1.5), "{line}");
+}
+
+#[tokio::test]
+async fn no_tool_schema_writes_a_whole_number_as_a_float() {
+    let runtime = runtime_dir();
+    let mut serve = RawServe::start(runtime.path());
+    serve.initialize("2025-11-25", json!({})).await;
+    serve
+        .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .await;
+    let line = serve.next_line("the tools list", |m| m["id"] == 1).await;
+    let list: Value = serde_json::from_str(&line).expect("json");
+    let tools = list["result"]["tools"].as_array().expect("tools");
+    assert_eq!(tools.len(), TOOLS.len());
+    let mut found = Vec::new();
+    for tool in tools {
+        whole_floats(tool, tool["name"].as_str().expect("a name"), &mut found);
+    }
+    assert!(
+        found.is_empty(),
+        "whole numbers written as floats: {found:?}"
+    );
+}
+
+fn python_has_mcp() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "import mcp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[tokio::test]
+async fn the_python_sdk_reads_whole_bounds_as_ints_in_its_elicitation_callback() {
+    if !require(
+        python_has_mcp(),
+        "python3 cannot import mcp",
+        "python3 -m pip install mcp==2.3.0",
+    ) {
+        return;
+    }
+    let runtime = runtime_dir();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/python_elicitation_numbers.py"
+    );
+    let run = tokio::process::Command::new("python3")
+        .arg(script)
+        .arg(him_bin())
+        .arg(runtime.path())
+        .arg(form_args().to_string())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(PATIENCE * 2, run)
+        .await
+        .expect("the Python client finished in time")
+        .expect("run python3");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("[python] {stderr}");
+    assert!(
+        output.status.success(),
+        "the Python client failed:\n{stderr}"
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).expect("the client's JSON line");
+    assert_eq!(report["version"], "2025-11-25", "{report}");
+    assert_eq!(
+        report["types"],
+        json!({
+            "replicas.minimum": "int", "replicas.maximum": "int", "replicas.default": "int",
+            "ratio.minimum": "float", "ratio.maximum": "float",
+            "suites.minItems": "int", "suites.maxItems": "int"
+        }),
+        "{report}"
+    );
+    assert_eq!(report["result"]["status"], "answered", "{report}");
+    assert_eq!(report["result"]["values"]["replicas"], 4, "{report}");
+}
