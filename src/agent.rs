@@ -119,9 +119,15 @@ struct Link {
     welcomed: bool,
 }
 
+/// A question's events: a handful in its life. `futures`' channel allocates per message;
+/// tokio's allocates a block of 32 `HostEvent`s up front (5.7 KiB, a third of what a
+/// pending call held: BENCHMARKS.md).
+type EventSender = futures::channel::mpsc::UnboundedSender<HostEvent>;
+type EventReceiver = futures::channel::mpsc::UnboundedReceiver<HostEvent>;
+
 struct Entry {
     ask_frame: Bytes,
-    events: mpsc::UnboundedSender<HostEvent>,
+    events: EventSender,
     /// How to keep it should its call end unanswered; `None` for what is never kept.
     keep: Option<KeepPlan>,
     /// A host said the extension shows it. Only a question a browser has (shown, or sent to
@@ -540,7 +546,7 @@ impl Pool {
     /// Sends a question to every host (now and later) until the returned handle closes.
     pub async fn open(&self, ask: AskFrame) -> Question {
         scan(&self.shared).await;
-        let (events_tx, events) = mpsc::unbounded_channel();
+        let (events_tx, events) = futures::channel::mpsc::unbounded();
         let AskFrame {
             id,
             bytes: ask_frame,
@@ -696,7 +702,7 @@ pub enum Signal {
 pub struct Question {
     id: String,
     sent_to: usize,
-    events: mpsc::UnboundedReceiver<HostEvent>,
+    events: EventReceiver,
     link_count: watch::Receiver<usize>,
     shared: Arc<Shared>,
     closed: bool,
@@ -752,7 +758,8 @@ impl Question {
     /// number of linked hosts changed.
     pub async fn next_signal(&mut self) -> Signal {
         tokio::select! {
-            event = self.events.recv() => Signal::Event(event),
+            // Cancel-safe: `next` takes nothing from the channel until it returns.
+            event = futures::StreamExt::next(&mut self.events) => Signal::Event(event),
             changed = self.link_count.changed(), if !self.pool_gone => {
                 if changed.is_err() {
                     self.pool_gone = true;
@@ -1292,7 +1299,7 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
     let mut state = shared.state();
     let to_question = |state: &State, id: &str, event: HostEvent| {
         if let Some(entry) = state.questions.get(id) {
-            let _ = entry.events.send(event);
+            let _ = entry.events.unbounded_send(event);
         }
     };
     match message {

@@ -11,22 +11,24 @@
 //!                rmcp StreamableHttpService ──► HimServer, one per session ──► Pool ──► hosts
 //!                                      │         or per sessionless request
 //!                                      ▲
-//!                 sessions.rs: deleted / idle / abandoned ──► HimServer::shutdown (withdraw)
+//!                 sessions.rs: idle / abandoned / evicted ──► closed in rmcp
 //! ```
 //!
 //! Every check sits in front of rmcp's service, so nothing reaches MCP from a page that was
 //! not allowed or a client without the token. Each session gets its own `HimServer`, whose
-//! `hello` carries that session's `clientInfo`; the gate learns which server a new session
-//! got (the factory leaves it in a task-local slot of the `initialize` request) so that
-//! ending a session withdraws its questions at once. A 2026-07-28 request carries no
-//! session: rmcp makes a server for it alone, which the gate shuts down when the response
-//! ends or is dropped, so its links to the hosts end with it. All servers share one
-//! `SharedParts` (the `requestState` key), so a retry may reach any of them.
+//! `hello` carries that session's `clientInfo`. The gate never holds a server: a session
+//! ends in rmcp (deleted by the client, or closed here), and its transport tells its server
+//! at once, which withdraws its questions (`manager.rs`, `../ending.rs`). A 2026-07-28
+//! request carries no session: rmcp makes a server for it alone and drops it when the
+//! response is sent or the client goes away, and its pool's links to the hosts end with
+//! it. All servers share one `SharedParts` (the `requestState` key), so a retry may reach
+//! any of them.
 //!
 //! A session's SSE streams open with rmcp's priming event only when its protocol is
 //! 2025-11-25 or later; older clients read that event as a broken message (`priming.rs`).
 //! A sessionless response has none: without an event store there is nothing to resume.
 
+mod manager;
 mod origin;
 mod priming;
 mod sessions;
@@ -37,7 +39,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -65,6 +67,7 @@ use crate::mcp::{HimServer, SharedParts};
 use crate::peer::{self, Peer};
 use crate::web::{self, HostRule};
 
+use manager::EndingSessions;
 use origin::{AllowedOrigins, OriginVerdict};
 use priming::{Primed, Rule};
 use sessions::{Ending, Reservation, Sessions};
@@ -98,7 +101,9 @@ const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// left as a backstop longer than any wait.
 const RMCP_IDLE_BACKSTOP: Duration = Duration::from_secs(MAX_WAIT.as_secs() + 3600);
 
-/// Time for queued withdrawals to reach the hosts when the server stops.
+/// Time for the sessions closed when the server stops to withdraw their questions (each
+/// session's transport sees its end in its own task) and for the withdrawals to reach the
+/// hosts, before the runtime goes.
 const FLUSH_GRACE: Duration = Duration::from_millis(200);
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -106,19 +111,6 @@ const PNA_REQUEST: &str = "access-control-request-private-network";
 const PNA_ALLOW: &str = "access-control-allow-private-network";
 
 type Body = BoxBody<Bytes, Infallible>;
-
-tokio::task_local! {
-    /// Where the service factory leaves the `HimServer`s it made for this request (rmcp
-    /// also makes one to look up a tool's schema).
-    static NEW_SERVERS: Servers;
-}
-
-/// The servers rmcp made while handling one request; the last is the one that serves it.
-type Servers = Arc<Mutex<Vec<HimServer>>>;
-
-fn take_servers(servers: &Servers) -> Vec<HimServer> {
-    std::mem::take(&mut *servers.lock().unwrap_or_else(|p| p.into_inner()))
-}
 
 /// The options of one HTTP server, checked.
 struct Options {
@@ -407,9 +399,9 @@ async fn run(listener: TcpListener, gate: Arc<Gate>, shutdown: impl Future<Outpu
 
 /// Everything in front of rmcp's service.
 struct Gate {
-    mcp: StreamableHttpService<HimServer, LocalSessionManager>,
-    manager: Arc<LocalSessionManager>,
-    sessions: Arc<Sessions<HimServer>>,
+    mcp: StreamableHttpService<HimServer, EndingSessions>,
+    manager: Arc<EndingSessions>,
+    sessions: Arc<Sessions>,
     token: Token,
     /// Taken in the path (`/mcp/<path token>`) from pages of listed origins only.
     path_token: Option<Token>,
@@ -447,20 +439,12 @@ impl Gate {
         };
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(RMCP_IDLE_BACKSTOP);
-        let manager = Arc::new(manager);
+        let manager = Arc::new(EndingSessions(manager));
         // One requestState key (and one set of redeemed states) for every server: a
         // 2026-07-28 retry is a new sessionless request, served by a new server.
         let shared = SharedParts::new(config);
         let tasks_owner = shared.clone();
-        let factory = move || {
-            let server = HimServer::with_shared(shared.clone());
-            let _ = NEW_SERVERS.try_with(|slot| {
-                slot.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(server.clone());
-            });
-            Ok(server)
-        };
+        let factory = move || Ok(HimServer::with_shared(shared.clone()));
         Arc::new(Gate {
             mcp: StreamableHttpService::new(factory, manager.clone(), rmcp_config),
             manager,
@@ -668,14 +652,13 @@ impl Gate {
         let reservation = if opens_session {
             match self.sessions.reserve() {
                 Some((reservation, evicted)) => {
-                    if let Some((id, server)) = evicted {
+                    if let Some(id) = evicted {
                         tracing::info!(
                             session = %id,
                             "HTTP session ended to make room for a new one: {} are open, the \
                              most this server keeps, and it was idle longest",
                             self.sessions.cap()
                         );
-                        server.shutdown();
                         self.close_in_rmcp(&id).await;
                     }
                     Some(reservation)
@@ -690,22 +673,14 @@ impl Gate {
             .as_deref()
             .and_then(|id| self.sessions.request(id, Instant::now()));
         let request = Request::from_parts(parts, Full::new(body));
-        let servers = Servers::default();
-        // A request outside any session (2026-07-28) is served by a server of its own,
-        // whose links to the hosts must end with the request, however it ends: answered,
-        // or dropped here when the client goes away before the first byte.
-        let sessionless =
-            (session.is_none() && !opens_session).then(|| EndsServers(servers.clone()));
         let (response, created) = if opens_session {
             // In a task of its own, so that a client going away in the middle cannot leave
             // a session rmcp made out of the table (uncounted, never expired).
-            let exchange = tokio::spawn(self.clone().exchange(
-                request,
-                servers,
-                reservation,
-                None,
-                method.clone(),
-            ));
+            let exchange =
+                tokio::spawn(
+                    self.clone()
+                        .exchange(request, reservation, None, method.clone()),
+                );
             match exchange.await {
                 Ok(done) => done,
                 Err(err) => {
@@ -719,9 +694,9 @@ impl Gate {
         } else {
             // Not detached: a client that goes away drops rmcp's handling with this
             // future, and rmcp then cancels the call (a sessionless call sends nothing
-            // until its result, unless it reports progress).
+            // until its result, unless it reports progress) and drops its server.
             self.clone()
-                .exchange(request, servers, None, session.clone(), method.clone())
+                .exchange(request, None, session.clone(), method.clone())
                 .await
         };
 
@@ -730,9 +705,6 @@ impl Gate {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
-        if let Some(ends) = sessionless {
-            return response.map(|inner| BoxBody::new(Holding { inner, _ends: ends }));
-        }
         match session.or(created) {
             Some(id) if streaming => {
                 self.sessions.stream_opened(&id);
@@ -764,19 +736,16 @@ impl Gate {
     }
 
     /// rmcp's answer to one request, and the session table kept in step with it: a new
-    /// session is entered with its own server, a deleted one ends. Returns the answer and the
-    /// id of a session it created.
+    /// session is entered, a deleted one leaves (rmcp has ended it, and its server has
+    /// withdrawn its questions). Returns the answer and the id of a session it created.
     async fn exchange(
         self: Arc<Self>,
         request: Request<Full<Bytes>>,
-        servers: Servers,
-        reservation: Option<Reservation<HimServer>>,
+        reservation: Option<Reservation>,
         session: Option<String>,
         method: Method,
     ) -> (Response<Body>, Option<String>) {
-        let mut response = NEW_SERVERS
-            .scope(servers.clone(), self.mcp.handle(request))
-            .await;
+        let mut response = self.mcp.handle(request).await;
         if method == Method::DELETE && response.status() == StatusCode::ACCEPTED {
             // rmcp answers a DELETE with 202 (and no body); the specification's clients
             // expect 200 or 204, and the Python SDK logs "Session termination failed: 202"
@@ -789,24 +758,15 @@ impl Gate {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         if let (Some(reservation), Some(id)) = (reservation, &created) {
-            match take_servers(&servers).pop() {
-                Some(server) => {
-                    reservation.fulfil(id.clone(), server, Instant::now());
-                    tracing::info!(session = %id, open = self.sessions.len(), "HTTP session opened");
-                }
-                None => {
-                    tracing::error!(session = %id, "a new session has no server of its own; closing it");
-                    self.close_in_rmcp(id).await;
-                }
-            }
+            reservation.fulfil(id.clone(), Instant::now());
+            tracing::info!(session = %id, open = self.sessions.len(), "HTTP session opened");
         }
         if method == Method::DELETE
             && response.status().is_success()
             && let Some(id) = &session
-            && let Some(server) = self.sessions.remove(id)
+            && self.sessions.remove(id)
         {
             tracing::info!(session = %id, "HTTP session deleted by the client");
-            server.shutdown();
         }
         (response, created)
     }
@@ -817,7 +777,8 @@ impl Gate {
         }
     }
 
-    /// Ends sessions whose client is gone: idle, abandoned, or closed by rmcp itself.
+    /// Ends sessions whose client is gone: idle or abandoned. (One that rmcp ended itself
+    /// has no stream left, and leaves the table once idle the idle time.)
     async fn sweep(self: Arc<Self>) {
         let period = (self.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
         loop {
@@ -825,16 +786,7 @@ impl Gate {
                 _ = self.stopping.cancelled() => return,
                 _ = tokio::time::sleep(period) => {}
             }
-            for id in self.sessions.ids() {
-                let known = self.manager.has_session(&Arc::from(id.as_str())).await;
-                if matches!(known, Ok(false))
-                    && let Some(server) = self.sessions.remove(&id)
-                {
-                    tracing::info!(session = %id, "HTTP session ended");
-                    server.shutdown();
-                }
-            }
-            for (id, server, ending) in self.sessions.take_ended(Instant::now(), self.idle) {
+            for (id, ending) in self.sessions.take_ended(Instant::now(), self.idle) {
                 match ending {
                     Ending::Idle => tracing::info!(session = %id, "HTTP session expired (idle)"),
                     Ending::Abandoned => tracing::info!(
@@ -842,25 +794,27 @@ impl Gate {
                         "HTTP client went away in the middle of a call; ending its session"
                     ),
                 }
-                server.shutdown();
                 self.close_in_rmcp(&id).await;
             }
         }
     }
 
+    /// Ends every session, as a client's DELETE would: each withdraws its questions.
     async fn stop(&self) {
         let sessions = self.sessions.take_all();
-        for (_, server) in &sessions {
-            server.shutdown();
+        for id in &sessions {
+            self.close_in_rmcp(id).await;
         }
-        self.stopping.cancel();
         self.shared.close_tasks().await;
         if !sessions.is_empty() {
-            // The withdrawals are queued to each host link's writer task; let them go out
-            // before the runtime (and those tasks) end. Hosts would withdraw on the broken
-            // link anyway, but as `cancelled` rather than `shutdown`.
+            // Each session sees its end and queues its withdrawals to each host link's
+            // writer task; let that happen before rmcp's token ends the calls (which would
+            // withdraw them as `cancelled`) and the writes go out before the runtime and
+            // those tasks end. Hosts would withdraw on the broken link anyway, but as
+            // `cancelled` rather than `shutdown`.
             tokio::time::sleep(FLUSH_GRACE).await;
         }
+        self.stopping.cancel();
     }
 }
 
@@ -1017,50 +971,12 @@ fn is_initialize(body: &[u8]) -> bool {
     serde_json::from_slice::<Request>(body).is_ok_and(|r| r.method.as_deref() == Some("initialize"))
 }
 
-/// Shuts down, when dropped, the servers rmcp made for one sessionless request: their
-/// questions are withdrawn and their links to the hosts close.
-struct EndsServers(Servers);
-
-impl Drop for EndsServers {
-    fn drop(&mut self) {
-        for server in take_servers(&self.0) {
-            server.shutdown();
-        }
-    }
-}
-
-/// A sessionless response, which ends its servers when it is finished or dropped.
-struct Holding {
-    inner: Body,
-    _ends: EndsServers,
-}
-
-impl http_body::Body for Holding {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
 /// A response stream of one session, counted while open. The stream of a call dropped
 /// before it carried the call's response means the client went away without waiting for the
 /// answer.
 struct Tracked {
     inner: Body,
-    sessions: Arc<Sessions<HimServer>>,
+    sessions: Arc<Sessions>,
     session: String,
     call: bool,
     done: bool,

@@ -4,12 +4,12 @@
 //! structured content.
 
 pub mod elicitation;
+mod ending;
 pub mod http;
 mod params;
 mod project;
 pub mod schema;
 mod server;
-mod stdio;
 mod tasks;
 
 use std::process::ExitCode;
@@ -52,7 +52,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         // open file descriptions so our stdio stays blocking for anything we spawn.
         let (stdin, stdout) = rmcp::transport::stdio_pipes();
         let on_eof = server.clone();
-        let transport = stdio::WithdrawOnEof::new(
+        let transport = ending::WithdrawOnEof::new(
             rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout),
             Box::new(move || {
                 on_eof.shutdown();

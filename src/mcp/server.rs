@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::elicitation::{self, INPUT_KEY, RetryState, StateCodec};
+use super::ending::{PoolSlot, SessionEnd};
 use super::project::SessionProject;
 use super::tasks::{self, Tasks};
 use crate::agent::{HostStatus, Identity, Pool};
@@ -45,8 +46,10 @@ use crate::wait::Outcome;
 #[derive(Clone)]
 pub struct HimServer {
     shared: Arc<SharedParts>,
-    /// Made on the first question, when the client's name is known for the `hello`.
-    pool: Arc<OnceLock<Pool>>,
+    /// Made on the first question, when the client's name is known for the `hello`; one
+    /// per session, shared by the server's clones, it withdraws what is open when the last
+    /// of them goes (`ending.rs`).
+    pool: Arc<PoolSlot>,
     /// The session's heartbeat clock, started by the first question.
     ticks: Arc<OnceLock<watch::Receiver<()>>>,
     /// What the session says of its project (URL, roots), for each question's label.
@@ -249,7 +252,7 @@ impl HimServer {
     pub fn with_shared(shared: Arc<SharedParts>) -> HimServer {
         HimServer {
             shared,
-            pool: Arc::new(OnceLock::new()),
+            pool: Arc::default(),
             ticks: Arc::new(OnceLock::new()),
             project: Arc::default(),
             tool_router: Self::tool_router(),
@@ -266,9 +269,7 @@ impl HimServer {
 
     /// Withdraws every question still open.
     pub fn shutdown(&self) {
-        if let Some(pool) = self.pool.get() {
-            pool.shutdown();
-        }
+        self.pool.shutdown();
     }
 
     /// As [`HimServer::shutdown`], for a process about to exit: waits (a little) for the
@@ -310,12 +311,19 @@ impl HimServer {
     }
 
     fn pool(&self, ctx: &RequestContext<RoleServer>) -> &Pool {
-        self.pool.get_or_init(|| {
+        let mut made = false;
+        let pool = self.pool.get_or_init(|| {
+            made = true;
             Pool::for_runtime(&self.shared.config.runtime, identity(ctx)).with_matrix_route(
                 self.shared.config.matrix_route,
                 self.shared.config.reconnect_grace,
             )
-        })
+        });
+        // Over HTTP the session's transport tells its end through here (`ending.rs`).
+        if made && let Some(end) = ctx.extensions.get::<SessionEnd>() {
+            end.attach(&self.pool);
+        }
+        pool
     }
 
     /// A receiver of the session's heartbeat clock that waits for its next tick.

@@ -1,8 +1,9 @@
 //! The HTTP sessions this server keeps, and when each one ends.
 //!
-//! rmcp keeps the MCP side of a session; this table keeps what it does not know: each
-//! session's own `HimServer` (so ending the session withdraws its questions at once), how
-//! many response streams the client holds open, and when it was last heard from.
+//! rmcp keeps the MCP side of a session, and its server; this table keeps what rmcp does not
+//! know: how many response streams the client holds open, when it was last heard from, and
+//! the session's protocol era. Ending a session is closing it in rmcp, whose transport then
+//! tells the session's server (`../ending.rs`).
 //!
 //! A session ends when the client deletes it, when it has been idle (no request and no open
 //! stream) for the idle time, or soon after it abandoned a call: the response stream of an
@@ -27,8 +28,7 @@ pub enum Ending {
     Abandoned,
 }
 
-struct Entry<S> {
-    server: S,
+struct Entry {
     streams: usize,
     /// Requests handed to rmcp and not yet answered (a call's stream counts in `streams`
     /// once its answer begins).
@@ -40,25 +40,25 @@ struct Entry<S> {
     primed: bool,
 }
 
-struct State<S> {
-    entries: HashMap<String, Entry<S>>,
+struct State {
+    entries: HashMap<String, Entry>,
     /// Sessions being created right now (an `initialize` in flight).
     reserved: usize,
 }
 
-pub struct Sessions<S> {
-    state: Mutex<State<S>>,
+pub struct Sessions {
+    state: Mutex<State>,
     cap: usize,
 }
 
 /// A place for one new session, held while its `initialize` runs; dropped unused, it frees
 /// the place again.
-pub struct Reservation<S> {
-    sessions: Arc<Sessions<S>>,
+pub struct Reservation {
+    sessions: Arc<Sessions>,
     used: bool,
 }
 
-impl<S> Drop for Reservation<S> {
+impl Drop for Reservation {
     fn drop(&mut self) {
         if !self.used {
             self.sessions.lock().reserved -= 1;
@@ -66,16 +66,15 @@ impl<S> Drop for Reservation<S> {
     }
 }
 
-impl<S: Clone> Reservation<S> {
-    /// The `initialize` made session `id`, served by `server`.
-    pub fn fulfil(mut self, id: String, server: S, now: Instant) {
+impl Reservation {
+    /// The `initialize` made session `id`.
+    pub fn fulfil(mut self, id: String, now: Instant) {
         self.used = true;
         let mut state = self.sessions.lock();
         state.reserved -= 1;
         state.entries.insert(
             id,
             Entry {
-                server,
                 streams: 0,
                 requests: 0,
                 last_seen: now,
@@ -86,16 +85,13 @@ impl<S: Clone> Reservation<S> {
     }
 }
 
-/// A session removed to make room: its id and server, to be ended.
-pub type Evicted<S> = (String, S);
-
 /// One request of a session in rmcp's hands; see [`Sessions::request`].
-pub struct InFlight<S> {
-    sessions: Arc<Sessions<S>>,
+pub struct InFlight {
+    sessions: Arc<Sessions>,
     id: String,
 }
 
-impl<S> Drop for InFlight<S> {
+impl Drop for InFlight {
     fn drop(&mut self) {
         if let Some(entry) = self.sessions.lock().entries.get_mut(&self.id) {
             entry.requests = entry.requests.saturating_sub(1);
@@ -103,15 +99,13 @@ impl<S> Drop for InFlight<S> {
     }
 }
 
-impl<S> Sessions<S> {
-    fn lock(&self) -> MutexGuard<'_, State<S>> {
+impl Sessions {
+    fn lock(&self) -> MutexGuard<'_, State> {
         // Every update is a few field writes; a panic elsewhere cannot leave it half done.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
 
-impl<S: Clone> Sessions<S> {
-    pub fn new(cap: usize) -> Arc<Sessions<S>> {
+    pub fn new(cap: usize) -> Arc<Sessions> {
         Arc::new(Sessions {
             state: Mutex::new(State {
                 entries: HashMap::new(),
@@ -130,9 +124,9 @@ impl<S: Clone> Sessions<S> {
     }
 
     /// A place for a new session, or `None` when the cap is reached and every session is
-    /// busy. At the cap, the session idle longest is removed to make room and returned, to
-    /// be ended.
-    pub fn reserve(self: &Arc<Self>) -> Option<(Reservation<S>, Option<Evicted<S>>)> {
+    /// busy. At the cap, the session idle longest is removed to make room and its id
+    /// returned, to be ended.
+    pub fn reserve(self: &Arc<Self>) -> Option<(Reservation, Option<String>)> {
         let mut state = self.lock();
         let mut evicted = None;
         if state.entries.len() + state.reserved >= self.cap {
@@ -142,8 +136,8 @@ impl<S: Clone> Sessions<S> {
                 .filter(|(_, e)| e.streams == 0 && e.requests == 0)
                 .min_by_key(|(_, e)| e.last_seen)
                 .map(|(id, _)| id.clone())?;
-            let entry = state.entries.remove(&id)?;
-            evicted = Some((id, entry.server));
+            state.entries.remove(&id)?;
+            evicted = Some(id);
         }
         state.reserved += 1;
         let reservation = Reservation {
@@ -155,7 +149,7 @@ impl<S: Clone> Sessions<S> {
 
     /// A request of session `id` is handed to rmcp; the session is busy until the returned
     /// guard is dropped. `None` if the session is not known.
-    pub fn request(self: &Arc<Self>, id: &str, now: Instant) -> Option<InFlight<S>> {
+    pub fn request(self: &Arc<Self>, id: &str, now: Instant) -> Option<InFlight> {
         let mut state = self.lock();
         let entry = state.entries.get_mut(id)?;
         entry.last_seen = now;
@@ -197,12 +191,13 @@ impl<S: Clone> Sessions<S> {
         }
     }
 
-    pub fn remove(&self, id: &str) -> Option<S> {
-        self.lock().entries.remove(id).map(|e| e.server)
+    /// Whether session `id` was in the table.
+    pub fn remove(&self, id: &str) -> bool {
+        self.lock().entries.remove(id).is_some()
     }
 
     /// Removes and returns every session that has ended by `now`.
-    pub fn take_ended(&self, now: Instant, idle: Duration) -> Vec<(String, S, Ending)> {
+    pub fn take_ended(&self, now: Instant, idle: Duration) -> Vec<(String, Ending)> {
         let grace = ABANDON_GRACE.min(idle);
         let mut ended = Vec::new();
         self.lock().entries.retain(|id, entry| {
@@ -219,23 +214,15 @@ impl<S: Clone> Sessions<S> {
             } else {
                 return true;
             };
-            ended.push((id.clone(), entry.server.clone(), ending));
+            ended.push((id.clone(), ending));
             false
         });
         ended
     }
 
-    /// Removes and returns every session (the server is stopping).
-    pub fn take_all(&self) -> Vec<(String, S)> {
-        self.lock()
-            .entries
-            .drain()
-            .map(|(id, e)| (id, e.server))
-            .collect()
-    }
-
-    pub fn ids(&self) -> Vec<String> {
-        self.lock().entries.keys().cloned().collect()
+    /// Removes every session and returns their ids (the server is stopping).
+    pub fn take_all(&self) -> Vec<String> {
+        self.lock().entries.drain().map(|(id, _)| id).collect()
     }
 }
 
@@ -249,36 +236,32 @@ mod tests {
         Duration::from_millis(n)
     }
 
-    fn with_one(now: Instant) -> Arc<Sessions<&'static str>> {
+    fn with_one(now: Instant) -> Arc<Sessions> {
         let sessions = Sessions::new(4);
-        sessions
-            .reserve()
-            .unwrap()
-            .0
-            .fulfil("s1".into(), "server", now);
+        sessions.reserve().unwrap().0.fulfil("s1".into(), now);
         sessions
     }
 
-    fn open(sessions: &Arc<Sessions<&'static str>>, id: &'static str, at: Instant) {
+    fn open(sessions: &Arc<Sessions>, id: &'static str, at: Instant) {
         let (reservation, evicted) = sessions.reserve().expect("a place");
         assert!(evicted.is_none(), "{evicted:?} evicted below the cap");
-        reservation.fulfil(id.into(), id, at);
+        reservation.fulfil(id.into(), at);
     }
 
     #[test]
     fn the_cap_counts_sessions_being_made() {
         let t0 = Instant::now();
-        let sessions = Sessions::<()>::new(2);
+        let sessions = Sessions::new(2);
         let (a, _) = sessions.reserve().unwrap();
         let (b, _) = sessions.reserve().unwrap();
         assert!(sessions.reserve().is_none());
         drop(b);
-        a.fulfil("a".into(), (), t0);
+        a.fulfil("a".into(), t0);
         assert_eq!(sessions.len(), 1);
         let (c, _) = sessions.reserve().unwrap();
         // "a" is idle, so it would make room; a session still being made never does.
         let (d, evicted) = sessions.reserve().unwrap();
-        assert_eq!(evicted, Some(("a".to_owned(), ())));
+        assert_eq!(evicted.as_deref(), Some("a"));
         assert!(sessions.reserve().is_none());
         drop((c, d));
         assert!(sessions.reserve().is_some());
@@ -296,10 +279,10 @@ mod tests {
         // "early" calls again much later: now "middle" is the one idle longest.
         drop(sessions.request("early", t0 + IDLE * 20));
         let (reservation, evicted) = sessions.reserve().unwrap();
-        assert_eq!(evicted, Some(("middle".to_owned(), "middle")));
-        reservation.fulfil("new".into(), "new", t0 + IDLE * 21);
+        assert_eq!(evicted.as_deref(), Some("middle"));
+        reservation.fulfil("new".into(), t0 + IDLE * 21);
         let (_, evicted) = sessions.reserve().unwrap();
-        assert_eq!(evicted.unwrap().0, "late");
+        assert_eq!(evicted.as_deref(), Some("late"));
     }
 
     #[test]
@@ -312,14 +295,14 @@ mod tests {
         let call = sessions.request("calling", t0).unwrap();
         sessions.stream_opened("streaming");
         let (reservation, evicted) = sessions.reserve().unwrap();
-        assert_eq!(evicted.unwrap().0, "idle");
-        reservation.fulfil("fresh".into(), "fresh", t0 + ms(3));
+        assert_eq!(evicted.as_deref(), Some("idle"));
+        reservation.fulfil("fresh".into(), t0 + ms(3));
         sessions.stream_opened("fresh");
         // Every session busy: no place, as before.
         assert!(sessions.reserve().is_none());
         // The call's answer came back: that session may make room again.
         drop(call);
-        assert_eq!(sessions.reserve().unwrap().1.unwrap().0, "calling");
+        assert_eq!(sessions.reserve().unwrap().1.as_deref(), Some("calling"));
         assert!(sessions.request("gone", t0).is_none());
     }
 
@@ -341,7 +324,7 @@ mod tests {
         assert!(sessions.request("s1", t0 + ms(30_000)).is_some());
         assert!(sessions.take_ended(t0 + IDLE, IDLE).is_empty());
         let ended = sessions.take_ended(t0 + ms(30_000) + IDLE, IDLE);
-        assert_eq!(ended, vec![("s1".to_owned(), "server", Ending::Idle)]);
+        assert_eq!(ended, vec![("s1".to_owned(), Ending::Idle)]);
         assert_eq!(sessions.len(), 0);
         assert!(sessions.request("s1", t0).is_none());
     }
@@ -373,7 +356,7 @@ mod tests {
                 .is_empty()
         );
         assert_eq!(
-            sessions.take_ended(t0 + ABANDON_GRACE, IDLE)[0].2,
+            sessions.take_ended(t0 + ABANDON_GRACE, IDLE)[0].1,
             Ending::Abandoned
         );
 
