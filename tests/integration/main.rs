@@ -44,6 +44,7 @@ mod mcp_tool_surface;
 mod permission_prompt_tool;
 mod properties_frames_protocol_forms;
 mod python_clients_run_their_him_config_snippets;
+mod resources_close_themselves;
 mod routing_between_agents_and_hosts;
 mod runtime_directory_is_private;
 mod secrets_stay_with_the_asker;

@@ -3,13 +3,11 @@
 //! session's calls and cancels them. The gate holds no server of any session: the session's
 //! transport tells its server (`src/mcp/ending.rs`).
 
-mod support;
-
 use std::time::{Duration, Instant};
 
+use crate::support::http::*;
+use crate::support::*;
 use serde_json::json;
-use support::http::*;
-use support::*;
 
 /// rmcp's own wait for a closed session's calls, before it cancels them.
 const RMCP_DRAIN: Duration = Duration::from_secs(5);
