@@ -51,6 +51,8 @@ async fn a_session_whose_client_vanished_mid_call_withdraws_its_question_as_ende
         .expect("tools/call");
     assert_eq!(response.status(), 200);
     let ask = ext.take_ask().await;
+    assert_eq!(ask["agent"]["name"], "vanishing");
+    // The client dies: its connection closes, with no DELETE and no cancellation.
     let gone = Instant::now();
     drop(response);
     drop(http);
