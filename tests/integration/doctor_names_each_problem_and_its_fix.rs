@@ -284,10 +284,7 @@ fn fake_host(
     pid: u32,
     welcome: serde_json::Value,
 ) -> std::thread::JoinHandle<serde_json::Value> {
-    let hosts = env.runtime.join("hosts");
-    std::fs::create_dir_all(&hosts).unwrap();
-    std::fs::set_permissions(&env.runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let listener = UnixListener::bind(hosts.join(format!("{pid}.sock"))).unwrap();
+    let listener = crate::support::host_listener(&env.runtime, pid);
     std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
         let mut len = [0u8; 4];

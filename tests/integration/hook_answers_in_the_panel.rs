@@ -376,15 +376,7 @@ async fn the_panel_hears_the_decision_was_taken_before_the_hook_exits() {
 /// person allow a card with two. Returns the number of choices of each card it was asked.
 fn older_host(runtime: &std::path::Path) -> std::thread::JoinHandle<Vec<usize>> {
     use him::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
-    use std::os::unix::fs::PermissionsExt;
-    let hosts = runtime.join("hosts");
-    std::fs::create_dir_all(&hosts).expect("the older host");
-    for dir in [runtime, hosts.as_path()] {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .expect("the older host");
-    }
-    let path = hosts.join(format!("{}.sock", std::process::id()));
-    let listener = std::os::unix::net::UnixListener::bind(path).expect("the older host");
+    let listener = host_listener(runtime, std::process::id());
     std::thread::spawn(move || {
         let (mut link, _) = listener.accept().expect("the older host");
         let mut writer = link.try_clone().expect("the older host");

@@ -145,6 +145,19 @@ pub fn runtime_dir() -> tempfile::TempDir {
     dir
 }
 
+/// A listener where a host of pid `pid` listens (`<runtime>/hosts/<pid>.sock`, its folders
+/// private as a host makes them): for a test that plays the host itself.
+pub fn host_listener(runtime: &Path, pid: u32) -> std::os::unix::net::UnixListener {
+    use std::os::unix::fs::PermissionsExt;
+    let hosts = runtime.join("hosts");
+    std::fs::create_dir_all(&hosts).expect("the hosts folder");
+    for dir in [runtime, hosts.as_path()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    }
+    std::os::unix::net::UnixListener::bind(hosts.join(format!("{pid}.sock")))
+        .expect("bind a host socket")
+}
+
 pub fn sockets(runtime: &Path) -> Vec<PathBuf> {
     him::runtime::list_host_sockets(runtime)
 }
