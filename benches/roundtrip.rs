@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use him::frame::{MAX_INBOUND, read_frame_sync};
+use him::wire::frame::{MAX_INBOUND, read_frame_sync};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
@@ -486,7 +486,7 @@ fn ssh_hop(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()?;
-    let gateway_socket = him::runtime::gateway_socket(dir);
+    let gateway_socket = him::wire::runtime::gateway_socket(dir);
     wait_for(&gateway_socket)?;
 
     let mut local = LineClient::him_serve(dir)?;
@@ -787,7 +787,7 @@ fn tidy_runs(dir: &Path, plan: &Plan) -> Result<(Stats, Stats), BoxError> {
         command.arg("tidy-forwarded").stderr(Stdio::null());
         tidy.push(timed_exit(command)?);
         baseline.push(timed_exit(Command::new("/bin/true"))?);
-        let moved: Vec<PathBuf> = him::runtime::list_forwarded_sockets(&forwarded);
+        let moved: Vec<PathBuf> = him::wire::runtime::list_forwarded_sockets(&forwarded);
         if bind.exists() || left.exists() || moved.len() != 1 {
             return Err(format!("him tidy-forwarded left {moved:?}").into());
         }
@@ -855,7 +855,7 @@ fn exec_to_listening(
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
-    let socket = him::runtime::socket_path(dir, child.id());
+    let socket = him::wire::runtime::socket_path(dir, child.id());
     let give_up = started + Duration::from_secs(10);
     let took = loop {
         if UnixStream::connect(&socket).is_ok() {
@@ -984,9 +984,9 @@ struct PendingRun {
     host_rss: u64,
 }
 
-/// One agent link may have at most this many questions waiting at a host (relay.rs); a
+/// One agent link may have at most this many questions waiting at a host (host/relay.rs); a
 /// round of N pending spreads them over as many `him serve`s as that takes.
-const PER_SERVE: usize = him::relay::MAX_WAITING_QUESTIONS;
+const PER_SERVE: usize = him::host::relay::MAX_WAITING_QUESTIONS;
 
 /// N pending: `serve` asks the first PER_SERVE, and as many more `him serve`s as it takes
 /// (started in `dir` for this round) ask the rest.
@@ -1036,7 +1036,7 @@ fn pending_round(
     let host_rss = rss_kib(host.child.id())?;
     // Each `him serve`'s answers are read as they come, by a thread of its own, so that
     // every agent keeps reading while answers wait for it: one that reads nothing for the
-    // stall time while frames wait is cut off (host.rs, HIM_AGENT_STALL_MS), which is not
+    // stall time while frames wait is cut off (host/mod.rs, HIM_AGENT_STALL_MS), which is not
     // what this measures.
     let released = Instant::now();
     let count_lines = |batch: &Vec<u8>| batch.iter().filter(|&&c| c == b'\n').count();
@@ -1342,7 +1342,7 @@ impl HimHost {
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let stand_in = StandIn::start(stdout, stdin, Reply::Extension);
-        let socket = him::runtime::socket_path(dir, child.id());
+        let socket = him::wire::runtime::socket_path(dir, child.id());
         wait_for(&socket)?;
         Ok(HimHost { child, stand_in })
     }
@@ -1561,7 +1561,7 @@ fn trivial_init() -> Result<(), BoxError> {
 /// the baseline for host start-up.
 fn trivial_listen() -> Result<(), BoxError> {
     let dir = PathBuf::from(std::env::var_os("HIM_RUNTIME_DIR").ok_or("no runtime dir")?);
-    let socket = him::runtime::socket_path(&dir, std::process::id());
+    let socket = him::wire::runtime::socket_path(&dir, std::process::id());
     let listener = UnixListener::bind(&socket)?;
     let mut sink = Vec::new();
     let _ = io::stdin().lock().read_to_end(&mut sink);

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use crate::agent::MatrixRoute;
-use crate::runtime::Located;
+use crate::agent::presence::MatrixRoute;
+use crate::wire::runtime::Located;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FallbackMode {
@@ -50,7 +50,7 @@ impl TasksMode {
 }
 
 /// When an ask tool's call returns `pending` with the question still open (`HIM_RETURN_AFTER_MS`,
-/// `pending.rs`), so that a client that cuts or backgrounds a long call still gets the
+/// `agent/pending.rs`), so that a client that cuts or backgrounds a long call still gets the
 /// person's answer as a tool result (of `get_answer`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReturnAfter {
@@ -80,7 +80,7 @@ impl ReturnAfter {
     pub fn for_client(self, client: Option<&str>) -> Option<Duration> {
         match self {
             ReturnAfter::Auto => client
-                .is_some_and(crate::asker::is_claude_code)
+                .is_some_and(crate::agent::asker::is_claude_code)
                 .then_some(AUTO_RETURN_AFTER),
             ReturnAfter::Never => None,
             ReturnAfter::After(after) => Some(after),
@@ -155,12 +155,12 @@ impl std::error::Error for ConfigError {}
 
 impl Config {
     pub fn from_env() -> Result<Config, ConfigError> {
-        let located = crate::runtime::runtime_dir().unwrap_or_else(|err| {
+        let located = crate::wire::runtime::runtime_dir().unwrap_or_else(|err| {
             // The other channels still work; only the browser cannot be found.
             tracing::warn!("{err}; questions go to the other channels");
             Located {
                 dir: std::path::PathBuf::new(),
-                rule: crate::runtime::Rule::Home,
+                rule: crate::wire::runtime::Rule::Home,
                 also: Vec::new(),
                 forwarded: None,
             }
@@ -213,7 +213,7 @@ impl Config {
         };
         let away = Duration::from_millis(millis(
             "HIM_AWAY_MS",
-            crate::agent::DEFAULT_AWAY.as_millis() as u64,
+            crate::agent::presence::DEFAULT_AWAY.as_millis() as u64,
         )?)
         .min(MAX_WAIT);
         let matrix_route = match lookup("HIM_MATRIX").as_deref().map(str::trim) {
@@ -242,7 +242,7 @@ impl Config {
             // Bounded so that the clock arithmetic cannot overflow.
             keep: Duration::from_millis(millis(
                 "HIM_KEEP_MS",
-                crate::keep::DEFAULT_KEEP.as_millis() as u64,
+                crate::wire::keep::DEFAULT_KEEP.as_millis() as u64,
             )?)
             .min(MAX_KEEP),
             return_after,
@@ -261,7 +261,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::Rule;
+    use crate::wire::runtime::Rule;
     use std::path::PathBuf;
 
     fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {

@@ -1,61 +1,55 @@
-//! him — human input for MCP.
+//! him — human input for MCP: an agent asks, a person answers, the agent gets a typed answer.
 //!
 //! ```text
-//! MCP client ──stdio JSON-RPC──► him serve ──┐   (agent side: mcp/, channels.rs, wait.rs,
-//! shell script ────────────────► him ask   ──┤    agent.rs; him ask: ask_cli.rs)
-//!                                            │ <runtime>/hosts/<pid>.sock (runtime.rs),
-//!                                            │ link.rs over frame.rs + protocol.rs
-//!                                            ▼
-//!     browser ──spawns──► him (native host, host.rs + relay.rs) ◄──stdio native messaging──► extension/
+//! MCP client ──stdio / HTTP──► him serve (mcp) ──┐   agent side (agent): the pool of host links,
+//! shell script ──────────────► him ask   (cli) ──┤   the ask flow, its wait, late answers
+//!                                                │ <runtime>/hosts/<pid>.sock, framed JSON (wire)
+//!                                                ▼
+//!   browser ──spawns──► him, the native host (host) ◄──native messaging──► extension/
 //! ```
 //!
-//! A question's channels, in order (channels.rs): the browsers, MCP elicitation, the terminal
-//! (`him ask` only: `fallback/terminal.rs`), then the fallback (`fallback/`: the loopback form
-//! on hyper, sharing web.rs with `serve --http`). A question whose call ends unanswered is kept
-//! for a late answer (keep.rs, late.rs); one whose client would cut or background the call
-//! returns `pending` first and stays open (pending.rs).
+//! # Layout
+//!
+//! Each module is one role or one mechanism; ARCHITECTURE.md maps them in more detail.
+//!
+//! - [`wire`] — how agents and hosts find and talk to each other: the runtime directory,
+//!   length-prefixed frames, the messages of DESIGN.md §3, the link and its handshake.
+//! - [`form`] — the form model of §4 (every question is a form), an answer judged against
+//!   it, and agent text made fit to show where it cannot be drawn as Markdown.
+//! - [`host`] — the browser's side: the native host, its relay (which agent owns which
+//!   question), and the gateway that takes agents from other machines.
+//! - [`agent`] — the asking side: the pool of links to every host, one question's flow from
+//!   tool arguments through its channels to a typed result, and late answers.
+//! - [`mcp`] — `him serve`: the MCP server over stdio or Streamable HTTP, its tools,
+//!   schemas, elicitation and tasks.
+//! - [`fallback`] — where a question goes with no browser: the loopback form, the terminal.
+//! - [`loopback_http`] — what both loopback HTTP servers share: connection slots, whose
+//!   process is calling, `Host` rules and security headers.
+//! - [`permission`] — the agents' own permission prompts and their hooks (§9).
+//! - [`remote`] — `him remote`: agents on other machines over OpenSSH (§10).
+//! - [`install`] — set-up: manifests, the extension, client snippets, `him doctor`.
+//! - [`cli`] — the command line: its options, how the binary knows its role, `him ask`, `him try`.
+//! - [`config`] — the `HIM_*` settings of §5, read once.
+//! - [`platform`] — the operating system's part: the state folder, logs on stderr, the
+//!   clock, random ids, files replaced whole.
 //!
 //! One binary, several roles. Stdout is a protocol channel in both the MCP server and the
 //! native host, so nothing in this crate prints to it except the command-line subcommands
 //! that exist to print (`manifest`, `config`, `ask`, ...), which write explicitly.
 
-pub mod admission;
 pub mod agent;
-pub mod ask_cli;
-pub mod ask_result;
-pub mod asker;
-pub mod channels;
 pub mod cli;
 pub mod config;
-pub mod display;
 pub mod fallback;
 pub mod form;
-pub mod frame;
-pub mod gateway;
-pub mod hook;
 pub mod host;
 pub mod install;
-pub mod keep;
-pub mod late;
-pub mod link;
-pub mod logging;
-pub mod matrix_link;
+pub mod loopback_http;
 pub mod mcp;
-pub mod peer;
-pub mod pending;
 pub mod permission;
 pub mod platform;
-pub mod protocol;
-pub mod random;
-pub mod relay;
 pub mod remote;
-pub mod role;
-pub mod runtime;
-pub mod state;
-pub mod tools;
-pub mod try_cli;
-pub mod wait;
-pub mod web;
+pub mod wire;
 
 /// Native-messaging host name, the same in every browser's manifest.
 pub const HOST_NAME: &str = "dev.him.host";

@@ -10,8 +10,8 @@ use him::cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
-    if let Some(launch) = him::role::browser_launch(&args) {
-        return him::role::run_host(launch);
+    if let Some(launch) = him::cli::role::browser_launch(&args) {
+        return him::cli::role::run_host(launch);
     }
     let cli = Cli::parse();
     match run(cli) {
@@ -25,21 +25,23 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode, BoxError> {
     match cli.command {
-        Command::Host => Ok(him::role::run_host(him::role::BrowserLaunch::Manual)),
+        Command::Host => Ok(him::cli::role::run_host(
+            him::cli::role::BrowserLaunch::Manual,
+        )),
         Command::Serve(args) => him::mcp::serve(args),
-        Command::Ask(args) => him::ask_cli::run(args),
+        Command::Ask(args) => him::cli::ask::run(args),
         Command::Install(args) => him::install::install(&args),
         Command::Uninstall(args) => him::install::uninstall(&args),
         Command::Doctor(args) => him::install::doctor(&args),
         Command::Manifest(args) => him::install::manifest(&args),
         Command::Config(args) => him::install::config(&args),
-        Command::Try => him::try_cli::run(),
+        Command::Try => him::cli::demo::run(),
         Command::Extension(args) => him::install::write_extension(&args),
         Command::TerminalPrompt => him::fallback::terminal::run_prompt(),
-        Command::Hook(args) => him::hook::run(args),
+        Command::Hook(args) => him::permission::hook::run(args),
         Command::Matrix(_) => run_matrix(),
         Command::Remote(args) => him::remote::run(&args),
-        Command::Gateway => Ok(him::gateway::run_gateway()),
+        Command::Gateway => Ok(him::host::gateway::run_gateway()),
         Command::ForwardedDir(args) => him::remote::forwarded_dir(&args),
         Command::TidyForwarded => him::remote::tidy_forwarded(),
     }

@@ -9,7 +9,6 @@
 //! ([`ssh_rc`]). `him uninstall` removes every such block, on either machine.
 
 mod config_block;
-pub(crate) mod file;
 pub mod ssh_rc;
 
 use std::io::Write;
@@ -20,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::BoxError;
 use crate::cli::{ForwardedDirArgs, RemoteArgs};
-use crate::runtime;
+use crate::wire::runtime;
 
 pub use config_block::{Block, check_host, check_socket_path, remove_blocks, upsert_block};
 
@@ -85,7 +84,7 @@ pub fn tidy_forwarded() -> Result<ExitCode, BoxError> {
     let tidied = runtime.block_on(async {
         tokio::time::timeout(
             std::time::Duration::from_secs(2),
-            crate::agent::tidy_forwarded_once(&dir),
+            crate::agent::pool::tidy_forwarded_once(&dir),
         )
         .await
     });
@@ -139,7 +138,7 @@ pub fn run(args: &RemoteArgs) -> Result<ExitCode, BoxError> {
     let located = runtime::runtime_dir()?;
     let gateway = runtime::gateway_socket(&located.dir);
     if args.container {
-        crate::gateway::enable()?;
+        crate::host::gateway::enable()?;
         print_container(&gateway)?;
         start_gateway(&located.dir)?;
         return Ok(ExitCode::SUCCESS);
@@ -174,7 +173,7 @@ pub fn run(args: &RemoteArgs) -> Result<ExitCode, BoxError> {
         remote_socket,
         local_socket: gateway,
     };
-    crate::gateway::enable()?;
+    crate::host::gateway::enable()?;
     let mut out = std::io::stdout().lock();
     if args.write {
         let config = ssh_config_path()?;
@@ -233,7 +232,7 @@ const GATEWAY_START: std::time::Duration = std::time::Duration::from_secs(5);
 /// then. Says whether it runs.
 fn start_gateway(runtime_dir: &Path) -> Result<(), BoxError> {
     let socket = runtime::gateway_socket(runtime_dir);
-    if crate::gateway::start_now(runtime_dir, GATEWAY_START) {
+    if crate::host::gateway::start_now(runtime_dir, GATEWAY_START) {
         writeln!(
             std::io::stdout().lock(),
             "\nThe gateway runs on this machine now ({}): while a browser with him is open, \
@@ -336,7 +335,7 @@ fn ssh_config_path() -> Result<PathBuf, BoxError> {
 fn write_config(path: &Path, block: &Block) -> Result<(), BoxError> {
     let old = ssh_rc::read(path)?.unwrap_or_default();
     let new = upsert_block(&old, block);
-    file::replace(path, &new, 0o600)
+    crate::platform::file::replace(path, &new, 0o600)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(())
 }
@@ -352,7 +351,7 @@ pub fn uninstall() -> Result<Option<PathBuf>, BoxError> {
     if new == old {
         return Ok(None);
     }
-    file::replace(&path, &new, 0o600)
+    crate::platform::file::replace(&path, &new, 0o600)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(Some(path))
 }

@@ -1,5 +1,5 @@
 // What a person is shown of text an agent wrote where they decide on it: a permission card's
-// command, tool name, path, URL, diff and input. One rule, written twice: src/display/marks.rs
+// command, tool name, path, URL, diff and input. One rule, written twice: src/form/display/marks.rs
 // has it for the terminal, and both are tested against tests/fixtures/display_text.json, so
 // a change here is a change there.
 //

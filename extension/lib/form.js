@@ -8,7 +8,7 @@
 //   - never inserts agent text as HTML (labels and options via textContent, descriptions
 //     via the safe Markdown renderer).
 // What a value means, what is empty and what is valid is ./formmodel.js, the twin of
-// src/form.rs; this file only reads and writes controls.
+// src/form/mod.rs; this file only reads and writes controls.
 //
 // Rendering contract
 //   const view = renderForm(doc, form, {
@@ -45,7 +45,7 @@
 //   view.setReadOnly(bool)  true: nothing can be changed or sent, but typed text can still
 //                     be selected and copied (a disabled text box cannot be, in Chromium)
 //   view.showRefusal({field, message})  the agent side refused the answer sent: its reason
-//                     (src/form.rs's words) at the field it names, or in the status line
+//                     (src/form/mod.rs's words) at the field it names, or in the status line
 //   view.rearm()      the form appeared anew (opened in the panel, moved): the wait starts over
 //   view.release()    the form is gone for good: stop watching whether it is on screen
 //

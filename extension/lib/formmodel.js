@@ -1,9 +1,9 @@
-// The form model of DESIGN.md §4 in JavaScript: the twin of src/form.rs. Pure: no DOM, no
+// The form model of DESIGN.md §4 in JavaScript: the twin of src/form/mod.rs. Pure: no DOM, no
 // extension API, no clock; it runs in the panel, the loopback page and Node alike.
 //
 // Three parts:
 //   - checkAnswer(form, values, note): does a typed answer fit the form? The same rules,
-//     in the same order, with the same messages as `Form::check_reply` in src/form.rs. Both
+//     in the same order, with the same messages as `Form::check_reply` in src/form/mod.rs. Both
 //     are tested against one fixture, tests/fixtures/forms.json, so the twins cannot drift.
 //   - checkPermissionForm(form): the shape an agent's permission prompt must have, as
 //     `Form::validate` holds it (the fixture's `permission_forms`); lib/permission.js
@@ -71,7 +71,7 @@ export function sameValue(a, b) {
   return a === b || (a !== null && b !== null && a !== undefined && b !== undefined && String(a) === String(b));
 }
 
-// ---- the agent side's rules (src/form.rs) ----
+// ---- the agent side's rules (src/form/mod.rs) ----
 
 // `char::is_whitespace` (Unicode White_Space), which JavaScript's \s is not quite: it lacks
 // U+0085 and adds U+FEFF.
@@ -110,7 +110,7 @@ export const isAbsoluteUrl = looksLikeUrl;
 export const NOTHING_GIVEN = 'neither an answer nor a note was given';
 
 /**
- * Does a typed answer fit the form? `Form::check_reply` of src/form.rs, rule for rule:
+ * Does a typed answer fit the form? `Form::check_reply` of src/form/mod.rs, rule for rule:
  * {ok: true, values} with every field present (null where an optional field was left
  * empty, [] for an empty multi_select), or {ok: false, field, message}, where `field` is
  * null for a rule about the whole answer.
@@ -140,12 +140,12 @@ function refused(field, message) {
   return { ok: false, field, message };
 }
 
-/** The one field of a permission form (`DECISION_FIELD`, `ALLOW`, `DENY`, `ALLOW_SESSION` in src/form.rs). */
+/** The one field of a permission form (`DECISION_FIELD`, `ALLOW`, `DENY`, `ALLOW_SESSION` in src/form/mod.rs). */
 export const DECISION_FIELD = 'decision';
 export const PERMISSION_VALUES = Object.freeze(['allow', 'deny']);
 /** The third value, exactly where `permission.session_rules` offers rules (Claude Code's hook). */
 export const ALLOW_SESSION = 'allow_session';
-/** `MAX_SESSION_RULES`, `MAX_SESSION_RULE_CHARS` in src/form.rs. */
+/** `MAX_SESSION_RULES`, `MAX_SESSION_RULE_CHARS` in src/form/mod.rs. */
 export const MAX_SESSION_RULES = 8;
 export const MAX_SESSION_RULE_CHARS = 1024;
 
@@ -157,7 +157,7 @@ export function sessionRules(form) {
 
 /**
  * The shape of an agent's permission prompt (a form with `permission`, DESIGN.md §9):
- * `Form::validate_permission` of src/form.rs, with its messages. Exactly one field,
+ * `Form::validate_permission` of src/form/mod.rs, with its messages. Exactly one field,
  * `decision`, a required radio of `allow` and `deny` in that order (then `allow_session`,
  * exactly when `permission.session_rules` offers 1 to 8 rules), with no default, so that
  * nothing but the person's deliberate choice can allow. {ok: true}, or {ok: false, field,
@@ -499,7 +499,7 @@ export function validateRaw(form, raws, note = '') {
 }
 
 /**
- * A rule of the agent side (checkAnswer's or src/form.rs's `message`, about `field` or, when
+ * A rule of the agent side (checkAnswer's or src/form/mod.rs's `message`, about `field` or, when
  * null, the whole answer) in words for the person.
  */
 export function explain(field, message) {

@@ -531,7 +531,7 @@ function appendInline(doc, parent, nodes) {
 // ---- plain text ----
 // What a person reads of Markdown, without the marks, for places that cannot draw it: an
 // inbox row, a notification, the loopback page's summary (and, in him itself, the terminal
-// and a page's title: src/display/plain.rs reads the same text the same way; both are
+// and a page's title: src/form/display/plain.rs reads the same text the same way; both are
 // tested against tests/fixtures/display_text.json). A code span keeps its text as written
 // (`rm *.log` stays `rm *.log`), a link is its label, emphasis is its words.
 

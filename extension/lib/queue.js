@@ -106,7 +106,7 @@ export function normaliseQueue(value) {
 
 /**
  * The agent's display name: its title, else its name; "via bridge" after it when its client came
- * through a bridge that named itself (him serve knows which, src/asker.rs, and says so in
+ * through a bridge that named itself (him serve knows which, src/agent/asker.rs, and says so in
  * `agent.via`); "@ machine" after that when the agent runs on another machine (reached through
  * SSH or a container: the host puts `machine` in the ask). Text the agent's client wrote: draw
  * it marked (lib/display.js).

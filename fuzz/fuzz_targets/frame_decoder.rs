@@ -3,7 +3,7 @@
 #![no_main]
 
 use bytes::BytesMut;
-use him::frame::{FrameCodec, HEADER_LEN, read_frame_sync};
+use him::wire::frame::{FrameCodec, HEADER_LEN, read_frame_sync};
 use libfuzzer_sys::fuzz_target;
 use tokio_util::codec::Decoder;
 
@@ -18,8 +18,8 @@ fuzz_target!(|data: &[u8]| {
     let max = match selector % 4 {
         0 => usize::from(selector),
         1 => 1024,
-        2 => him::frame::MAX_TO_BROWSER,
-        _ => him::frame::MAX_INBOUND,
+        2 => him::wire::frame::MAX_TO_BROWSER,
+        _ => him::wire::frame::MAX_INBOUND,
     };
     let chunk = usize::from(chunk).max(1);
     let mut codec = FrameCodec::new(max);

@@ -2,7 +2,7 @@
 //! decodes again.
 #![no_main]
 
-use him::protocol::{self, AgentToHost, ExtensionToHost, HostToAgent, HostToExtension, Message};
+use him::wire::protocol::{self, AgentToHost, ExtensionToHost, HostToAgent, HostToExtension, Message};
 use libfuzzer_sys::fuzz_target;
 
 fn check<M: Message + std::fmt::Debug>(data: &[u8]) {

@@ -33,13 +33,13 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 
 use him::BoxError;
 use him::form::Form;
-use him::frame::{FrameCodec, MAX_INBOUND};
 use him::host::HostError;
-use him::protocol::{
+use him::wire::frame::{FrameCodec, MAX_INBOUND};
+use him::wire::protocol::{
     self, Action, Answer, ExtensionInfo, ExtensionToHost, HostInfo, HostToExtension, LabelledAsk,
     MATRIX_KIND, PROTOCOL, WithdrawReason,
 };
-use him::runtime;
+use him::wire::runtime;
 
 use super::permission;
 use super::render::{self, Shape};
@@ -85,13 +85,13 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn run() -> Result<ExitCode, BoxError> {
-    him::logging::init();
+    him::platform::logging::init();
     let config = him::config::Config::from_env()?;
     let runtime_dir = config.runtime.dir.clone();
     if runtime_dir.as_os_str().is_empty() {
         return Err("no runtime directory (see `him doctor`)".into());
     }
-    let Some(lock) = him::gateway::lock_in(&runtime_dir, &runtime::matrix_dir(&runtime_dir))?
+    let Some(lock) = him::host::gateway::lock_in(&runtime_dir, &runtime::matrix_dir(&runtime_dir))?
     else {
         tracing::info!("a Matrix bridge already runs for this user");
         return Ok(ExitCode::SUCCESS);
@@ -117,7 +117,7 @@ fn bind(runtime_dir: &Path) -> Result<(UnixListener, PathBuf), HostError> {
 
 async fn serve(runtime_dir: &Path, idle: Duration) -> Result<(), BoxError> {
     let dir = store::dir()?;
-    let room: RoomConfig = store::read(&dir, him::matrix_link::ROOM_FILE, ROOM_FIRST)?;
+    let room: RoomConfig = store::read(&dir, him::agent::matrix::ROOM_FILE, ROOM_FIRST)?;
     // Refused before listening: agents would link to a bridge about to leave.
     let _: store::Session = store::read(&dir, store::SESSION_FILE, store::LOGIN_FIRST)?;
     let (host_end, bridge_end) = tokio::io::duplex(256 * 1024);
@@ -137,8 +137,8 @@ async fn serve(runtime_dir: &Path, idle: Duration) -> Result<(), BoxError> {
         host_write,
         him::host::AGENT_STALL,
         // Questions kept for their agent after its call ended stay answerable here, the
-        // answer written to the same store as a browser's host writes it (`him::keep`).
-        him::keep::Store::locate().ok(),
+        // answer written to the same store as a browser's host writes it (`him::wire::keep`).
+        him::wire::keep::Store::locate().ok(),
     );
     let room_side = run_room(bridge_end, &dir, room, idle);
     tokio::select! {
@@ -182,7 +182,7 @@ struct Open {
     body: String,
     /// The answerer whose answer awaits the agent's verdict, and the event that gave it.
     judged: Option<(OwnedUserId, OwnedEventId)>,
-    /// Its agent stopped waiting and kept it: the answer goes to the store (`him::keep`).
+    /// Its agent stopped waiting and kept it: the answer goes to the store (`him::wire::keep`).
     kept: bool,
     /// A permission prompt's poll (Deny), beside the message.
     poll: Option<OwnedEventId>,
@@ -196,7 +196,7 @@ struct Open {
 /// The short code that allows a permission prompt from the phone: six digits from the OS's
 /// random source, typed deliberately (no tap on a poll gives it).
 fn allow_code() -> std::io::Result<String> {
-    let hex = him::random::random_hex(4)?;
+    let hex = him::platform::random::random_hex(4)?;
     let n = u32::from_str_radix(&hex, 16).map_err(std::io::Error::other)?;
     Ok(format!("{:06}", n % 1_000_000))
 }
@@ -205,7 +205,7 @@ fn allow_code() -> std::io::Result<String> {
 fn kept_note(until_ms: u64) -> String {
     format!(
         "The agent stopped waiting; your answer will be kept for it until {}.",
-        him::keep::rfc3339(until_ms)
+        him::wire::keep::rfc3339(until_ms)
     )
 }
 
@@ -413,7 +413,7 @@ async fn write_status(dir: &Path, client: &Client, answerers: &[String]) {
 }
 
 fn now_ms() -> u64 {
-    him::channels::unix_ms()
+    him::platform::clock::unix_ms()
 }
 
 impl Bridge {
@@ -732,7 +732,7 @@ impl Bridge {
         self.send_host(&ExtensionToHost::Shown { id }).await
     }
 
-    /// The agent stopped waiting for question `id` and kept it (`him::keep`): it stays open
+    /// The agent stopped waiting for question `id` and kept it (`him::wire::keep`): it stays open
     /// here until `until_ms`, the message marked so, and the answer goes to the store for the
     /// agent. A kept question this bridge never posted (the host offers every kept one when
     /// it starts) is not posted now: it waits in the browsers.

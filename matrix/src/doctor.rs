@@ -55,7 +55,7 @@ pub async fn observe_and_write(
         }
     }
     let synced_at_ms = if bridge_synced {
-        him::channels::unix_ms()
+        him::platform::clock::unix_ms()
     } else {
         store::read::<BridgeStatus>(dir, STATUS_FILE, "").map_or(0, |s| s.synced_at_ms)
     };
@@ -147,7 +147,8 @@ async fn findings() -> Vec<Finding> {
             return out;
         }
     }
-    let room: RoomConfig = match store::read(&dir, him::matrix_link::ROOM_FILE, store::ROOM_FIRST) {
+    let room: RoomConfig = match store::read(&dir, him::agent::matrix::ROOM_FILE, store::ROOM_FIRST)
+    {
         Ok(room) => room,
         Err(_) => {
             out.push(
@@ -264,7 +265,7 @@ fn bridge_findings(dir: &Path, room: &RoomConfig) -> Vec<Finding> {
     let Some(status) = status else {
         return vec![not_yet];
     };
-    let ago = him::channels::unix_ms().saturating_sub(status.synced_at_ms) / 1000;
+    let ago = him::platform::clock::unix_ms().saturating_sub(status.synced_at_ms) / 1000;
     let mut out = vec![if status.synced_at_ms == 0 {
         not_yet
     } else {
@@ -272,7 +273,7 @@ fn bridge_findings(dir: &Path, room: &RoomConfig) -> Vec<Finding> {
             Status::Pass,
             format!(
                 "the bridge's last sync: {} ({ago} s ago)",
-                him::keep::rfc3339(status.synced_at_ms)
+                him::wire::keep::rfc3339(status.synced_at_ms)
             ),
         )
     }];

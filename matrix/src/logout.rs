@@ -23,10 +23,10 @@ fn say(text: &str) {
 }
 
 pub fn run() -> Result<ExitCode, BoxError> {
-    him::logging::init();
+    him::platform::logging::init();
     let config = him::config::Config::from_env()?;
     let runtime_dir = config.runtime.dir.clone();
-    let Some(dir) = him::matrix_link::state_dir().filter(|dir| dir.exists()) else {
+    let Some(dir) = him::agent::matrix::state_dir().filter(|dir| dir.exists()) else {
         say("No Matrix session on this machine: nothing to remove.");
         return Ok(ExitCode::SUCCESS);
     };

@@ -5,9 +5,9 @@
 //! installed beside `him` (`cargo install --path matrix`).
 //!
 //! ```text
-//!  him serve / him ask ──§3 link──► <runtime>/matrix/bridge.sock ─► host side (host.rs +
-//!     (start it on demand:              relay.rs, as in a native host; welcome says
-//!      him::matrix_link)                kind "matrix")
+//!  him serve / him ask ──§3 link──► <runtime>/matrix/bridge.sock ─► host side (host/mod.rs +
+//!     (start it on demand:              host/relay.rs, as in a native host; welcome says
+//!      him::agent::matrix)                kind "matrix")
 //!                                           │ native-messaging frames, in-process pipe
 //!                                           ▼
 //!                             bridge.rs (plays the extension) ─► matrix-sdk ─► the room

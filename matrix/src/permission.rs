@@ -2,7 +2,7 @@
 //! rule is unit-tested without a homeserver.
 //!
 //! - The tool and its input are shown verbatim in a code block, marked as the panel marks them
-//!   (`him::display::marked`: controls, invisible, bidi and look-alike characters as
+//!   (`him::form::display::marked`: controls, invisible, bidi and look-alike characters as
 //!   `⟨U+XXXX⟩`), and the message says when something was marked.
 //! - Deny: a vote for Deny in the poll beside it, or a reply "deny" / "no".
 //! - Allow only by a reply holding the short code shown in the message: a deliberate act
@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use him::display::{marked, pieces};
+use him::form::display::{marked, pieces};
 use him::form::{ALLOW, DENY, Permission};
 
 /// Of the shown input, at most this much goes into the message: Matrix caps an event at

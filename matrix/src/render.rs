@@ -12,9 +12,9 @@
 
 use serde_json::{Map, Value, json};
 
-use him::display::{terminal_line, terminal_literal, terminal_text};
+use him::form::display::{terminal_line, terminal_literal, terminal_text};
 use him::form::{DECISION_FIELD, FieldType, Form};
-use him::protocol::LabelledAsk;
+use him::wire::protocol::LabelledAsk;
 
 /// Matrix allows at most 20 answers in a poll (MSC3381).
 pub const MAX_POLL_ANSWERS: usize = 20;
@@ -414,7 +414,7 @@ fn one(field: &str, value: Value, note: Option<String>) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use him::tools::{AskChoiceArgs, AskConfirmArgs, AskMultiSelectArgs, AskTool};
+    use him::agent::tools::{AskChoiceArgs, AskConfirmArgs, AskMultiSelectArgs, AskTool};
 
     fn choice(args: Value) -> Form {
         serde_json::from_value::<AskChoiceArgs>(args)

@@ -28,7 +28,7 @@ pub fn once() -> SyncSettings {
 
 /// A client on the stores in `dir` (made private: they hold the device's keys).
 async fn client(dir: &Path, homeserver: &str) -> Result<Client, BoxError> {
-    him::runtime::ensure_private_dir(&dir.join(STORE_DIR))?;
+    him::wire::runtime::ensure_private_dir(&dir.join(STORE_DIR))?;
     Ok(Client::builder()
         .homeserver_url(homeserver)
         .sqlite_store(dir.join(STORE_DIR), None)
@@ -281,7 +281,7 @@ pub fn room(args: &MatrixRoomArgs) -> Result<ExitCode, BoxError> {
         answerers: answerers.iter().map(|u| u.to_string()).collect(),
         allow_unencrypted: args.allow_unencrypted,
     };
-    store::write(&dir, him::matrix_link::ROOM_FILE, &config)?;
+    store::write(&dir, him::agent::matrix::ROOM_FILE, &config)?;
     let who: Vec<String> = answerers.iter().map(|u| u.to_string()).collect();
     say(&format!(
         "Questions go to the room {room_id}; answers count from {}.\n\

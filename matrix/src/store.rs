@@ -3,7 +3,7 @@
 //! - `session.json`: the homeserver, the bot's Matrix ID, device and access token;
 //! - `store/`: matrix-sdk's SQLite stores (the device's keys, the rooms, the sync position);
 //! - `room.json`: the room, who may answer there, whether it may be unencrypted (written
-//!   last by `him matrix room`: with it, Matrix is set up, `him::matrix_link::configured`);
+//!   last by `him matrix room`: with it, Matrix is set up, `him::agent::matrix::configured`);
 //! - `posted.json`: the questions posted and still open (their events; a form's progress in
 //!   its thread), so a bridge started again goes on with them;
 //! - `status.json`: what the doctor reads of the store (the last sync, who is verified);
@@ -52,9 +52,9 @@ impl RoomConfig {
 
 /// `<state>/matrix`, made private.
 pub fn dir() -> Result<PathBuf, BoxError> {
-    let dir = him::matrix_link::state_dir()
+    let dir = him::agent::matrix::state_dir()
         .ok_or("no state directory: give this user a home directory in the password database, or set HIM_STATE_DIR to an absolute path")?;
-    him::runtime::ensure_private_dir(&dir)?;
+    him::wire::runtime::ensure_private_dir(&dir)?;
     Ok(dir)
 }
 

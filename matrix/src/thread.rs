@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use him::display::{terminal_line, terminal_literal, terminal_text};
+use him::form::display::{terminal_line, terminal_literal, terminal_text};
 use him::form::{Field, FieldType, Form};
 
 use super::render::{self, Shape};

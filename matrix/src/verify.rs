@@ -34,7 +34,7 @@ use nix::fcntl::{Flock, FlockArg};
 use tokio::sync::{mpsc, oneshot};
 
 use him::BoxError;
-use him::runtime;
+use him::wire::runtime;
 
 use super::store::{self, ROOM_FIRST, RoomConfig};
 
@@ -49,14 +49,14 @@ fn say(text: &str) {
 }
 
 pub fn run() -> Result<ExitCode, BoxError> {
-    him::logging::init();
+    him::platform::logging::init();
     let config = him::config::Config::from_env()?;
     let runtime_dir = config.runtime.dir.clone();
     if runtime_dir.as_os_str().is_empty() {
         return Err("no runtime directory (see `him doctor`)".into());
     }
     let dir = store::dir()?;
-    let room: RoomConfig = store::read(&dir, him::matrix_link::ROOM_FILE, ROOM_FIRST)?;
+    let room: RoomConfig = store::read(&dir, him::agent::matrix::ROOM_FILE, ROOM_FIRST)?;
     let (lock, stopped) = hold_the_bridge(&runtime_dir)?;
     let result = super::runtime()?.block_on(verify(&dir, &room));
     drop(lock);
@@ -99,7 +99,7 @@ fn restart_the_bridge(dir: &Path) {
 /// The bridge's lock, a running bridge asked to stop (SIGTERM) first; whether one was.
 pub fn hold_the_bridge(runtime_dir: &Path) -> Result<(Flock<File>, bool), BoxError> {
     let matrix_dir = runtime::matrix_dir(runtime_dir);
-    if let Some(lock) = him::gateway::lock_in(runtime_dir, &matrix_dir)? {
+    if let Some(lock) = him::host::gateway::lock_in(runtime_dir, &matrix_dir)? {
         return Ok((lock, false));
     }
     let pid_file = matrix_dir.join(super::bridge::PID_FILE);

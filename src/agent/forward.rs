@@ -25,10 +25,10 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::UnixStream;
 use tokio::sync::{Notify, mpsc};
 
-use super::HostStatus;
-use crate::link::handshake;
-use crate::protocol::{self, AgentToHost};
-use crate::runtime;
+use super::pool::HostStatus;
+use crate::wire::link::handshake;
+use crate::wire::protocol::{self, AgentToHost};
+use crate::wire::runtime;
 
 /// How often `him serve` tidies the forwarded folder, questions or not.
 pub const TIDY_INTERVAL: Duration = Duration::from_secs(2);
@@ -320,7 +320,7 @@ fn own_name(path: &Path) -> PathBuf {
     }
     let (Some(stem), Ok(id)) = (
         path.file_stem().and_then(|s| s.to_str()),
-        crate::random::question_id(),
+        crate::platform::random::question_id(),
     ) else {
         return path.to_owned();
     };

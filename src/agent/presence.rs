@@ -1,5 +1,5 @@
 //! When a question goes to the Matrix bridge (issue 25 item 6): the phone rings only when the
-//! person is away from the desk. Pure: the pool (`agent.rs`) asks [`due`] whenever what it
+//! person is away from the desk. Pure: the pool (`agent/pool.rs`) asks [`due`] whenever what it
 //! knows changes (a host's `welcome`, a link that ends, a bridge that links, the away timer).
 
 use std::time::Duration;

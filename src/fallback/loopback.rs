@@ -41,14 +41,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::admission::{Admission, Proof, Ticket};
-use crate::agent::Identity;
+use crate::agent::pool::Identity;
+use crate::agent::wait::{self, Outcome};
 use crate::fallback::locale::{self, Locale};
 use crate::form::Form;
-use crate::peer::{self, Peer};
-use crate::protocol::{Action, Answer};
-use crate::wait::{self, Outcome};
-use crate::web::{self, HostRule};
+use crate::loopback_http::admission::{Admission, Proof, Ticket};
+use crate::loopback_http::owner::{self, Peer};
+use crate::loopback_http::{self, HostRule};
+use crate::wire::protocol::{Action, Answer};
 
 /// Largest answer body accepted; a form of 64 fields of text fits many times over.
 pub const BODY_LIMIT: usize = 256 * 1024;
@@ -132,12 +132,13 @@ impl Loopback {
         asker: &Identity,
         deadline: Instant,
     ) -> std::io::Result<Loopback> {
-        let listener = crate::admission::listen(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+        let listener =
+            crate::loopback_http::admission::listen(SocketAddr::from(([127, 0, 0, 1], 0)))?;
         let port = listener.local_addr()?.port();
         Ok(Loopback {
             listener,
             port,
-            token: crate::random::random_hex(16)?,
+            token: crate::platform::random::random_hex(16)?,
             form: form.clone(),
             question_id: question_id.to_owned(),
             asker: asker.clone(),
@@ -195,7 +196,7 @@ impl Loopback {
                     Ok((stream, from)) => {
                         // Before a byte is read: another user must not even see the question.
                         if let Ok(local) = stream.local_addr()
-                            && let Peer::Refused(why) = peer::check(local, from)
+                            && let Peer::Refused(why) = owner::check(local, from)
                         {
                             tracing::warn!("loopback form: refused a connection from {from}: {why}");
                             continue;
@@ -373,7 +374,7 @@ pub enum Route {
 /// Decides a request by its head alone (the body, if any, is read only for [`Route::Answer`]).
 pub fn route<B>(request: &Request<B>, port: u16, token: &str) -> Route {
     let headers = request.headers();
-    if web::repeated_host(headers) {
+    if loopback_http::repeated_host(headers) {
         return Route::Refuse(refuse(
             StatusCode::BAD_REQUEST,
             "a request may carry only one Host header",
@@ -401,7 +402,7 @@ pub fn route<B>(request: &Request<B>, port: u16, token: &str) -> Route {
         Some((candidate, file)) => (candidate, Some(file)),
         None => (rest, None),
     };
-    if !crate::random::same_secret(candidate.as_bytes(), token.as_bytes()) {
+    if !crate::platform::random::same_secret(candidate.as_bytes(), token.as_bytes()) {
         return not_found();
     }
     match (request.method(), file) {
@@ -530,7 +531,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, ticket: Arc<Ti
                 response
                     .headers_mut()
                     .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                Ok::<_, Infallible>(web::secure(response))
+                Ok::<_, Infallible>(loopback_http::secure(response))
             }
         })
     };
@@ -652,8 +653,8 @@ fn take(body: &[u8], shared: &Shared) -> Handled {
 fn page(form: &Form, base: &str, asker: &Identity, remaining: Duration, locale: &Locale) -> String {
     // Names a client wrote, marked as the panel marks them (`display::marked`): the page
     // draws them as plain text, where a bidi override would reorder what the person reads.
-    let mark = |text: &str| crate::display::marked(text);
-    let agent = crate::protocol::AgentInfo {
+    let mark = |text: &str| crate::form::display::marked(text);
+    let agent = crate::wire::protocol::AgentInfo {
         name: mark(&asker.agent.name),
         title: asker.agent.title.as_deref().map(mark),
         version: asker.agent.version.clone(),
@@ -716,7 +717,7 @@ fn closed_page(why: ClosedBecause, base: &str, locale: &Locale) -> String {
 /// panel names a question (`display::title_line`: marked, so that no bidi control reorders
 /// it), cut to a length a tab can show.
 fn title_text(title: &str) -> String {
-    let line = crate::display::title_line(title);
+    let line = crate::form::display::title_line(title);
     let mut chars = line.chars();
     let head: String = chars.by_ref().take(120).collect();
     if chars.next().is_some() {
@@ -928,7 +929,7 @@ mod tests {
         }))
         .unwrap();
         let asker = Identity {
-            agent: crate::protocol::AgentInfo {
+            agent: crate::wire::protocol::AgentInfo {
                 name: "</script><b>".into(),
                 title: None,
                 version: None,
@@ -956,9 +957,9 @@ mod tests {
         }))
         .unwrap();
         let asker = Identity {
-            agent: crate::protocol::AgentInfo {
+            agent: crate::wire::protocol::AgentInfo {
                 via: Some("mcp-remote".into()),
-                ..crate::protocol::AgentInfo::named("agent\u{202e}gpj")
+                ..crate::wire::protocol::AgentInfo::named("agent\u{202e}gpj")
             },
             project: Some("shop\u{7}".into()),
         };
@@ -988,7 +989,7 @@ mod tests {
         }))
         .unwrap();
         let asker = Identity {
-            agent: crate::protocol::AgentInfo {
+            agent: crate::wire::protocol::AgentInfo {
                 name: "codex".into(),
                 title: None,
                 version: None,
@@ -1026,7 +1027,7 @@ mod tests {
         }))
         .unwrap();
         let asker = Identity {
-            agent: crate::protocol::AgentInfo {
+            agent: crate::wire::protocol::AgentInfo {
                 name: "codex".into(),
                 title: None,
                 version: None,

@@ -2,7 +2,7 @@
 //!
 //! The URL carries the form's token, and an opener's arguments are visible to every user
 //! (`ps`, `/proc/<pid>/cmdline`). On Linux the form asks the kernel who each connection
-//! belongs to (`peer.rs`), so a token read there is useless to another user, and the URL is
+//! belongs to (`loopback_http/owner.rs`), so a token read there is useless to another user, and the URL is
 //! passed as is — which confined (Snap, Flatpak) browsers need, since they cannot read a
 //! private file of ours. macOS cannot tell who is connecting, so there the opener gets a
 //! launcher page instead: a file only the user can read, in the per-user runtime directory,
@@ -105,7 +105,7 @@ fn failure(program: &str, status: ExitStatus) -> String {
 /// be started (none installed) is an error.
 pub fn open(url: &str) -> std::io::Result<Opened> {
     let launcher = if HIDE_TOKEN_FROM_ARGUMENTS {
-        let dir = crate::runtime::runtime_dir()
+        let dir = crate::wire::runtime::runtime_dir()
             .map_err(|e| std::io::Error::other(format!("no private directory: {e}")))?
             .dir;
         // No request says which language the person reads; their session's locale does.
@@ -153,7 +153,10 @@ impl LauncherPage {
             return Err(std::io::Error::other("not a loopback form URL"));
         }
         std::fs::create_dir_all(dir)?;
-        let path = dir.join(format!("form-{}.html", crate::random::random_hex(8)?));
+        let path = dir.join(format!(
+            "form-{}.html",
+            crate::platform::random::random_hex(8)?
+        ));
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

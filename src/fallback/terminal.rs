@@ -1,7 +1,7 @@
 //! The person's own terminal as a channel, for `him ask` only — never for `him serve` or a
 //! hook, whose stdin and stdout are protocols. `him ask` offers it when stderr is a terminal
 //! and `/dev/tty` opens (as ssh and sudo read a password), in the foreground; the chain
-//! (`channels.rs`) runs it after the browsers' wait and before `HIM_FALLBACK`, beside the
+//! (`agent/ask.rs`) runs it after the browsers' wait and before `HIM_FALLBACK`, beside the
 //! browsers, so a side panel that appears meanwhile can still answer first.
 //!
 //! ```text
@@ -33,9 +33,9 @@ use tokio_util::sync::CancellationToken;
 pub use prompts::Request;
 
 use crate::BoxError;
-use crate::protocol::{Action, Answer};
+use crate::wire::protocol::{Action, Answer};
 
-/// The hidden subcommand that runs [`prompts`] (`cli.rs`).
+/// The hidden subcommand that runs [`prompts`] (`cli/mod.rs`).
 const PROMPT_COMMAND: &str = "terminal-prompt";
 
 /// After a kill: CAN ends an escape sequence the prompt may have been half-way through,

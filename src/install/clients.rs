@@ -172,8 +172,8 @@ pub fn hook_settings(client: Client, exe: &Path) -> Option<Snippet> {
         _ => return None,
     };
     let command = format!("{} hook {agent}", shell_quote(&exe.to_string_lossy()));
-    let wait_s = crate::hook::DEFAULT_WAIT_MS / 1000;
-    let timeout_s = crate::hook::HOOK_TIMEOUT_S;
+    let wait_s = crate::permission::hook::DEFAULT_WAIT_MS / 1000;
+    let timeout_s = crate::permission::hook::HOOK_TIMEOUT_S;
     let doc = serde_json::json!({"hooks": {"PermissionRequest": [
         {"hooks": [{"type": "command", "command": command, "timeout": timeout_s}]}
     ]}});

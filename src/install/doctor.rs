@@ -26,8 +26,8 @@ mod forwarding;
 use super::browsers::{self, Layout, Os};
 use super::{Context, INSTALL_FOR_GOOD, him_command, looks_temporary, manifest};
 use crate::cli::Browser;
-use crate::link::handshake::{self, NoWelcome};
-use crate::protocol::Welcome;
+use crate::wire::link::handshake::{self, NoWelcome};
+use crate::wire::protocol::Welcome;
 use crate::{BoxError, EXTENSION_ID, HOST_NAME};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,8 +112,8 @@ pub fn render(sections: &[Section]) -> String {
 
 pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
     let ctx = Context::from_env()?;
-    let uid = crate::runtime::current_uid();
-    let located = crate::runtime::runtime_dir()?;
+    let uid = crate::wire::runtime::current_uid();
+    let located = crate::wire::runtime::runtime_dir()?;
     let him = him_command(&ctx.exe);
 
     let binary = check_binary(&ctx.exe);
@@ -141,8 +141,12 @@ pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
         Vec::new()
     };
 
-    let mut tokens = check_http_tokens(crate::state::state_dir().as_deref(), uid);
-    tokens.push(check_http_port(http, crate::peer::listener_uid(http), uid));
+    let mut tokens = check_http_tokens(crate::platform::state_dir::state_dir().as_deref(), uid);
+    tokens.push(check_http_port(
+        http,
+        crate::loopback_http::owner::listener_uid(http),
+        uid,
+    ));
 
     let mut sections = vec![
         Section {
@@ -171,8 +175,8 @@ pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
         });
         forwarding_problem = forwarded.problem.filter(|_| through_ssh_only);
     }
-    if crate::gateway::enabled() {
-        let socket = crate::runtime::gateway_socket(&located.dir);
+    if crate::host::gateway::enabled() {
+        let socket = crate::wire::runtime::gateway_socket(&located.dir);
         sections.push(Section {
             title: "Gateway for agents on other machines (him remote)",
             findings: vec![forwarding::check_gateway(&socket, local_live)],
@@ -242,7 +246,7 @@ pub fn run(http: SocketAddr) -> Result<ExitCode, BoxError> {
 /// lives in that binary only), or why it could not run.
 fn matrix_section(exe: &Path) -> String {
     let logged_in =
-        crate::matrix_link::state_dir().is_some_and(|dir| dir.join("session.json").is_file());
+        crate::agent::matrix::state_dir().is_some_and(|dir| dir.join("session.json").is_file());
     if !logged_in {
         return String::new();
     }
@@ -271,7 +275,7 @@ fn matrix_section(exe: &Path) -> String {
 /// (`mcp/http/token.rs` refuses one that is not ours or that others can open). It is not
 /// needed for the side panel, so it never fails the summary.
 pub fn check_http_tokens(
-    state_dir: Result<&Path, &crate::state::NoStateDir>,
+    state_dir: Result<&Path, &crate::platform::state_dir::NoStateDir>,
     uid: u32,
 ) -> Vec<Finding> {
     use std::os::unix::fs::MetadataExt;
@@ -284,10 +288,10 @@ pub fn check_http_tokens(
                     format!("no directory for HTTP tokens or kept answers: {why}"),
                 )
                 .fix(match why {
-                    crate::state::NoStateDir::Relative(_) => {
+                    crate::platform::state_dir::NoStateDir::Relative(_) => {
                         "make HIM_STATE_DIR absolute (the same value for every him process)"
                     }
-                    crate::state::NoStateDir::NoHome => {
+                    crate::platform::state_dir::NoStateDir::NoHome => {
                         "set HIM_STATE_DIR, or give the token in HIM_HTTP_TOKEN"
                     }
                 }),
@@ -554,8 +558,8 @@ pub fn check_runtime_dir(dir: &Path, source: &str, uid: u32) -> (Vec<Finding>, b
     }
     let mode = meta.permissions().mode() & 0o777;
     // The verdict is the runtime module's, the one the host and agents apply.
-    if let Err(err) = crate::runtime::check_owner_and_mode(dir, meta.uid(), mode, uid) {
-        use crate::runtime::RuntimeError;
+    if let Err(err) = crate::wire::runtime::check_owner_and_mode(dir, meta.uid(), mode, uid) {
+        use crate::wire::runtime::RuntimeError;
         let chmod = format!(
             "chmod 700 {}",
             super::clients::shell_quote(&dir.to_string_lossy())
@@ -643,7 +647,7 @@ pub fn plain(err: &io::Error) -> String {
 
 /// Says the doctor's `hello` and reads the `welcome` (the shared handshake).
 pub fn hello_welcome(stream: &mut (impl Read + Write)) -> Result<Welcome, NoWelcome> {
-    use crate::protocol::{self, AgentInfo, AgentToHost, PROTOCOL};
+    use crate::wire::protocol::{self, AgentInfo, AgentToHost, PROTOCOL};
 
     let hello = protocol::encode(&AgentToHost::Hello {
         protocol: PROTOCOL,
@@ -696,7 +700,7 @@ pub fn probe(_sock: &Path) -> Probe {
 pub fn check_connection(search: &[PathBuf], needed: bool) -> (Vec<Finding>, bool) {
     let socks: Vec<PathBuf> = search
         .iter()
-        .flat_map(|dir| crate::runtime::list_host_sockets(dir))
+        .flat_map(|dir| crate::wire::runtime::list_host_sockets(dir))
         .collect();
     let mut findings = Vec::new();
     let mut live = false;
@@ -882,7 +886,7 @@ mod tests {
     #[test]
     fn the_http_token_directory_is_named_and_an_open_one_is_warned_about() {
         use std::os::unix::fs::PermissionsExt;
-        let uid = crate::runtime::current_uid();
+        let uid = crate::wire::runtime::current_uid();
         let parent = tempfile::tempdir().unwrap();
         let dir = parent.path().join("him");
         let missing = check_http_tokens(Ok(&dir), uid);
@@ -897,10 +901,10 @@ mod tests {
         assert!(open.fix.as_deref().is_some_and(|f| f.contains("chmod 700")));
         assert_eq!(check_http_tokens(Ok(&dir), uid + 1)[0].status, Status::Warn);
         assert_eq!(
-            check_http_tokens(Err(&crate::state::NoStateDir::NoHome), uid)[0].status,
+            check_http_tokens(Err(&crate::platform::state_dir::NoStateDir::NoHome), uid)[0].status,
             Status::Warn
         );
-        let relative = crate::state::NoStateDir::Relative("state".into());
+        let relative = crate::platform::state_dir::NoStateDir::Relative("state".into());
         let relative = &check_http_tokens(Err(&relative), uid)[0];
         assert_eq!(relative.status, Status::Warn);
         assert!(
@@ -938,7 +942,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("run");
         std::fs::create_dir(&dir).unwrap();
-        let uid = crate::runtime::current_uid();
+        let uid = crate::wire::runtime::current_uid();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o770)).unwrap();
         let (f, ok) = check_runtime_dir(&dir, "test", uid);
         assert!(!ok);

@@ -341,7 +341,7 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode, BoxError> {
             failed = true;
         }
     }
-    match crate::gateway::disable() {
+    match crate::host::gateway::disable() {
         Ok(Some(marker)) => writeln!(out(), "removed {}", marker.display())?,
         Ok(None) => {}
         Err(err) => {
@@ -361,7 +361,7 @@ pub fn uninstall(args: &UninstallArgs) -> Result<ExitCode, BoxError> {
 /// logout` (which also logs the bot's device out on the homeserver; the Matrix code lives in
 /// that binary only), else kept and said so. Whether all went well.
 fn matrix_session(exe: &Path, remove: bool) -> Result<bool, BoxError> {
-    let Some(dir) = crate::matrix_link::state_dir().filter(|dir| dir.exists()) else {
+    let Some(dir) = crate::agent::matrix::state_dir().filter(|dir| dir.exists()) else {
         return Ok(true);
     };
     if !remove {

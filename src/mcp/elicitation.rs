@@ -23,9 +23,9 @@ use rmcp::model::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::display;
+use crate::form::display;
 use crate::form::{Field, FieldType, Form};
-use crate::protocol::{Action, Answer};
+use crate::wire::protocol::{Action, Answer};
 
 /// The key of our one input request in a 2026-07-28 `input_required` result.
 pub const INPUT_KEY: &str = "him";
@@ -344,7 +344,7 @@ impl StateCodec {
     /// A codec with a new random 256-bit key (kept in memory only: states die with the
     /// process, like the stdio session they belong to).
     pub fn generate() -> std::io::Result<StateCodec> {
-        let key = crate::random::random_hex(32)?;
+        let key = crate::platform::random::random_hex(32)?;
         StateCodec::with_key(key.as_bytes()).map_err(std::io::Error::other)
     }
 
@@ -406,7 +406,7 @@ impl StateCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{AskChoiceArgs, AskFormArgs, AskTool};
+    use crate::agent::tools::{AskChoiceArgs, AskFormArgs, AskTool};
 
     fn form() -> Form {
         serde_json::from_value::<AskFormArgs>(json!({

@@ -24,7 +24,7 @@ use rmcp::RoleServer;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 
-use crate::agent::Pool;
+use crate::agent::pool::Pool;
 
 /// One session's pool, made on its first question; dropped, it withdraws what is open.
 #[derive(Default)]

@@ -60,12 +60,12 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::BoxError;
-use crate::admission::{Admission, Proof, Ticket};
 use crate::cli::ServeArgs;
 use crate::config::{Config, MAX_WAIT};
+use crate::loopback_http::admission::{Admission, Proof, Ticket};
+use crate::loopback_http::owner::{self, Peer};
+use crate::loopback_http::{self, HostRule};
 use crate::mcp::{HimServer, SharedParts};
-use crate::peer::{self, Peer};
-use crate::web::{self, HostRule};
 
 use manager::EndingSessions;
 use origin::{AllowedOrigins, OriginVerdict};
@@ -85,7 +85,7 @@ pub const DEFAULT_IDLE: Duration = Duration::from_secs(30 * 60);
 /// Connections that have shown the token, at once; past this a request is answered 503.
 const MAX_CONNECTIONS: usize = 256;
 /// Connections that have not yet shown it; past this the oldest of them is closed once it
-/// has had `PENDING_GRACE` (`admission.rs`).
+/// has had `PENDING_GRACE` (`loopback_http/admission.rs`).
 const MAX_PENDING_CONNECTIONS: usize = 128;
 const PENDING_GRACE: Duration = Duration::from_millis(200);
 /// A client that takes longer than this to send request headers is dropped (slowloris).
@@ -176,7 +176,7 @@ fn bearer_token(config: &Config) -> Result<(Token, TokenSource), BoxError> {
     if let Some(token) = token::from_env(std::env::var(TOKEN_ENV).ok())? {
         return Ok((token, TokenSource::Env));
     }
-    let state = crate::state::state_dir()?;
+    let state = crate::platform::state_dir::state_dir()?;
     Ok(token::load_or_create(
         &state,
         std::env::var(TOKEN_ENV).ok(),
@@ -186,7 +186,7 @@ fn bearer_token(config: &Config) -> Result<(Token, TokenSource), BoxError> {
 
 /// The path token (for `/mcp/<path token>`), made on first use.
 pub fn path_token() -> Result<Token, BoxError> {
-    let state = crate::state::state_dir()?;
+    let state = crate::platform::state_dir::state_dir()?;
     Ok(token::load_or_create_file(&state, PATH_TOKEN_FILE)?.0)
 }
 
@@ -232,7 +232,7 @@ pub fn print_token(config: &Config) -> Result<ExitCode, BoxError> {
 pub fn new_path_token(args: &ServeArgs) -> Result<ExitCode, BoxError> {
     let addr = args.http.as_deref().unwrap_or(DEFAULT_ADDR);
     parse_addr(addr)?;
-    let state = crate::state::state_dir()?;
+    let state = crate::platform::state_dir::state_dir()?;
     let token = token::replace_file(&state, PATH_TOKEN_FILE)?;
     eprintln!(
         "him: made a new path token, kept in {}; the old URL no longer works once `him serve \
@@ -260,8 +260,8 @@ pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        crate::agent::spawn_tidy(&config.runtime);
-        let listener = crate::admission::listen(options.addr)
+        crate::agent::pool::spawn_tidy(&config.runtime);
+        let listener = crate::loopback_http::admission::listen(options.addr)
             .map_err(|err| format!("cannot listen on {}: {err}", options.addr))?;
         let bound = listener.local_addr()?;
         if !bound.ip().is_loopback() {
@@ -342,8 +342,8 @@ pub(crate) fn stop_signals() -> impl Future<Output = ()> + Send + 'static {
 
 /// Accepts connections until `shutdown`, then ends every session (withdrawing its
 /// questions). On a loopback address a connection of another user is closed before a byte
-/// of it is read (`peer.rs`); one that has not yet shown the token may be displaced by
-/// newer ones (`admission.rs`).
+/// of it is read (`loopback_http/owner.rs`); one that has not yet shown the token may be displaced by
+/// newer ones (`loopback_http/admission.rs`).
 async fn run(listener: TcpListener, gate: Arc<Gate>, shutdown: impl Future<Output = ()>) {
     tokio::spawn(gate.clone().sweep());
     let admission = Admission::new(MAX_PENDING_CONNECTIONS, PENDING_GRACE, MAX_CONNECTIONS);
@@ -367,7 +367,7 @@ async fn run(listener: TcpListener, gate: Arc<Gate>, shutdown: impl Future<Outpu
         };
         if gate.same_user_only
             && let Ok(local) = stream.local_addr()
-            && let Peer::Refused(why) = peer::check(local, from)
+            && let Peer::Refused(why) = owner::check(local, from)
         {
             tracing::warn!("refused a connection from {from}: {why}");
             continue;
@@ -379,7 +379,11 @@ async fn run(listener: TcpListener, gate: Arc<Gate>, shutdown: impl Future<Outpu
                 let ticket = ticket.clone();
                 service_fn(move |request| {
                     let (gate, ticket) = (gate.clone(), ticket.clone());
-                    async move { Ok::<_, Infallible>(web::secure(gate.handle(request, &ticket).await)) }
+                    async move {
+                        Ok::<_, Infallible>(loopback_http::secure(
+                            gate.handle(request, &ticket).await,
+                        ))
+                    }
                 })
             };
             let connection = http1::Builder::new()
@@ -469,7 +473,7 @@ impl Gate {
         request: Request<Incoming>,
         ticket: &Ticket,
     ) -> Response<Body> {
-        if web::repeated_host(request.headers()) {
+        if loopback_http::repeated_host(request.headers()) {
             return text(
                 StatusCode::BAD_REQUEST,
                 "him: a request may carry only one Host header\n".into(),

@@ -1,6 +1,6 @@
 //! `him serve`: the MCP server on stdio (or, with `--http`, Streamable HTTP: `http.rs`).
-//! Each ask tool turns its arguments into a form (`tools.rs`), asks through the shared flow
-//! (`channels.rs`) while sending progress heartbeats, and returns the result object as
+//! Each ask tool turns its arguments into a form (`agent/tools.rs`), asks through the shared flow
+//! (`agent/ask.rs`) while sending progress heartbeats, and returns the result object as
 //! structured content.
 
 pub mod elicitation;
@@ -23,7 +23,7 @@ use crate::config::Config;
 pub use server::{HimServer, SharedParts};
 
 pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
-    crate::logging::init();
+    crate::platform::logging::init();
     let config = Config::from_env()?;
     if args.http.is_some() {
         if args.print_token {
@@ -41,7 +41,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
     let ended = runtime.block_on(async move {
         // First, before anything can be asked: a signal must find its handler in place.
         let stopped = http::stop_signals();
-        crate::agent::spawn_tidy(&config.runtime);
+        crate::agent::pool::spawn_tidy(&config.runtime);
         let server = if args.permission_tool {
             HimServer::new(config).with_permission_tool()
         } else {

@@ -1,4 +1,4 @@
-//! The project of one question asked over MCP, as `crate::asker` orders the sources: the
+//! The project of one question asked over MCP, as `crate::agent::asker` orders the sources: the
 //! call's `_meta`, the HTTP URL's `?project=` (the session's, read at `initialize`; a
 //! sessionless request's own), the client's roots, and else none here — the `hello`'s
 //! working directory.
@@ -14,7 +14,7 @@ use rmcp::RoleServer;
 use rmcp::model::{Extensions, ProtocolVersion};
 use rmcp::service::RequestContext;
 
-use crate::asker;
+use crate::agent::asker;
 
 /// What one session knows of its project. Shared by every call of the session.
 #[derive(Default)]

@@ -29,19 +29,19 @@ use super::elicitation::{self, INPUT_KEY, RetryState, StateCodec};
 use super::ending::{PoolSlot, SessionEnd};
 use super::project::SessionProject;
 use super::tasks::{self, Tasks};
-use crate::agent::{HostStatus, Identity, Pool};
-use crate::ask_result::{self, AskResult, CallContext, Via};
-use crate::asker;
-use crate::channels::{self, Asked, Channels, ElicitEnd, Elicitation, PrepareError};
-use crate::config::{Config, FallbackMode, TasksMode};
-use crate::form::{AnswerError, Form};
-use crate::pending::Parking;
-use crate::protocol::{AgentInfo, ExtensionInfo};
-use crate::tools::{
+use crate::agent::ask::{self, Asked, Channels, ElicitEnd, Elicitation, PrepareError};
+use crate::agent::asker;
+use crate::agent::pending::Parking;
+use crate::agent::pool::{HostStatus, Identity, Pool};
+use crate::agent::result::{self, AskResult, CallContext, Via};
+use crate::agent::tools::{
     ArgError, AskChoiceArgs, AskConfirmArgs, AskFormArgs, AskMultiSelectArgs, AskTextArgs, AskTool,
     ToolKind,
 };
-use crate::wait::Outcome;
+use crate::agent::wait::Outcome;
+use crate::config::{Config, FallbackMode, TasksMode};
+use crate::form::{AnswerError, Form};
+use crate::wire::protocol::{AgentInfo, ExtensionInfo};
 
 #[derive(Clone)]
 pub struct HimServer {
@@ -276,7 +276,7 @@ impl HimServer {
     /// withdrawals to be written.
     pub async fn close(&self) {
         if let Some(pool) = self.pool.get() {
-            pool.close(crate::agent::EXIT_WAIT).await;
+            pool.close(crate::agent::pool::EXIT_WAIT).await;
         }
     }
 
@@ -402,11 +402,10 @@ impl HimServer {
         }
         let project = self.project.of_call(&ctx).await;
         let timeout = self.shared.config.wait_for(timeout_ms);
-        let prepared =
-            channels::prepare_in(tool, form, timeout, project).map_err(|err| match err {
-                PrepareError::TooLarge { error, .. } => invalid_params(error),
-                other => ErrorData::internal_error(other.to_string(), None),
-            })?;
+        let prepared = ask::prepare_in(tool, form, timeout, project).map_err(|err| match err {
+            PrepareError::TooLarge { error, .. } => invalid_params(error),
+            other => ErrorData::internal_error(other.to_string(), None),
+        })?;
         // A password's value must not stay readable from a finished task (rmcp keeps a task's
         // result for its lifetime): such a form gets the blocking call.
         if tasks::offered(self.shared.config.tasks, &ctx) && !prepared.form.has_password() {
@@ -434,13 +433,13 @@ impl HimServer {
             notice: Box::new(move |message: String| {
                 let _ = notices.unbounded_send(message);
             }),
-            collect: crate::ask_result::Collect::GetAnswer,
+            collect: crate::agent::result::Collect::GetAnswer,
             keep_if_cancelled: true,
             parking: Some(self.shared.parking.clone()),
             return_after: self.return_after(&ctx),
             tell_where: false,
         };
-        let asking = channels::ask(
+        let asking = ask::ask(
             self.pool(&ctx),
             &self.shared.config,
             Box::new(prepared),
@@ -464,7 +463,7 @@ impl HimServer {
     /// through the same chain, and `tasks/get` ends with the result this call would return.
     async fn ask_as_task(
         &self,
-        prepared: channels::Prepared,
+        prepared: ask::Prepared,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let (tool, id) = (prepared.tool, prepared.ask.id.clone());
@@ -491,7 +490,7 @@ impl HimServer {
                 let state = RetryState {
                     id: prepared.ask.id,
                     asked_ms: prepared.asked_at_ms,
-                    elicited_ms: channels::unix_ms(),
+                    elicited_ms: crate::platform::clock::unix_ms(),
                     deadline_ms: prepared.asked_at_ms + prepared.timeout.as_millis() as u64,
                 };
                 tracing::info!(tool = tool.tool_name(), id = %state.id, "asking through the client (input_required)");
@@ -546,7 +545,7 @@ impl HimServer {
             // A retry without our answer (e.g. load shedding): ask for it again.
             return self.input_required(tool, &form, &state);
         };
-        let now = channels::unix_ms();
+        let now = crate::platform::clock::unix_ms();
         codec
             .redeem(&state, now)
             .map_err(|e| refuse(e.to_string()))?;
@@ -558,16 +557,16 @@ impl HimServer {
             client_elicitation: Self::client_elicitation(ctx),
         };
         let result = if now > state.deadline_ms {
-            ask_result::from_outcome(&cx, Via::Elicitation, Outcome::Timeout)
+            result::from_outcome(&cx, Via::Elicitation, Outcome::Timeout)
         } else {
             match serde_json::from_value::<ElicitResult>(reply) {
-                Ok(reply) => channels::elicitation_result(
+                Ok(reply) => ask::elicitation_result(
                     &cx,
                     self.shared.config.auto_reject,
                     elicitation::answer_of(&form, &state.id, &reply),
                     Duration::from_millis(now.saturating_sub(state.elicited_ms)),
                 ),
-                Err(err) => ask_result::from_outcome(
+                Err(err) => result::from_outcome(
                     &cx,
                     Via::Elicitation,
                     Outcome::Invalid(AnswerError {
@@ -705,12 +704,12 @@ impl HimServer {
         let wait = self
             .return_after(&ctx)
             .map_or(wait, |limit| wait.min(limit));
-        let getting = crate::late::get_answer(
+        let getting = crate::agent::late::get_answer(
             self.pool(&ctx),
             config,
             &args.question_id,
             wait,
-            crate::ask_result::Collect::GetAnswer,
+            crate::agent::result::Collect::GetAnswer,
             Self::client_elicitation(&ctx),
             Some(&self.shared.parking),
             ctx.ct.clone().cancelled_owned(),

@@ -11,7 +11,7 @@
 //! ```
 //!
 //! rmcp's `TaskManager` keeps the tasks and runs each as its own tokio task; the question goes
-//! through the same channel chain as a blocking call (`channels.rs`), with two differences:
+//! through the same channel chain as a blocking call (`agent/ask.rs`), with two differences:
 //! elicitation is the task's input request (the spec's way for a task to ask the client; no
 //! request of the call is left to carry `elicitation/create`), and no progress heartbeat goes
 //! out (the spec has none for tasks; the status message says where the question waits).
@@ -32,12 +32,12 @@ use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use tokio_util::sync::CancellationToken;
 
 use super::elicitation::{self, INPUT_KEY};
-use crate::agent::{EXIT_WAIT, Identity, Pool};
-use crate::ask_result::Status;
-use crate::channels::{self, Asked, Channels, ElicitEnd, Elicitation, Prepared};
+use crate::agent::ask::{self, Asked, Channels, ElicitEnd, Elicitation, Prepared};
+use crate::agent::pending::Parking;
+use crate::agent::pool::{EXIT_WAIT, Identity, Pool};
+use crate::agent::result::Status;
 use crate::config::{Config, FallbackMode, TasksMode};
 use crate::form::Form;
-use crate::pending::Parking;
 
 /// How long a task lives past the person's wait (its `ttlMs` is the wait plus this). The
 /// channel chain ends a moment after its deadline with a `timeout` result, which the client
@@ -83,7 +83,7 @@ pub fn offered(mode: TasksMode, ctx: &RequestContext<RoleServer>) -> bool {
             TasksMode::Off => false,
             TasksMode::Auto => ctx
                 .client_info()
-                .is_none_or(|info| !crate::asker::is_claude_code(&info.name)),
+                .is_none_or(|info| !crate::agent::asker::is_claude_code(&info.name)),
         }
 }
 
@@ -192,7 +192,7 @@ async fn run(
     };
     let told = task.clone();
     let channels = Channels {
-        collect: crate::ask_result::Collect::GetAnswer,
+        collect: crate::agent::result::Collect::GetAnswer,
         // `tasks/cancel` is the agent saying it no longer wants the answer.
         keep_if_cancelled: false,
         parking: Some(parking),
@@ -209,7 +209,7 @@ async fn run(
             ));
         }),
     };
-    let asked = channels::ask(pool, config, Box::new(prepared), channels, task.cancelled()).await;
+    let asked = ask::ask(pool, config, Box::new(prepared), channels, task.cancelled()).await;
     let result = match asked {
         Asked::Done(result) => result,
         // Only `Elicitation::OnRetry` hands the question back, and a task never offers it.

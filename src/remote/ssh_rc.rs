@@ -136,7 +136,7 @@ pub fn uninstall() -> Result<Option<PathBuf>, String> {
     }
     let new = remove(&old);
     if new.trim().is_empty() {
-        let file = super::file::through_links(&path)
+        let file = crate::platform::file::through_links(&path)
             .map_err(|e| format!("cannot follow {}: {e}", path.display()))?;
         std::fs::remove_file(&file)
             .map_err(|e| format!("cannot remove {}: {e}", file.display()))?;
@@ -156,9 +156,9 @@ pub(super) fn read(path: &Path) -> Result<Option<String>, String> {
 }
 
 /// Written whole or not at all (a torn rc would run half), keeping the file's mode; an rc
-/// that is a link is written where it points, and stays a link ([`super::file::replace`]).
+/// that is a link is written where it points, and stays a link ([`crate::platform::file::replace`]).
 fn write(path: &Path, text: &str) -> Result<(), String> {
-    super::file::replace(path, text, 0o600)
+    crate::platform::file::replace(path, text, 0o600)
         .map(drop)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

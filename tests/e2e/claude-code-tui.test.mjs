@@ -260,7 +260,7 @@ async function cardAndPromptBothWaiting(host, terminal) {
 }
 
 // Claude Code 2.1.332 leaves the hook running when its own prompt is answered Yes (see
-// src/hook/overtaken.rs): him sees the call's result in the transcript and withdraws.
+// src/permission/hook/overtaken.rs): him sees the call's result in the transcript and withdraws.
 test('answered Yes in the terminal first, the card leaves the panel and a late Deny there changes nothing', { skip, timeout: 60_000 }, async () => {
   const host = startHost(HIM_BIN, runtimeDir, () => null);
   await untilHostListens(runtimeDir);

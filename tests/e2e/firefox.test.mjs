@@ -103,7 +103,7 @@ test('in Firefox, the add-on starts the real host, says ready as him@him.dev and
   assert.ok(socket, 'Firefox never started the host');
 
   // A socket file exists from bind() on, a moment before listen(): a refusal then means
-  // "not yet" (the agent side's rule too, runtime.rs), so try again rather than fail.
+  // "not yet" (the agent side's rule too, wire/runtime.rs), so try again rather than fail.
   let a;
   for (let tries = 0; ; tries++) {
     a = rawAgent(path.join(runtimeDir, 'hosts', socket));

@@ -4,8 +4,8 @@
 use std::os::unix::fs::PermissionsExt;
 
 use crate::support::*;
-use him::agent::{Identity, Pool};
-use him::protocol::{AgentInfo, Ask, AskFrame};
+use him::agent::pool::{Identity, Pool};
+use him::wire::protocol::{AgentInfo, Ask, AskFrame};
 use serde_json::json;
 
 fn pool(runtime: &std::path::Path) -> Pool {
@@ -26,7 +26,7 @@ fn pool(runtime: &std::path::Path) -> Pool {
 
 fn ask() -> Ask {
     Ask {
-        id: him::random::question_id().expect("a question id"),
+        id: him::platform::random::question_id().expect("a question id"),
         form: json!({"title": "t", "fields": [{"name": "a", "type": "text", "label": "A"}]}),
         timeout_ms: 60_000,
         asked_at_ms: 0,

@@ -71,9 +71,9 @@ async fn set_up_forwarding(lab: &Lab) -> String {
     );
     let bind = lab.forwarded_dir().join(format!(
         "{}.sock",
-        him::remote::bind_name(&him::runtime::hostname().expect("host name"))
+        him::remote::bind_name(&him::wire::runtime::hostname().expect("host name"))
     ));
-    let gateway = him::runtime::gateway_socket(&lab.laptop_runtime);
+    let gateway = him::wire::runtime::gateway_socket(&lab.laptop_runtime);
     let forward = format!("RemoteForward {} {}", bind.display(), gateway.display());
     assert!(printed.contains(&forward), "{printed}");
     assert!(
@@ -140,7 +140,7 @@ async fn a_remote_agents_question_is_answered_in_the_local_panel_marked_with_its
     set_up_forwarding(&lab).await;
     let mut ext = laptop_browser(&lab).await;
     // The browser's host started the gateway, because him remote set forwarding up.
-    let gateway = him::runtime::gateway_socket(&lab.laptop_runtime);
+    let gateway = him::wire::runtime::gateway_socket(&lab.laptop_runtime);
     eventually("the gateway's socket", || gateway.exists()).await;
     let doctor = lab.him_on_laptop(&["doctor"]).await;
     let report = String::from_utf8_lossy(&doctor.stdout);
@@ -160,7 +160,7 @@ async fn a_remote_agents_question_is_answered_in_the_local_panel_marked_with_its
     let agent = remote_agent(&lab, "remote-claude", &[]).await;
     let status = call(&agent, "human_input_status", json!({})).await;
     assert_eq!(status["channel"], "extension", "{status}");
-    let laptop_name = him::runtime::hostname().expect("host name");
+    let laptop_name = him::wire::runtime::hostname().expect("host name");
     assert_eq!(
         status["browsers"][0]["via_machine"],
         laptop_name.as_str(),
@@ -511,14 +511,14 @@ async fn a_container_of_the_same_user_reaches_the_gateway_through_a_bind_mount()
     let Some(lab) = Lab::new().await else { return };
     let enabled = lab.him_on_laptop(&["remote", "--container"]).await;
     let printed = String::from_utf8_lossy(&enabled.stdout);
-    let gateway_dir = him::runtime::gateway_dir(&lab.laptop_runtime);
+    let gateway_dir = him::wire::runtime::gateway_dir(&lab.laptop_runtime);
     assert!(
         printed.contains(&format!("-v {}:/run/him/forwarded", gateway_dir.display())),
         "{printed}"
     );
     let mut ext = laptop_browser(&lab).await;
     eventually("the gateway's socket", || {
-        him::runtime::gateway_socket(&lab.laptop_runtime).exists()
+        him::wire::runtime::gateway_socket(&lab.laptop_runtime).exists()
     })
     .await;
 
@@ -566,7 +566,7 @@ async fn a_container_of_the_same_user_reaches_the_gateway_through_a_bind_mount()
     let (agent, result) = asked.await.expect("call task");
     assert_eq!(result["answer"], "yes", "{result}");
     // The gateway's own socket was not moved: it is the laptop's.
-    assert!(him::runtime::gateway_socket(&lab.laptop_runtime).exists());
+    assert!(him::wire::runtime::gateway_socket(&lab.laptop_runtime).exists());
 
     // him uninstall removes what him remote wrote (the gateway's start).
     let removed = lab.him_on_laptop(&["uninstall"]).await;
@@ -658,14 +658,14 @@ async fn the_gateway_is_a_host_to_remote_agents_and_tells_them_only_of_their_own
         ("HIM_RECONNECT_GRACE_MS", "1500"),
     ];
     let mut ext = FakeExtension::start_correcting_with(runtime.path(), &env).await;
-    let gateway = him::runtime::gateway_socket(runtime.path());
+    let gateway = him::wire::runtime::gateway_socket(runtime.path());
     eventually("the gateway's socket", || gateway.exists()).await;
 
     let (mut remote, welcome) = RawRemote::connect(&gateway, "far-box").await;
     assert_eq!(welcome["type"], "welcome", "{welcome}");
     assert_eq!(
         welcome["host"]["machine"],
-        him::runtime::hostname().expect("host name").as_str(),
+        him::wire::runtime::hostname().expect("host name").as_str(),
         "{welcome}"
     );
 
@@ -756,7 +756,7 @@ async fn the_gateway_is_a_host_to_remote_agents_and_tells_them_only_of_their_own
 fn bind_file_name() -> String {
     format!(
         "{}.sock",
-        him::remote::bind_name(&him::runtime::hostname().expect("host name"))
+        him::remote::bind_name(&him::wire::runtime::hostname().expect("host name"))
     )
 }
 
@@ -819,7 +819,7 @@ async fn a_connection_during_which_no_agent_ran_does_not_block_the_next_ones_for
         "{doctor}"
     );
     let mut ext = laptop_browser(&lab).await;
-    let gateway = him::runtime::gateway_socket(&lab.laptop_runtime);
+    let gateway = him::wire::runtime::gateway_socket(&lab.laptop_runtime);
     eventually("the gateway's socket", || gateway.exists()).await;
     let bind = bind_file_name();
     // The second `him remote --write` asked the remote through the block it had just
@@ -1064,7 +1064,7 @@ async fn a_remote_agent_that_names_no_readable_machine_is_still_marked_as_remote
         ("HIM_RECONNECT_GRACE_MS", "1500"),
     ];
     let mut ext = FakeExtension::start_correcting_with(runtime.path(), &env).await;
-    let gateway = him::runtime::gateway_socket(runtime.path());
+    let gateway = him::wire::runtime::gateway_socket(runtime.path());
     eventually("the gateway's socket", || gateway.exists()).await;
     let claims = [
         None,
@@ -1263,7 +1263,7 @@ fn a_forwarded_path_with_a_space_is_one_quoted_word_written_through_a_linked_con
         written.starts_with("# >>> him remote devbox >>>") && written.ends_with(mine),
         "{written}"
     );
-    let gateway = him::runtime::gateway_socket(&set_up.root.path().join("run"));
+    let gateway = him::wire::runtime::gateway_socket(&set_up.root.path().join("run"));
     let bind = format!("{forwarded}/{}", bind_file_name());
     assert_eq!(
         ssh_reads(&set_up.config()),
@@ -1396,7 +1396,7 @@ async fn him_remote_starts_the_gateway_at_once_while_the_browser_is_open() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let gateway = him::runtime::gateway_socket(&runtime);
+    let gateway = him::wire::runtime::gateway_socket(&runtime);
     let printed = String::from_utf8_lossy(&out.stdout);
     assert!(
         printed.contains(&format!(
@@ -1431,7 +1431,7 @@ async fn a_running_browsers_host_starts_the_gateway_whenever_it_is_enabled_and_n
         ("HIM_RECONNECT_GRACE_MS", "1000"),
     ];
     let ext = FakeExtension::start_correcting_with(runtime.path(), &env).await;
-    let gateway = him::runtime::gateway_socket(runtime.path());
+    let gateway = him::wire::runtime::gateway_socket(runtime.path());
     std::fs::write(state.path().join("gateway-enabled"), "").expect("marker");
     eventually("the host to start the gateway", || {
         std::os::unix::net::UnixStream::connect(&gateway).is_ok()

@@ -310,8 +310,8 @@ async fn a_room_that_is_not_encrypted_is_refused() {
 /// The pid of the bridge listening in `runtime`, as its `welcome` says.
 async fn bridge_pid(runtime: &Path) -> i32 {
     use futures::{SinkExt, StreamExt};
-    use him::frame::{FrameCodec, MAX_INBOUND};
-    let socket = him::runtime::matrix_socket(runtime);
+    use him::wire::frame::{FrameCodec, MAX_INBOUND};
+    let socket = him::wire::runtime::matrix_socket(runtime);
     let stream = tokio::net::UnixStream::connect(&socket)
         .await
         .expect("the bridge listens");

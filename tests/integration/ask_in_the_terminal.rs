@@ -171,7 +171,7 @@ fn a_field_that_breaks_its_rule_is_asked_again_with_the_rules_message() {
     term.expect("Replicas");
     term.send("9");
     term.send(ENTER);
-    // The message is the form's own (form.rs), as the agent side would say it.
+    // The message is the form's own (form/mod.rs), as the agent side would say it.
     term.expect("9 is above the maximum 5");
     term.send(BACKSPACE);
     term.send("3");

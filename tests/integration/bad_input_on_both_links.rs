@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 
 use crate::support::*;
-use him::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
+use him::wire::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
 use serde_json::{Value, json};
 
 /// A raw agent link to the host, written by hand.

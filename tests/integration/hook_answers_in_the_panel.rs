@@ -221,7 +221,7 @@ async fn a_hook_whose_input_is_too_large_to_show_defers_naming_its_size_and_the_
     assert!(
         stderr.contains(&format!(
             "a browser takes at most {}",
-            him::channels::MAX_ASK_BYTES
+            him::agent::ask::MAX_ASK_BYTES
         )) && stderr.contains("the prompt would be"),
         "{stderr}"
     );
@@ -375,7 +375,7 @@ async fn the_panel_hears_the_decision_was_taken_before_the_hook_exits() {
 /// refuses a permission form with a third choice, as such a host's form rules do, and has the
 /// person allow a card with two. Returns the number of choices of each card it was asked.
 fn older_host(runtime: &std::path::Path) -> std::thread::JoinHandle<Vec<usize>> {
-    use him::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
+    use him::wire::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
     let listener = host_listener(runtime, std::process::id());
     std::thread::spawn(move || {
         let (mut link, _) = listener.accept().expect("the older host");

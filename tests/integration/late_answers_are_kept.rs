@@ -317,7 +317,10 @@ async fn an_expired_question_is_reported_expired_its_file_gone_and_its_card_with
     let until = read_record(runtime.path(), &second)["until_ms"]
         .as_u64()
         .unwrap();
-    eventually("the keep time to pass", || him::channels::unix_ms() > until).await;
+    eventually("the keep time to pass", || {
+        him::platform::clock::unix_ms() > until
+    })
+    .await;
     let result = call(
         &agent,
         "get_answer",
@@ -398,11 +401,14 @@ async fn a_form_with_a_password_is_never_kept_and_no_password_reaches_the_state_
 /// A raw agent on the host's socket, for what `him serve` never sends.
 async fn raw_agent(
     socket: &Path,
-) -> tokio_util::codec::Framed<tokio::net::UnixStream, him::frame::FrameCodec> {
+) -> tokio_util::codec::Framed<tokio::net::UnixStream, him::wire::frame::FrameCodec> {
     let stream = tokio::net::UnixStream::connect(socket)
         .await
         .expect("connect");
-    tokio_util::codec::Framed::new(stream, him::frame::FrameCodec::new(him::frame::MAX_INBOUND))
+    tokio_util::codec::Framed::new(
+        stream,
+        him::wire::frame::FrameCodec::new(him::wire::frame::MAX_INBOUND),
+    )
 }
 
 #[tokio::test]
@@ -418,7 +424,7 @@ async fn the_host_keeps_no_permission_prompt_and_no_password_form_even_when_told
         json!({"title": "Token?", "fields": [{"name": "t", "type": "password", "label": "Token"}]});
     let text =
         json!({"title": "Name?", "fields": [{"name": "answer", "type": "text", "label": "Name?"}]});
-    let now = him::channels::unix_ms();
+    let now = him::platform::clock::unix_ms();
     for (n, form) in [permission, password, text].into_iter().enumerate() {
         let id = format!("{:032x}", n + 1);
         let send = |v: Value| bytes::Bytes::from(serde_json::to_vec(&v).unwrap());
@@ -483,8 +489,8 @@ async fn a_full_store_keeps_nothing_more_and_says_so() {
     let dir = answers_dir(runtime.path());
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let until = him::channels::unix_ms() + 3_600_000;
-    for n in 0..him::keep::MAX_KEPT {
+    let until = him::platform::clock::unix_ms() + 3_600_000;
+    for n in 0..him::wire::keep::MAX_KEPT {
         let id = format!("{n:032x}");
         let record = json!({"id": id, "tool": "ask_text", "form": {"title": "t", "fields": []},
             "agent": {"name": "other"}, "asked_at_ms": 1, "kept_at_ms": 1, "until_ms": until,
@@ -519,7 +525,7 @@ async fn a_full_store_keeps_nothing_more_and_says_so() {
                 .extension()
                 .is_some_and(|x| x == "json"))
             .count(),
-        him::keep::MAX_KEPT
+        him::wire::keep::MAX_KEPT
     );
 }
 
@@ -687,7 +693,7 @@ async fn a_call_past_its_limit_returns_pending_the_card_stays_and_get_answer_bri
         pending["message"]
             .as_str()
             .unwrap()
-            .contains(&him::keep::rfc3339(deadline)),
+            .contains(&him::wire::keep::rfc3339(deadline)),
         "{pending}"
     );
     // Written to the store as the call returned, kept past that deadline.
@@ -1077,8 +1083,8 @@ async fn an_answer_the_store_had_first_is_collected_once_not_twice() {
     let (agent, _, ask) = left_open(runtime.path(), &mut ext).await;
     let id = ask["id"].as_str().unwrap().to_owned();
     // A browser's host writes an answer first (it kept the card after a restart).
-    let store = him::keep::Store::at(&state_dir(runtime.path()));
-    let first: him::protocol::Answer =
+    let store = him::wire::keep::Store::at(&state_dir(runtime.path()));
+    let first: him::wire::protocol::Answer =
         serde_json::from_value(json!({"id": id, "action": "submit", "values": {"answer": "v1"}}))
             .unwrap();
     store.answer(&first, 1).unwrap();

@@ -168,14 +168,14 @@ fn raw_agent(socket: &std::path::Path, name: &str) -> std::os::unix::net::UnixSt
     let mut stream = std::os::unix::net::UnixStream::connect(socket).expect("connect");
     stream.set_read_timeout(Some(PATIENCE)).expect("timeout");
     let hello = json!({"type": "hello", "protocol": 1, "agent": {"name": name}, "pid": 1});
-    him::frame::write_frame_sync(&mut stream, &serde_json::to_vec(&hello).expect("json"))
+    him::wire::frame::write_frame_sync(&mut stream, &serde_json::to_vec(&hello).expect("json"))
         .expect("hello");
     assert_eq!(read_raw(&mut stream)["type"], "welcome");
     stream
 }
 
 fn read_raw(stream: &mut std::os::unix::net::UnixStream) -> Value {
-    let frame = him::frame::read_frame_sync(stream, him::frame::MAX_INBOUND)
+    let frame = him::wire::frame::read_frame_sync(stream, him::wire::frame::MAX_INBOUND)
         .expect("read")
         .expect("a frame, not EOF");
     serde_json::from_slice(&frame).expect("json")
@@ -184,7 +184,8 @@ fn read_raw(stream: &mut std::os::unix::net::UnixStream) -> Value {
 fn raw_ask(stream: &mut std::os::unix::net::UnixStream, id: &str, form: Value) {
     let ask =
         json!({"type": "ask", "id": id, "form": form, "timeout_ms": 120_000, "asked_at_ms": 0});
-    him::frame::write_frame_sync(stream, &serde_json::to_vec(&ask).expect("json")).expect("ask");
+    him::wire::frame::write_frame_sync(stream, &serde_json::to_vec(&ask).expect("json"))
+        .expect("ask");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

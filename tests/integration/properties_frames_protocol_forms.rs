@@ -8,8 +8,8 @@
 
 use bytes::{Bytes, BytesMut};
 use him::form::{Choice, Field, FieldType, Form, looks_like_email, looks_like_url};
-use him::frame::{FrameCodec, FrameError, HEADER_LEN, read_frame_sync};
-use him::protocol::{
+use him::wire::frame::{FrameCodec, FrameError, HEADER_LEN, read_frame_sync};
+use him::wire::protocol::{
     self, Action, AgentInfo, AgentToHost, Answer, Ask, ExtensionInfo, ExtensionToHost, HostInfo,
     HostToAgent, HostToExtension, LabelledAsk, Refusal, Welcome, WithdrawReason,
 };
@@ -320,7 +320,7 @@ fn host_to_extension() -> impl Strategy<Value = HostToExtension> {
             }
         }),
         (ask(), agent_info(), opt_text(), opt_text()).prop_map(|(ask, agent, project, machine)| {
-            // The host moves an ask's own project to the label (`relay.rs`).
+            // The host moves an ask's own project to the label (`host/relay.rs`).
             HostToExtension::Ask(LabelledAsk {
                 ask: Ask {
                     project: None,

@@ -62,11 +62,11 @@ async fn the_host_refuses_a_directory_others_can_write_and_says_how_to_fix_it() 
     );
     // Stdout is the browser's channel: whole frames only, hello and then the reason.
     let mut stdout = &output.stdout[..];
-    let hello = him::frame::read_frame_sync(&mut stdout, 1 << 20)
+    let hello = him::wire::frame::read_frame_sync(&mut stdout, 1 << 20)
         .unwrap()
         .unwrap();
     assert!(String::from_utf8_lossy(&hello).contains("\"hello\""));
-    let error = him::frame::read_frame_sync(&mut stdout, 1 << 20)
+    let error = him::wire::frame::read_frame_sync(&mut stdout, 1 << 20)
         .unwrap()
         .unwrap();
     let error: serde_json::Value = serde_json::from_slice(&error).unwrap();

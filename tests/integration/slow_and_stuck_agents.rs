@@ -10,8 +10,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use crate::support::*;
-use him::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
-use him::relay::MAX_WAITING_QUESTIONS;
+use him::host::relay::MAX_WAITING_QUESTIONS;
+use him::wire::frame::{MAX_INBOUND, read_frame_sync, write_frame_sync};
 use serde_json::{Value, json};
 
 /// The stall time of the test that waits for a cut-off.
@@ -167,7 +167,7 @@ async fn an_agent_that_pauses_while_a_long_burst_waits_is_not_cut_off() {
     let runtime = runtime_dir();
     let mut ext = host_with_stall(runtime.path(), PAUSING_STALL).await;
     let mut slow = raw_agent(&ext, "slow");
-    // As many questions as one agent may have waiting (relay.rs), each answered at such a
+    // As many questions as one agent may have waiting (host/relay.rs), each answered at such a
     // length (4 MiB in all) that nearly all of the answers wait in the host rather than in
     // the socket. (Before that bound, this was 1,500 answers of 8 KB: more than the host
     // once let wait for one agent, 1,024.)

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::support;
 use crate::support::*;
-use him::frame::{MAX_INBOUND, read_frame_sync};
+use him::wire::frame::{MAX_INBOUND, read_frame_sync};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -41,7 +41,7 @@ fn sigterm_ends_a_host_whose_stdin(stdin: Stdio, stdout: Stdio, mut read_hello: 
         .spawn()
         .expect("spawn host");
     read_hello();
-    let socket = him::runtime::socket_path(runtime.path(), host.id());
+    let socket = him::wire::runtime::socket_path(runtime.path(), host.id());
     let deadline = Instant::now() + PATIENCE;
     while !socket.exists() {
         assert!(Instant::now() < deadline, "the host never listened");

@@ -31,9 +31,9 @@ use nix::sys::termios::{self, FlushArg, LocalFlags, SetArg, SpecialCharacterIndi
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
-use crate::display::{marked, terminal_line, terminal_literal, terminal_text};
+use crate::form::display::{marked, terminal_line, terminal_literal, terminal_text};
 use crate::form::{Field, FieldType, Form};
-use crate::protocol::{Action, Answer};
+use crate::wire::protocol::{Action, Answer};
 
 mod review;
 use review::Review;

@@ -188,7 +188,7 @@ pub fn check_forwarded(dir: Option<&Path>) -> Option<Forwarded> {
             problem = Some((rank, what, fix.to_owned()));
         }
     };
-    for sock in crate::runtime::list_forwarded_sockets(dir) {
+    for sock in crate::wire::runtime::list_forwarded_sockets(dir) {
         let shown = sock.display();
         let finding = match route(&sock) {
             Route::Ended(removed) => Finding::new(

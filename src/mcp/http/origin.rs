@@ -7,12 +7,12 @@
 //! one comes from a program (an MCP client), and those pass; a request with one passes only
 //! when that exact origin was allowed with `--allow-origin`, or is the server's own loopback
 //! origin (`http://127.0.0.1:<port>`, `http://localhost:<port>`), which no other page can
-//! have. `Host` is checked too (`crate::web::HostRule`), so a page on a rebound DNS name is
+//! have. `Host` is checked too (`crate::loopback_http::HostRule`), so a page on a rebound DNS name is
 //! refused even if a browser someday omits `Origin`.
 
 use std::net::SocketAddr;
 
-use crate::web::split_host_port;
+use crate::loopback_http::split_host_port;
 
 /// Request headers a page may send (CORS preflight answer). `Mcp-Method` and `Mcp-Name`
 /// are the standard headers newer MCP protocol versions add to every request.

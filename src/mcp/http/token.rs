@@ -1,5 +1,5 @@
 //! The secrets of `him serve --http`, each in a file of its own in the persistent state
-//! directory (`state.rs`; file 0600, directory 0700, both ours), made on first use:
+//! directory (`platform/state_dir.rs`; file 0600, directory 0700, both ours), made on first use:
 //! - the bearer token every request must carry (`http-token`), unless `HIM_HTTP_TOKEN`
 //!   gives it;
 //! - the path token (`http-path-token`) for clients that cannot send headers (MCP
@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::runtime;
+use crate::wire::runtime;
 
 pub const TOKEN_FILE: &str = "http-token";
 pub const PATH_TOKEN_FILE: &str = "http-path-token";
@@ -47,7 +47,7 @@ pub enum TokenSource {
 
 #[derive(Debug)]
 pub enum TokenError {
-    NoStateDir(crate::state::NoStateDir),
+    NoStateDir(crate::platform::state_dir::NoStateDir),
     /// The directory the tokens live in is not a private directory of ours.
     UnsafeDir {
         path: PathBuf,
@@ -79,7 +79,7 @@ impl std::fmt::Display for TokenError {
                  you can read (`chmod 700 {}`), or set {} to another place",
                 path.display(),
                 path.display(),
-                crate::state::STATE_DIR_ENV
+                crate::platform::state_dir::STATE_DIR_ENV
             ),
             TokenError::Io { path, err } => write!(f, "{}: {err}", path.display()),
             TokenError::Unsafe { path, why } => write!(
@@ -143,7 +143,7 @@ impl Token {
 
     /// Whether `presented` is this token, compared in constant time.
     pub fn matches(&self, presented: &[u8]) -> bool {
-        crate::random::same_secret(presented, self.0.as_bytes())
+        crate::platform::random::same_secret(presented, self.0.as_bytes())
     }
 }
 
@@ -221,7 +221,7 @@ pub fn replace_file(dir: &Path, file: &str) -> Result<Token, TokenError> {
 
 fn new_token() -> Result<Token, TokenError> {
     Token::new(
-        &crate::random::random_hex(32).map_err(TokenError::NoRandomness)?,
+        &crate::platform::random::random_hex(32).map_err(TokenError::NoRandomness)?,
         "a new token",
     )
 }
@@ -291,7 +291,7 @@ fn read_token_file(path: &Path) -> Result<Token, TokenError> {
 
 /// A finished temporary file in `dir` holding `token`, mode 0600.
 fn write_temp(dir: &Path, file: &str, token: &Token) -> Result<PathBuf, TokenError> {
-    let suffix = crate::random::random_hex(8).map_err(TokenError::NoRandomness)?;
+    let suffix = crate::platform::random::random_hex(8).map_err(TokenError::NoRandomness)?;
     let temp = dir.join(format!(".{file}.{suffix}"));
     let written = fs::OpenOptions::new()
         .write(true)

@@ -1,5 +1,5 @@
 // lib/display.js (the marking rule) and lib/markdown.js's plain text, judged against the
-// fixture the Rust side is tested with (src/display.rs): the permission card and the
+// fixture the Rust side is tested with (src/form/display.rs): the permission card and the
 // terminal show agent text by one rule, and the panel and him read Markdown alike.
 import './english.mjs';
 import { test } from 'node:test';

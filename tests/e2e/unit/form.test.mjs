@@ -251,7 +251,7 @@ test('keys that compose text in an input method are left alone', () => {
 });
 
 test('a choice with free text takes an option or a note, and submits neither alone without saying so', () => {
-  // ask_choice with allow_free_text, as src/tools.rs builds it: the choice is optional
+  // ask_choice with allow_free_text, as src/agent/tools.rs builds it: the choice is optional
   // because a note may answer instead, but a reply of neither is refused by the agent side.
   const form = {
     title: 'Which DB?',

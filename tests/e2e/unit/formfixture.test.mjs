@@ -1,5 +1,5 @@
-// The JS twin of src/form.rs judged against the fixture the Rust side is tested with
-// (`the_shared_fixture_of_forms_and_answers_is_judged_as_it_says` in src/form.rs): the
+// The JS twin of src/form/mod.rs judged against the fixture the Rust side is tested with
+// (`the_shared_fixture_of_forms_and_answers_is_judged_as_it_says` in src/form/mod.rs): the
 // panel and the agent side apply the same rules, with the same messages.
 import './english.mjs';
 import { test } from 'node:test';

@@ -35,7 +35,7 @@ export const EVERY_TYPE = {
 
 /**
  * The shared fixture (tests/fixtures/forms.json), its long texts written out: the fixture
- * writes one as {"repeat": text, "times": n} (`expand_repeats` in src/form.rs).
+ * writes one as {"repeat": text, "times": n} (`expand_repeats` in src/form/mod.rs).
  */
 export function sharedFixture() {
   const expand = (value) => {

@@ -1,5 +1,5 @@
 // lib/permission.js in jsdom: it draws a permission card only for a form of the permission
-// shape that src/form.rs enforces (the fixture's permission_forms), and throws otherwise, so
+// shape that src/form/mod.rs enforces (the fixture's permission_forms), and throws otherwise, so
 // the panel shows its card that cannot be drawn, with no Allow button.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

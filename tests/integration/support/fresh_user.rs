@@ -47,7 +47,7 @@ impl FreshUser {
             .expect("temp dir");
         std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755))
             .expect("chmod");
-        let id = him::random::question_id().expect("random");
+        let id = him::platform::random::question_id().expect("random");
         let name = format!("himt{}", &id[..8]);
         let home = base.path().join("home");
         // useradd takes a lock on /etc/passwd; tests running at once may meet it taken.

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use him::frame::{FrameCodec, MAX_INBOUND};
+use him::wire::frame::{FrameCodec, MAX_INBOUND};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
     ProgressNotificationParam,
@@ -159,7 +159,7 @@ pub fn host_listener(runtime: &Path, pid: u32) -> std::os::unix::net::UnixListen
 }
 
 pub fn sockets(runtime: &Path) -> Vec<PathBuf> {
-    him::runtime::list_host_sockets(runtime)
+    him::wire::runtime::list_host_sockets(runtime)
 }
 
 /// Leaves a socket file nobody listens on, as a host killed with SIGKILL does. Bound by a
@@ -341,7 +341,7 @@ impl FakeExtension {
                 }
             }
         });
-        let socket = him::runtime::socket_path(runtime, pid);
+        let socket = him::wire::runtime::socket_path(runtime, pid);
         let mut ext = FakeExtension {
             child,
             pid,
@@ -570,7 +570,7 @@ pub async fn call(agent: &Agent, tool: &str, args: Value) -> Value {
 }
 
 /// Every key of the result object, always present.
-pub const RESULT_KEYS: [&str; 20] = him::ask_result::AskResult::FIELDS;
+pub const RESULT_KEYS: [&str; 20] = him::agent::result::AskResult::FIELDS;
 
 pub fn assert_complete(result: &Value) {
     for key in RESULT_KEYS {

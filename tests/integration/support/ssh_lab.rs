@@ -70,7 +70,7 @@ impl Lab {
         // PAM; `*` is no password, but not locked.
         run("/usr/sbin/usermod", &["-p", "*", &remote.name]);
 
-        let tag = &him::random::question_id().expect("random")[..6];
+        let tag = &him::platform::random::question_id().expect("random")[..6];
         let net = u8::from_str_radix(&tag[..2], 16).expect("hex");
         let netns = format!("himt{tag}");
         let (veth_here, veth_there) = (format!("hv{tag}a"), format!("hv{tag}b"));
@@ -482,7 +482,7 @@ impl Drop for Lab {
         let _ = self.sshd.start_kill();
         // The gateway leaves once no browser has run for its grace; the user cannot be
         // removed while it runs.
-        let gateway = him::runtime::gateway_socket(&self.laptop_runtime);
+        let gateway = him::wire::runtime::gateway_socket(&self.laptop_runtime);
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while gateway.exists() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));

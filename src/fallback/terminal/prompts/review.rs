@@ -9,7 +9,7 @@ use inquire::{InquireError, Select};
 use serde_json::{Map, Value};
 
 use super::{Asked, armed, ended};
-use crate::display::{terminal_line, terminal_literal};
+use crate::form::display::{terminal_line, terminal_literal};
 use crate::form::{Field, FieldType, Form};
 
 const REVIEW_HELP: &str = "Enter sends · ↑↓ then Enter changes an answer · Esc declines";

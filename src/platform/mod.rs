@@ -1,0 +1,40 @@
+//! The one platform call no well-kept crate offers safely. Everything else of the OS goes
+//! through `nix` or the standard library.
+
+pub mod clock;
+pub mod file;
+pub mod logging;
+pub mod random;
+pub mod spawn;
+pub mod state_dir;
+
+use std::path::PathBuf;
+
+/// macOS's per-user temporary folder (`confstr(_CS_DARWIN_USER_TEMP_DIR)`, what `$TMPDIR`
+/// normally holds), which the OS gives without the environment: MCP clients often start
+/// `him serve` without `TMPDIR` (DESIGN.md §1). `None` elsewhere, or if the call fails.
+#[cfg(target_os = "macos")]
+pub fn darwin_user_temp_dir() -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut buffer = vec![0u8; 1024];
+    // SAFETY: confstr writes at most `buffer.len()` bytes, NUL included, into the buffer we
+    // own and pass with its true length; it returns the length it needed (0 on failure).
+    #[allow(unsafe_code)]
+    let needed = unsafe {
+        libc::confstr(
+            libc::_CS_DARWIN_USER_TEMP_DIR,
+            buffer.as_mut_ptr().cast(),
+            buffer.len(),
+        )
+    };
+    if needed == 0 || needed > buffer.len() {
+        return None;
+    }
+    buffer.truncate(needed - 1);
+    Some(PathBuf::from(std::ffi::OsString::from_vec(buffer)))
+}
+
+#[cfg(not(target_os = "macos"))]
+pub fn darwin_user_temp_dir() -> Option<PathBuf> {
+    None
+}
