@@ -45,8 +45,8 @@ use crate::agent::pool::Identity;
 use crate::agent::wait::{self, Outcome};
 use crate::fallback::locale::{self, Locale};
 use crate::form::Form;
+use crate::loopback_http::accept::{Door, accept_until};
 use crate::loopback_http::admission::{Admission, Proof, Ticket};
-use crate::loopback_http::owner::{self, Peer};
 use crate::loopback_http::{self, HostRule};
 use crate::wire::protocol::{Action, Answer};
 
@@ -172,44 +172,37 @@ impl Loopback {
         });
         let mut connections = JoinSet::new();
         let admission = Admission::new(MAX_PENDING_CONNECTIONS, PENDING_GRACE, MAX_CONNECTIONS);
-        loop {
+        // Another user must not even see the question.
+        let door = Door {
+            same_user_only: true,
+            server: "loopback form",
+        };
+        let ended = async {
             tokio::select! {
-                _ = stop.cancelled() => {
-                    shared.stopped.store(true, Ordering::SeqCst);
-                    // An answer racing the stop is told 410, not taken.
-                    drop(shared.take_answer_slot());
-                    close(self.listener, &shared).await;
-                    return LoopbackEnd::Stopped;
-                }
-                answer = &mut answer_rx => match answer {
-                    Ok(answer) => {
-                        close(self.listener, &shared).await;
-                        return LoopbackEnd::Answer(answer);
-                    }
-                    // `shared` holds the sender for as long as this loop runs.
-                    Err(_) => return LoopbackEnd::Stopped,
-                },
-                accepted = async {
-                    admission.room().await;
-                    self.listener.accept().await
-                } => match accepted {
-                    Ok((stream, from)) => {
-                        // Before a byte is read: another user must not even see the question.
-                        if let Ok(local) = stream.local_addr()
-                            && let Peer::Refused(why) = owner::check(local, from)
-                        {
-                            tracing::warn!("loopback form: refused a connection from {from}: {why}");
-                            continue;
-                        }
-                        let ticket = admission.enter();
-                        connections.spawn(connection(stream, shared.clone(), ticket));
-                    }
-                    Err(err) => {
-                        tracing::debug!("loopback form: accept failed: {err}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                },
-                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                _ = stop.cancelled() => None,
+                answer = &mut answer_rx => answer.ok(),
+            }
+        };
+        let ended = accept_until(
+            &self.listener,
+            &admission,
+            door,
+            &mut connections,
+            ended,
+            |stream, ticket| connection(stream, shared.clone(), ticket),
+        )
+        .await;
+        match ended {
+            Some(answer) => {
+                close(self.listener, &shared).await;
+                LoopbackEnd::Answer(answer)
+            }
+            None => {
+                shared.stopped.store(true, Ordering::SeqCst);
+                // An answer racing the stop is told 410, not taken.
+                drop(shared.take_answer_slot());
+                close(self.listener, &shared).await;
+                LoopbackEnd::Stopped
             }
         }
     }
@@ -500,15 +493,8 @@ fn http1() -> http1::Builder {
     builder
 }
 
-async fn connection(stream: TcpStream, shared: Arc<Shared>, ticket: Ticket) {
-    let ticket = Arc::new(ticket);
-    tokio::select! {
-        _ = serve_connection(stream, shared, ticket.clone()) => {}
-        _ = ticket.evicted() => tracing::debug!("loopback form: closed a connection that sent no request, to make room"),
-    }
-}
-
-async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, ticket: Arc<Ticket>) {
+/// One connection, from a caller already admitted.
+async fn connection(stream: TcpStream, shared: Arc<Shared>, ticket: Arc<Ticket>) {
     // Idle until the first byte: a browser's speculative connection is not a request.
     let mut first = [0u8; 1];
     match tokio::time::timeout(REQUEST_TIMEOUT, stream.peek(&mut first)).await {

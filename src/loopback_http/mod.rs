@@ -2,6 +2,7 @@
 //! form (`fallback/loopback.rs`), both on hyper: which `Host` they answer to, and the
 //! security headers every response carries.
 
+pub mod accept;
 pub mod admission;
 pub mod owner;
 

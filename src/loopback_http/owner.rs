@@ -25,7 +25,7 @@ pub use proc_net::listener_uid;
 
 /// What the kernel says about a connection's far end.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Peer {
+pub enum Caller {
     /// A process of this user.
     Same,
     /// Refused, and why (for the log: a uid, never a token).
@@ -35,16 +35,16 @@ pub enum Peer {
 }
 
 /// Whether the connection accepted on `local` from `peer` comes from this user.
-pub fn check(local: SocketAddr, peer: SocketAddr) -> Peer {
+pub fn check(local: SocketAddr, peer: SocketAddr) -> Caller {
     check_against(local, peer, crate::wire::runtime::current_uid())
 }
 
 #[cfg(target_os = "linux")]
-fn check_against(local: SocketAddr, peer: SocketAddr, uid: u32) -> Peer {
+fn check_against(local: SocketAddr, peer: SocketAddr, uid: u32) -> Caller {
     match owner(local, peer) {
         Ok(Some(owner)) => judge(owner, uid),
-        Ok(None) => Peer::Refused(format!("no socket of {peer} is connected to {local}")),
-        Err(why) => Peer::Refused(why),
+        Ok(None) => Caller::Refused(format!("no socket of {peer} is connected to {local}")),
+        Err(why) => Caller::Refused(why),
     }
 }
 
@@ -65,8 +65,8 @@ fn owner(local: SocketAddr, peer: SocketAddr) -> Result<Option<Owner>, String> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn check_against(_local: SocketAddr, _peer: SocketAddr, _uid: u32) -> Peer {
-    Peer::Unknowable
+fn check_against(_local: SocketAddr, _peer: SocketAddr, _uid: u32) -> Caller {
+    Caller::Unknowable
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -81,13 +81,13 @@ struct Owner {
     inode: u64,
 }
 
-fn judge(owner: Owner, uid: u32) -> Peer {
+fn judge(owner: Owner, uid: u32) -> Caller {
     if owner.inode == 0 {
-        Peer::Refused("its socket belongs to no process any more".into())
+        Caller::Refused("its socket belongs to no process any more".into())
     } else if owner.uid != uid {
-        Peer::Refused(format!("it belongs to uid {}, not {uid}", owner.uid))
+        Caller::Refused(format!("it belongs to uid {}, not {uid}", owner.uid))
     } else {
-        Peer::Same
+        Caller::Same
     }
 }
 
@@ -105,14 +105,14 @@ mod tests {
                 },
                 1000
             ),
-            Peer::Same
+            Caller::Same
         );
         assert!(
-            matches!(judge(Owner { uid: 1001, inode: 5 }, 1000), Peer::Refused(why) if why.contains("uid 1001"))
+            matches!(judge(Owner { uid: 1001, inode: 5 }, 1000), Caller::Refused(why) if why.contains("uid 1001"))
         );
         // A socket left in TIME_WAIT shows uid 0 and inode 0; as root that must not pass.
         assert!(
-            matches!(judge(Owner { uid: 0, inode: 0 }, 0), Peer::Refused(why) if why.contains("no process"))
+            matches!(judge(Owner { uid: 0, inode: 0 }, 0), Caller::Refused(why) if why.contains("no process"))
         );
     }
 
@@ -124,12 +124,12 @@ mod tests {
         let client = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
         let (server, from) = listener.accept().expect("accept");
         let local = server.local_addr().expect("local");
-        assert_eq!(check(local, from), Peer::Same);
+        assert_eq!(check(local, from), Caller::Same);
         assert!(
-            matches!(check_against(local, from, u32::MAX), Peer::Refused(why) if why.contains("belongs to uid"))
+            matches!(check_against(local, from, u32::MAX), Caller::Refused(why) if why.contains("belongs to uid"))
         );
         drop(client);
         // The closed client end lingers in FIN_WAIT2 with no inode, or is gone.
-        assert!(matches!(check(local, from), Peer::Refused(_)));
+        assert!(matches!(check(local, from), Caller::Refused(_)));
     }
 }

@@ -56,14 +56,15 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{
     SessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::BoxError;
 use crate::cli::ServeArgs;
 use crate::config::{Config, MAX_WAIT};
+use crate::loopback_http::accept::{Door, accept_until};
 use crate::loopback_http::admission::{Admission, Proof, Ticket};
-use crate::loopback_http::owner::{self, Peer};
 use crate::loopback_http::{self, HostRule};
 use crate::mcp::{HimServer, SharedParts};
 
@@ -347,58 +348,38 @@ pub(crate) fn stop_signals() -> impl Future<Output = ()> + Send + 'static {
 async fn run(listener: TcpListener, gate: Arc<Gate>, shutdown: impl Future<Output = ()>) {
     tokio::spawn(gate.clone().sweep());
     let admission = Admission::new(MAX_PENDING_CONNECTIONS, PENDING_GRACE, MAX_CONNECTIONS);
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            _ = admission.room() => {}
-        }
-        let (stream, from) = tokio::select! {
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(err) => {
-                    // Out of descriptors, usually; do not spin on it.
-                    tracing::warn!("cannot accept a connection: {err}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-        };
-        if gate.same_user_only
-            && let Ok(local) = stream.local_addr()
-            && let Peer::Refused(why) = owner::check(local, from)
-        {
-            tracing::warn!("refused a connection from {from}: {why}");
-            continue;
-        }
-        let ticket = Arc::new(admission.enter());
-        let gate = gate.clone();
-        tokio::spawn(async move {
-            let service = {
-                let ticket = ticket.clone();
-                service_fn(move |request| {
-                    let (gate, ticket) = (gate.clone(), ticket.clone());
-                    async move {
-                        Ok::<_, Infallible>(loopback_http::secure(
-                            gate.handle(request, &ticket).await,
-                        ))
-                    }
-                })
-            };
-            let connection = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::select! {
-                served = connection => if let Err(err) = served {
-                    tracing::debug!("HTTP connection ended: {err}");
-                },
-                _ = ticket.evicted() => tracing::debug!("closed a connection that sent no request with the token, to make room"),
-            }
-        });
-    }
+    let door = Door {
+        same_user_only: gate.same_user_only,
+        server: "serve --http",
+    };
+    let mut connections = JoinSet::new();
+    accept_until(
+        &listener,
+        &admission,
+        door,
+        &mut connections,
+        shutdown,
+        |stream, ticket| serve_connection(stream, gate.clone(), ticket),
+    )
+    .await;
     gate.stop().await;
+}
+
+/// One connection, from a caller already admitted: rmcp's service behind the gate, every
+/// response with the security headers.
+async fn serve_connection(stream: TcpStream, gate: Arc<Gate>, ticket: Arc<Ticket>) {
+    let service = service_fn(move |request| {
+        let (gate, ticket) = (gate.clone(), ticket.clone());
+        async move { Ok::<_, Infallible>(loopback_http::secure(gate.handle(request, &ticket).await)) }
+    });
+    let served = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+    if let Err(err) = served {
+        tracing::debug!("HTTP connection ended: {err}");
+    }
 }
 
 /// Everything in front of rmcp's service.
