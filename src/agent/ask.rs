@@ -408,7 +408,7 @@ async fn chain(
                 None => cancelled.as_mut().await,
             }
         };
-        wait::wait(pool, question, form, &options, stop).await
+        question.wait_alone(form, &options, stop).await
     };
     if returned.load(Ordering::Relaxed)
         && let Some(early) = early
@@ -427,7 +427,7 @@ async fn chain(
         }
         .to_owned(),
         other => {
-            wait::close_as(question, &other, answered_by.as_deref());
+            question.close_as(&other, answered_by.as_deref());
             let result = result::from_outcome(&cx(started), Via::Extension, other);
             return done(via_host(question, answered_by.as_deref(), result));
         }
@@ -540,8 +540,10 @@ async fn chain(
     if pool.matrix().is_some() {
         // The phone has had the question from the start; it is the one channel left, so the
         // question waits for it (and any browser that comes) to the deadline.
-        let (outcome, host) = wait::beside(question, form, deadline, cancelled.as_mut()).await;
-        wait::close_as(question, &outcome, host.as_deref());
+        let (outcome, host) = question
+            .wait_beside(form, deadline, cancelled.as_mut())
+            .await;
+        question.close_as(&outcome, host.as_deref());
         let result = result::from_outcome(&cx(started), Via::Matrix, outcome);
         let result = match host {
             Some(host) if !question.is_matrix(&host) => AskResult {
@@ -763,8 +765,8 @@ async fn beside_browser<'a, T: ChannelEnd>(
             }
             return Race::Channel(end);
         }
-        (outcome, host) = wait::beside(question, &prepared.form, deadline, cancelled) => {
-            wait::close_as(question, &outcome, host.as_deref());
+        (outcome, host) = question.wait_beside(&prepared.form, deadline, cancelled) => {
+            question.close_as(&outcome, host.as_deref());
             match outcome {
                 Outcome::Timeout => Race::Timeout,
                 Outcome::Cancelled => Race::Cancelled,

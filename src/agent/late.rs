@@ -298,7 +298,7 @@ pub async fn get_answer(
         pending: false,
     });
     let started = Instant::now();
-    let (outcome, host) = wait::beside(&mut question, &form, started + wait, cancelled).await;
+    let (outcome, host) = question.wait_beside(&form, started + wait, cancelled).await;
     question.close(wait::withdraw_reason(&outcome), host.as_deref());
     Ok(match outcome {
         Outcome::Answered { .. }

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::pool::{Kept, Pool, Question};
 use crate::agent::result::{self, AskResult, CallContext, Collect, NOT_CONSENT, Status, Via};
 use crate::agent::tools::ToolKind;
-use crate::agent::wait::{self, Outcome};
+use crate::agent::wait::Outcome;
 use crate::form::Form;
 use crate::platform::clock::unix_ms;
 use crate::wire::keep::{KeepError, Store, rfc3339};
@@ -252,7 +252,9 @@ async fn wait_to_the_end(leaving: Leaving, withdrawn: CancellationToken) -> End 
     } = leaving;
     let id = question.id().to_owned();
     // Nothing else cancels it but its pool's end (the session going away), which keeps it.
-    let (outcome, host) = wait::beside(&mut question, &form, deadline, withdrawn.cancelled()).await;
+    let (outcome, host) = question
+        .wait_beside(&form, deadline, withdrawn.cancelled())
+        .await;
     let cx = CallContext {
         tool,
         form: &form,

@@ -367,6 +367,15 @@ struct Shared {
 }
 
 impl Shared {
+    /// When no host is linked now but one was until `grace` ago: the moment the last one
+    /// went.
+    fn hosts_lost_within(&self, grace: Duration) -> Option<tokio::time::Instant> {
+        let state = self.state();
+        state
+            .all_lost_at
+            .filter(|at| state.browsers() == 0 && at.elapsed() < grace)
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding this lock would be a bug elsewhere; the table itself is
         // still consistent (every update is a single insert or remove), so keep going.
@@ -595,10 +604,7 @@ impl Pool {
     /// went. A service worker that restarts kills its host and starts a new one a moment
     /// later, so a question asked in between waits for it as one asked before would.
     pub fn hosts_lost_within(&self, grace: Duration) -> Option<tokio::time::Instant> {
-        let state = self.shared.state();
-        state
-            .all_lost_at
-            .filter(|at| state.browsers() == 0 && at.elapsed() < grace)
+        self.shared.hosts_lost_within(grace)
     }
 
     /// Writes open question `id` to the answer store now, if it would be kept were its call
@@ -750,6 +756,11 @@ impl Question {
     /// Browsers' hosts linked right now.
     pub fn hosts(&self) -> usize {
         *self.link_count.borrow()
+    }
+
+    /// As [`Pool::hosts_lost_within`].
+    pub fn hosts_lost_within(&self, grace: Duration) -> Option<tokio::time::Instant> {
+        self.shared.hosts_lost_within(grace)
     }
 
     /// The next thing that happens to this question: a host said something about it, or the

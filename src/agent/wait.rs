@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use crate::agent::pool::{HostEvent, Pool, Question, Signal};
+use crate::agent::pool::{HostEvent, Question, Signal};
 use crate::form::{AnswerError, Form};
 use crate::wire::protocol::{Action, Answer, WithdrawReason};
 
@@ -64,59 +64,59 @@ pub fn judge(form: &Form, answer: Answer) -> Outcome {
     }
 }
 
-/// Waits for the browsers' answer to `question`, opened on `pool`, as its only channel:
-/// the wait also ends when no browser is linked for the reconnect grace, or every host
-/// refused the question, so that the next channel can take it. The caller owns the
-/// question and closes it with [`withdraw_reason`].
-pub async fn wait(
-    pool: &Pool,
-    question: &mut Question,
-    form: &Form,
-    options: &WaitOptions,
-    cancelled: impl Future<Output = ()>,
-) -> (Outcome, Option<PathBuf>) {
-    let mut orphaned_at = None;
-    // A host the rescan linked since the question opened has it too.
-    if question.sent_to() == 0 && question.hosts() == 0 {
-        match pool.hosts_lost_within(options.reconnect_grace) {
-            // A browser is coming back: wait for it as for a question asked a moment ago.
-            Some(lost_at) => orphaned_at = Some(lost_at),
-            None => {
-                let none = Outcome::NoBrowser {
-                    was_connected: false,
-                };
-                return (none, None);
+impl Question {
+    /// Waits for the browsers' answer as the question's only channel: the wait also ends
+    /// when no browser is linked for the reconnect grace, or every host refused the
+    /// question, so that the next channel can take it. The caller closes the question with
+    /// [`Question::close_as`].
+    pub async fn wait_alone(
+        &mut self,
+        form: &Form,
+        options: &WaitOptions,
+        cancelled: impl Future<Output = ()>,
+    ) -> (Outcome, Option<PathBuf>) {
+        let mut orphaned_at = None;
+        // A host the rescan linked since the question opened has it too.
+        if self.sent_to() == 0 && self.hosts() == 0 {
+            match self.hosts_lost_within(options.reconnect_grace) {
+                // A browser is coming back: wait for it as for a question asked a moment ago.
+                Some(lost_at) => orphaned_at = Some(lost_at),
+                None => {
+                    let none = Outcome::NoBrowser {
+                        was_connected: false,
+                    };
+                    return (none, None);
+                }
             }
         }
+        let role = Role::Only {
+            reconnect_grace: options.reconnect_grace,
+            orphaned_at,
+        };
+        wait_on(self, form, options.deadline, role, cancelled).await
     }
-    let role = Role::Only {
-        reconnect_grace: options.reconnect_grace,
-        orphaned_at,
-    };
-    wait_on(question, form, options.deadline, role, cancelled).await
-}
 
-/// Waits for the browsers' answer while another channel (elicitation, the loopback form)
-/// holds the question too: browsers may come, go and refuse; only an answer, the deadline
-/// or cancellation end this wait.
-pub async fn beside(
-    question: &mut Question,
-    form: &Form,
-    deadline: Instant,
-    cancelled: impl Future<Output = ()>,
-) -> (Outcome, Option<PathBuf>) {
-    wait_on(question, form, deadline, Role::Beside, cancelled).await
-}
+    /// Waits for the browsers' answer while another channel (elicitation, the loopback
+    /// form) holds the question too: browsers may come, go and refuse; only an answer, the
+    /// deadline or cancellation end this wait.
+    pub async fn wait_beside(
+        &mut self,
+        form: &Form,
+        deadline: Instant,
+        cancelled: impl Future<Output = ()>,
+    ) -> (Outcome, Option<PathBuf>) {
+        wait_on(self, form, deadline, Role::Beside, cancelled).await
+    }
 
-/// Closes `question` as `outcome` ended it. Only a wait that ran out or was cancelled may
-/// keep it for a late answer: a question every browser refused, or that lost its browser,
-/// was not waiting in front of the person.
-pub fn close_as(question: &mut Question, outcome: &Outcome, answered_by: Option<&Path>) {
-    let reason = withdraw_reason(outcome);
-    match outcome {
-        Outcome::Timeout | Outcome::Cancelled => question.close(reason, answered_by),
-        Outcome::Refused(_) | Outcome::NoBrowser { .. } => question.close_unkept(reason),
-        _ => question.close(reason, answered_by),
+    /// Closes the question as `outcome` ended it. Only a wait that ran out or was cancelled
+    /// may keep it for a late answer: a question every browser refused, or that lost its
+    /// browser, was not waiting in front of the person.
+    pub fn close_as(&mut self, outcome: &Outcome, answered_by: Option<&Path>) {
+        let reason = withdraw_reason(outcome);
+        match outcome {
+            Outcome::Refused(_) | Outcome::NoBrowser { .. } => self.close_unkept(reason),
+            _ => self.close(reason, answered_by),
+        }
     }
 }
 

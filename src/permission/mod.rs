@@ -550,18 +550,14 @@ pub async fn ask_until(
         }
     };
     tokio::pin!(cancelled);
-    let (mut outcome, mut answered_by) = wait::wait(
-        pool,
-        &mut question,
-        &prompt.form,
-        &options,
-        cancelled.as_mut(),
-    )
-    .await;
+    let (mut outcome, mut answered_by) = question
+        .wait_alone(&prompt.form, &options, cancelled.as_mut())
+        .await;
     if matches!(outcome, Outcome::NoBrowser { .. }) && pool.matrix().is_some() {
         // No browser: the phone is the one place left to answer (Allow only with its code).
-        (outcome, answered_by) =
-            wait::beside(&mut question, &prompt.form, options.deadline, cancelled).await;
+        (outcome, answered_by) = question
+            .wait_beside(&prompt.form, options.deadline, cancelled)
+            .await;
     }
     let reason = reason.lock().ok().and_then(|reason| *reason);
     let reason = match (&outcome, reason) {
