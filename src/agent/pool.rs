@@ -432,7 +432,7 @@ impl Pool {
     }
 
     /// Starts this user's Matrix bridge when Matrix is set up, this agent uses it, and none
-    /// answers (`matrix_link::ensure_running`), so the question about to be opened reaches it.
+    /// answers (`agent::matrix::ensure_running`), so the question about to be opened reaches it.
     pub async fn ensure_matrix(&self) {
         if self.matrix_route() == MatrixRoute::Never {
             return;
