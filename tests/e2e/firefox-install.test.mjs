@@ -177,17 +177,22 @@ async function inStartupList(child) {
 
 /** Waits until Firefox lists him@him.dev in the profile's extensions.json; returns its entry. */
 async function installedAddon(child) {
+  // Firefox writes the record when it finds the file and again once the add-on is started:
+  // read before the second write (a loaded machine), it says active: false. So wait for the
+  // record to settle as started, and hand back the last one seen either way.
   const end = Date.now() + 60_000;
+  let last;
   while (Date.now() < end && child.exitCode === null) {
     try {
       const db = JSON.parse(readFileSync(path.join(profile, 'extensions.json'), 'utf8'));
-      const addon = db.addons.find((a) => a.id === 'him@him.dev');
-      if (addon) return addon;
+      last = db.addons.find((a) => a.id === 'him@him.dev') ?? last;
+      if (last?.active) return last;
     } catch {
       // not written yet, or being written
     }
     await new Promise((r) => setTimeout(r, 200));
   }
+  if (last) return last;
   assert.fail('Firefox never installed him@him.dev from the profile');
 }
 
