@@ -15,8 +15,10 @@ mod tasks;
 use std::process::ExitCode;
 
 use rmcp::ServiceExt;
+use rmcp::model::{CallToolResult, ContentBlock};
 
 use crate::BoxError;
+use crate::agent::result::AskResult;
 use crate::cli::ServeArgs;
 use crate::config::Config;
 
@@ -79,4 +81,16 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
     runtime.shutdown_background();
     ended?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The result as structured content and its text copy (MCP asks for both). The text is
+/// written from the result itself, the same bytes as from the JSON tree but without
+/// walking it a second time.
+fn structured(result: &AskResult) -> Result<CallToolResult, rmcp::ErrorData> {
+    let internal = |e: serde_json::Error| rmcp::ErrorData::internal_error(e.to_string(), None);
+    let value = serde_json::to_value(result).map_err(internal)?;
+    let text = serde_json::to_string(result).map_err(internal)?;
+    let mut call_result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    call_result.structured_content = Some(value);
+    Ok(call_result)
 }

@@ -498,7 +498,7 @@ impl HimServer {
             }
         };
         tracing::info!(tool = tool.tool_name(), id = %result.question_id, status = ?result.status, via = ?result.via, "asked");
-        structured(&result).map(Into::into)
+        super::structured(&result).map(Into::into)
     }
 
     /// The 2026-07-28 elicitation: the form as an input request, the question's state
@@ -577,7 +577,7 @@ impl HimServer {
             }
         };
         tracing::info!(tool = tool.tool_name(), id = %result.question_id, status = ?result.status, "asked through the client");
-        structured(&result).map(Into::into)
+        super::structured(&result).map(Into::into)
     }
 
     /// Ask the person for a short free-text answer (a name, a value, a sentence).
@@ -719,7 +719,7 @@ impl HimServer {
             .await
             .map_err(invalid_params)?;
         tracing::info!(id = %result.question_id, status = ?result.status, "get_answer");
-        structured(&result)
+        super::structured(&result)
     }
 
     /// Report, without asking anything, how a question would reach the person right now:
@@ -995,18 +995,6 @@ fn identity(ctx: &RequestContext<RoleServer>) -> Identity {
         None => AgentInfo::named(asker::UNNAMED_CLIENT),
     };
     Identity::with_cwd_project(agent)
-}
-
-/// The result as structured content and its text copy (MCP asks for both). The text is
-/// written from the result itself, the same bytes as from the JSON tree but without
-/// walking it a second time.
-pub(super) fn structured(result: &AskResult) -> Result<CallToolResult, ErrorData> {
-    let internal = |e: serde_json::Error| ErrorData::internal_error(e.to_string(), None);
-    let value = serde_json::to_value(result).map_err(internal)?;
-    let text = serde_json::to_string(result).map_err(internal)?;
-    let mut call_result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    call_result.structured_content = Some(value);
-    Ok(call_result)
 }
 
 /// One `elicitation/create` (protocol ≤ 2025-11-25), withdrawn with a cancellation when

@@ -222,7 +222,7 @@ async fn run(
     if result.status == Status::Cancelled && task.is_cancel_requested() {
         return Err(TaskExit::Cancelled);
     }
-    super::server::structured(&result).map_err(TaskExit::Error)
+    super::structured(&result).map_err(TaskExit::Error)
 }
 
 /// The client's own form, as the task's input request (`input_required` until the client
