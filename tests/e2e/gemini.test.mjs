@@ -207,7 +207,14 @@ test('without "trust": true, gemini -p connects to him but offers the model none
   model.requests.length = 0;
   model.declared = [];
   model.call = { name: 'mcp_him_ask_text', args: { question: 'Which branch should I deploy?' } };
-  const { stderr } = await runGemini('Ask me which branch to deploy.', untrusted);
+  let { stderr } = await runGemini('Ask me which branch to deploy.', untrusted);
+  if (sessions() === before && /MCP issues detected/.test(stderr)) {
+    // Gemini CLI could not reach him at all, as the first test allows once (above).
+    console.log(`# Gemini CLI started without him once; running it again. Its stderr:\n${stderr}`);
+    model.requests.length = 0;
+    model.declared = [];
+    ({ stderr } = await runGemini('Ask me which branch to deploy.', untrusted));
+  }
   assert.ok(model.requests.length > 0, `the model was not asked:\n${stderr}`);
   assert.ok(sessions() > before, `Gemini CLI did not connect to him:\n${stderr}\n${serve.stderr()}`);
   assert.deepEqual(
