@@ -433,7 +433,10 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
                          \"HIM_HTTP_TOKEN\", with the token in HIM_HTTP_TOKEN (`him serve --http` \
                          uses that variable too when it is set)."
                     ),
-                    "The client's own tool timeout still applies (see `him config <client>`).".into(),
+                    "Timeout: each client's own limit on a tool call holds over HTTP too: \
+                     `him config <client>` says it and what raises it (docs/clients.md lists them \
+                     all)."
+                        .into(),
                 ],
             }
         }
@@ -455,9 +458,9 @@ pub fn snippet(client: Client, exe: &Path, os: Os) -> Snippet {
                      developer mode on)."
                 ),
                 format!(
-                    "HIM_TIMEOUT_MS={him_wait}: SuperAssistant gives up on a call after 30-60 s, \
-                     so him stops waiting first and the chat gets a `timeout` result that says what \
-                     to do next, instead of an error."
+                    "Timeout: SuperAssistant gives up on a call after 30-60 s, and no setting \
+                     raises it. HIM_TIMEOUT_MS={him_wait} makes him stop waiting first, so the chat \
+                     gets a `timeout` result that says what to do next, instead of an error."
                 ),
                 "SuperAssistant cannot send an Authorization header, so the URL carries a token of \
                  its own (the path token), accepted only from the origins given with \

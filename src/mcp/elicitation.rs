@@ -11,15 +11,21 @@
 //! Three pure pieces live here: the form as the restricted elicitation schema ([`request`]),
 //! the client's reply as an answer to that form ([`answer_of`]), and the sealed
 //! `requestState` of the 2026-07-28 round trip ([`StateCodec`]). The wire work is in
-//! `server.rs`; the answer is judged by the same rules as every other answer.
+//! `server.rs`; the answer is judged by the same rules as every other answer. Whole numbers
+//! in a form go out as integers wherever it goes: [`create_params`] for `elicitation/create`,
+//! [`IntegralNumbers`] (stdio) and `http/integral.rs` for the input requests rmcp writes.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use rmcp::RoleServer;
 use rmcp::model::{
-    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, RequestStateCodec,
-    RequestStateError,
+    ClientNotification, ClientRequest, CustomResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationSchema, ErrorData, ProtocolVersion, RequestStateCodec,
+    RequestStateError, ServerConfig, ServerResult, TaskPayload,
 };
+use rmcp::service::{NotificationContext, RequestContext, Service};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -67,8 +73,8 @@ pub fn request(form: &Form) -> Result<ElicitRequestParams, NotElicitable> {
 /// (`"minimum": 1`). rmcp's schema type keeps every bound and number default as an `f64`,
 /// which goes out as `1.0`, and clients show it so (fast-agent: "min 1.0"; Python reads a
 /// float). The form must still make a valid schema of that type: the check is the same.
-/// A 2026-07-28 `input_required` result has no way round it: its input request can only be
-/// rmcp's type, so there a whole bound still goes out as `1.0`.
+/// The input requests of a 2026-07-28 `input_required` result and of a task can only be
+/// rmcp's type: [`IntegralNumbers`] writes them by the same rule on their way out.
 pub fn create_params(form: &Form) -> Result<Value, NotElicitable> {
     let (schema, message) = schema_and_message(form)?;
     typed(schema.clone(), message.clone())?;
@@ -133,6 +139,96 @@ fn number(n: f64) -> Value {
         Value::from(n as i64)
     } else {
         json!(n)
+    }
+}
+
+/// Every whole number in `value` as an integer, by [`number`]'s rule.
+fn integral(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64() {
+                *value = number(f);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral),
+        Value::Object(map) => map.values_mut().for_each(integral),
+        _ => {}
+    }
+}
+
+/// Makes the whole numbers in the forms of `result`'s input requests integers, by
+/// [`number`]'s rule; says whether it has any. A 2026-07-28 `input_required` result and a
+/// task's `tasks/get` while it waits on the client's form carry rmcp's `ElicitRequest`,
+/// whose schema type writes every bound and number default as an `f64` (`1.0`).
+pub fn integral_input_requests(result: &mut Value) -> bool {
+    let Some(requests) = result
+        .get_mut("inputRequests")
+        .and_then(Value::as_object_mut)
+    else {
+        return false;
+    };
+    for schema in requests
+        .values_mut()
+        .filter_map(|r| r.pointer_mut("/params/requestedSchema"))
+    {
+        integral(schema);
+    }
+    true
+}
+
+/// `result` as it goes on the wire, its input requests' forms through
+/// [`integral_input_requests`]; any other result as it is.
+fn with_integral_input_requests(result: ServerResult) -> ServerResult {
+    let carries_forms = match &result {
+        ServerResult::InputRequiredResult(r) => r.input_requests.is_some(),
+        ServerResult::GetTaskResult(r) => {
+            matches!(r.task.payload, TaskPayload::InputRequired { .. })
+        }
+        _ => false,
+    };
+    if !carries_forms {
+        return result;
+    }
+    let mut wire = match serde_json::to_value(&result) {
+        Ok(wire) => wire,
+        Err(err) => {
+            tracing::warn!("an input request left as rmcp writes it: {err}");
+            return result;
+        }
+    };
+    integral_input_requests(&mut wire);
+    ServerResult::CustomResult(CustomResult(wire))
+}
+
+/// `him serve`'s service on stdio: the server, its results through
+/// [`integral_input_requests`]. (Over HTTP rmcp takes only a `ServerHandler`, whose results
+/// are typed: there `http.rs` rewrites the response events themselves.)
+pub struct IntegralNumbers<S>(pub S);
+
+impl<S: Service<RoleServer>> Service<RoleServer> for IntegralNumbers<S> {
+    async fn handle_request(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let result = self.0.handle_request(request, context).await?;
+        Ok(with_integral_input_requests(result))
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: ClientNotification,
+        context: NotificationContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.0.handle_notification(notification, context).await
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        self.0.get_info()
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.0.supported_protocol_versions()
     }
 }
 
@@ -523,6 +619,27 @@ mod tests {
             "9007199254740992"
         );
         assert!(number(1e300).is_f64());
+    }
+
+    #[test]
+    fn only_the_forms_of_input_requests_get_integers() {
+        let mut result = json!({
+            "resultType": "input_required",
+            "inputRequests": {"him": {"method": "elicitation/create", "params": {
+                "_meta": {"weight": 2.0},
+                "requestedSchema": {"properties": {
+                    "n": {"type": "number", "minimum": 1.0, "maximum": 2.5, "default": -3.0}}}}}},
+            "ttl": 60.0
+        });
+        assert!(integral_input_requests(&mut result));
+        let n = &result["inputRequests"]["him"]["params"]["requestedSchema"]["properties"]["n"];
+        assert_eq!(
+            n.to_string(),
+            r#"{"type":"number","minimum":1,"maximum":2.5,"default":-3}"#
+        );
+        assert!(result["inputRequests"]["him"]["params"]["_meta"]["weight"].is_f64());
+        assert!(result["ttl"].is_f64());
+        assert!(!integral_input_requests(&mut json!({"content": []})));
     }
 
     #[test]

@@ -28,6 +28,7 @@
 //! 2025-11-25 or later; older clients read that event as a broken message (`priming.rs`).
 //! A sessionless response has none: without an event store there is nothing to resume.
 
+mod integral;
 mod manager;
 mod origin;
 mod priming;
@@ -68,6 +69,7 @@ use crate::loopback_http::admission::{Admission, Proof, Ticket};
 use crate::loopback_http::{self, HostRule};
 use crate::mcp::{HimServer, SharedParts};
 
+use integral::IntegralEvents;
 use manager::EndingSessions;
 use origin::{AllowedOrigins, OriginVerdict};
 use priming::{Primed, Rule};
@@ -690,6 +692,11 @@ impl Gate {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
+        let response = if streaming {
+            response.map(|inner| BoxBody::new(IntegralEvents::new(inner)))
+        } else {
+            response
+        };
         match session.or(created) {
             Some(id) if streaming => {
                 self.sessions.stream_opened(&id);

@@ -62,7 +62,9 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
             }),
         );
         let running = async {
-            let service = server.serve(transport).await?;
+            let service = elicitation::IntegralNumbers(server)
+                .serve(transport)
+                .await?;
             Ok::<_, BoxError>(service.waiting().await)
         };
         // A client stops its server with a signal as often as by closing its input (Claude

@@ -1,10 +1,12 @@
 """The real Python `mcp` 2.3 client over stdio, reading the numbers of an elicitation form.
 
-Usage: python3 python_elicitation_numbers.py HIM_BIN RUNTIME_DIR FORM_ARGS_JSON
+Usage: python3 python_elicitation_numbers.py HIM_BIN RUNTIME_DIR FORM_ARGS_JSON MODE
 
 Starts `him serve` as the SDK starts a server (its default environment plus the runtime
-directory, where no browser listens), in a session (mode="legacy": protocol 2025-11-25,
-`elicitation/create`), calls `ask_form` with FORM_ARGS_JSON, and in the elicitation callback
+directory, where no browser listens), in MODE: "legacy" (a session at protocol 2025-11-25,
+where the form comes as `elicitation/create`) or "auto" (the SDK's default, which settles on
+2026-07-28, where it comes inside the `input_required` result and the SDK retries the call),
+calls `ask_form` with FORM_ARGS_JSON, and in the elicitation callback
 notes the Python type of each bound and default the form carries (`int` or `float`, as the
 SDK parsed the JSON), then accepts with replicas 4. Prints one JSON line.
 """
@@ -20,7 +22,7 @@ from mcp.client.stdio import get_default_environment
 KEYS = ("minimum", "maximum", "default", "minItems", "maxItems")
 
 
-async def main(him: str, runtime: str, form_args: str) -> None:
+async def main(him: str, runtime: str, form_args: str, mode: str) -> None:
     types_seen = {}
 
     async def elicit(context, params):
@@ -44,7 +46,7 @@ async def main(him: str, runtime: str, form_args: str) -> None:
     )
     async with Client(
         server,
-        mode="legacy",
+        mode=mode,
         elicitation_callback=elicit,
         client_info=types.Implementation(name="python-numbers", version="2.3.0"),
     ) as client:
@@ -64,4 +66,4 @@ async def main(him: str, runtime: str, form_args: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]))

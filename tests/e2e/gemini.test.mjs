@@ -7,7 +7,8 @@
 // `JSON.parse`s every SSE event: an event with empty data (a priming event, which him now
 // sends only to sessions of 2025-11-25 or later) made it offer the model none of him's tools
 // (issue 23). And over stdio with the entry `him config gemini` prints, whose `"trust": true`
-// is what makes `gemini -p` offer the model him's tools at all.
+// is what makes `gemini -p` offer the model him's tools at all: without it, Gemini connects
+// to him and offers the model none of them.
 //
 // Needs HIM_BIN and Gemini CLI: HIM_GEMINI (its gemini.js), or tests/e2e/node22 (where
 // `cargo test` installs @google/gemini-cli, pinned). Without it the test skips, saying so —
@@ -194,4 +195,31 @@ test("Gemini CLI configured as `him config gemini` prints it is offered him's to
   const text = JSON.stringify(response.response);
   assert.match(text, /\\"answer\\":\\"blue\\"/, text);
   assert.equal(result.stats?.tools?.totalSuccess, 1, JSON.stringify(result.stats?.tools));
+});
+
+// Why the snippet carries `"trust": true`: without it Gemini CLI still connects to him and
+// lists its tools (the session opens), but `gemini -p` offers the model none of them.
+test('without "trust": true, gemini -p connects to him but offers the model none of its tools', { skip, timeout: 150_000 }, async () => {
+  const { trust, ...untrusted } = overHttp();
+  assert.equal(trust, true);
+  const sessions = () => serve.stderr().match(/HTTP session opened/g)?.length ?? 0;
+  const before = sessions();
+  model.requests.length = 0;
+  model.declared = [];
+  model.call = { name: 'mcp_him_ask_text', args: { question: 'Which branch should I deploy?' } };
+  let { stderr } = await runGemini('Ask me which branch to deploy.', untrusted);
+  if (sessions() === before && /MCP issues detected/.test(stderr)) {
+    // Gemini CLI could not reach him at all, as the first test allows once (above).
+    console.log(`# Gemini CLI started without him once; running it again. Its stderr:\n${stderr}`);
+    model.requests.length = 0;
+    model.declared = [];
+    ({ stderr } = await runGemini('Ask me which branch to deploy.', untrusted));
+  }
+  assert.ok(model.requests.length > 0, `the model was not asked:\n${stderr}`);
+  assert.ok(sessions() > before, `Gemini CLI did not connect to him:\n${stderr}\n${serve.stderr()}`);
+  assert.deepEqual(
+    model.declared.filter((name) => name.startsWith('mcp_him_')),
+    [],
+    `Gemini CLI offered him's tools without trust:\n${stderr}`,
+  );
 });

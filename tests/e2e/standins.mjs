@@ -206,7 +206,10 @@ export async function startResponsesModel() {
       const body = JSON.parse(data);
       model.requests.push(body);
       const n = model.requests.length;
-      const offered = (body.tools ?? []).some((t) => t.name === model.call.name);
+      // An MCP server's tools come in a namespace of their own (`mcp__<server>`), and a
+      // call of one names it (`model.call.namespace`).
+      const tools = model.call.namespace ? (body.tools ?? []).find((t) => t.type === 'namespace' && t.name === model.call.namespace)?.tools : body.tools;
+      const offered = (tools ?? []).some((t) => t.name === model.call.name);
       const answered = (body.input ?? []).some((i) => i.type === 'function_call_output');
       const item =
         offered && !answered
@@ -215,6 +218,7 @@ export async function startResponsesModel() {
               id: `fc_him_${n}`,
               call_id: `call_him_${n}`,
               name: model.call.name,
+              ...(model.call.namespace ? { namespace: model.call.namespace } : {}),
               arguments: JSON.stringify(model.call.arguments),
               status: 'completed',
             }

@@ -333,3 +333,44 @@ fn hooks_are_a_settings_document_of_their_own_for_claude_code_and_codex() {
     assert!(!other.status.success());
     assert!(other.stdout.is_empty());
 }
+
+/// Every target `him config` knows (clap lists them when given one it does not).
+fn targets() -> Vec<String> {
+    let o = Command::new(env!("CARGO_BIN_EXE_him"))
+        .args(["config", "no-such-client"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let list = stderr
+        .split_once("[possible values: ")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map(|(list, _)| list.to_owned())
+        .unwrap_or_else(|| panic!("no list of targets in: {stderr}"));
+    list.split(", ").map(|t| t.trim().to_owned()).collect()
+}
+
+#[test]
+fn every_snippets_explanation_says_its_clients_time_limit_and_what_raises_it() {
+    let targets = targets();
+    assert!(targets.len() > 10, "{targets:?}");
+    for target in targets {
+        let state = tempfile::tempdir().unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_him"))
+            .args(["config", &target])
+            .env("HIM_STATE_DIR", state.path().join("him"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{target}");
+        let stderr = String::from_utf8(o.stderr).unwrap();
+        let line = stderr
+            .lines()
+            .find(|l| l.starts_with("# Timeout: "))
+            .unwrap_or_else(|| panic!("{target}: no `# Timeout:` line in\n{stderr}"));
+        // The client's limit (a number), or that it has none or no setting for it, or where
+        // each client's is said (the `http` target serves them all).
+        let says_limit = line.chars().any(|c| c.is_ascii_digit())
+            || line.contains(" no ")
+            || line.contains("`him config <client>`");
+        assert!(says_limit, "{target}: {line}");
+    }
+}

@@ -259,6 +259,16 @@ fn real_claude_code_asks_him_before_running_a_command() {
     }
 }
 
+// Real Codex, headless (`codex exec`), with him registered as `him config codex` prints it
+// (issue 23): tests/e2e/codex.test.mjs, against a loopback stand-in of the Responses API. With
+// no browser, Codex refuses the elicitation form at once and him hands the question back.
+#[test]
+fn real_codex_exec_asks_the_panel_configured_as_him_config_prints_it() {
+    if clients_ready() {
+        node22_test("codex.test.mjs");
+    }
+}
+
 // Real Gemini CLI, headless, over `him serve --http` (issue 23): tests/e2e/gemini.test.mjs,
 // against a loopback stand-in of Gemini's model API. Gemini CLI speaks protocol 2025-06-18
 // and could not read the SSE priming event him sent every session. The same file runs it
