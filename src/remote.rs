@@ -331,7 +331,7 @@ fn ssh_config_path() -> Result<PathBuf, BoxError> {
     Ok(home_ssh("config").ok_or("HOME is not set; him needs it to find ~/.ssh/config")?)
 }
 
-/// Puts the block in `~/.ssh/config`, which is replaced whole ([`file::replace`]).
+/// Puts the block in `~/.ssh/config`, which is replaced whole ([`crate::platform::file::replace`]).
 fn write_config(path: &Path, block: &Block) -> Result<(), BoxError> {
     let old = ssh_rc::read(path)?.unwrap_or_default();
     let new = upsert_block(&old, block);

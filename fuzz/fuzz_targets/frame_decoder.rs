@@ -32,7 +32,10 @@ fuzz_target!(|data: &[u8]| {
             match codec.decode(&mut buf) {
                 Ok(Some(frame)) => {
                     assert!(frame.len() <= max);
-                    assert_eq!(&wire[consumed + HEADER_LEN..consumed + HEADER_LEN + frame.len()], &frame[..]);
+                    assert_eq!(
+                        &wire[consumed + HEADER_LEN..consumed + HEADER_LEN + frame.len()],
+                        &frame[..]
+                    );
                     consumed += HEADER_LEN + frame.len();
                 }
                 Ok(None) => break,

@@ -2,13 +2,18 @@
 //! decodes again.
 #![no_main]
 
-use him::wire::protocol::{self, AgentToHost, ExtensionToHost, HostToAgent, HostToExtension, Message};
+use him::wire::protocol::{
+    self, AgentToHost, ExtensionToHost, HostToAgent, HostToExtension, Message,
+};
 use libfuzzer_sys::fuzz_target;
 
 fn check<M: Message + std::fmt::Debug>(data: &[u8]) {
     if let Ok(message) = protocol::decode::<M>(data) {
         let again = protocol::decode::<M>(&protocol::encode(&message));
-        assert!(again.is_ok(), "{message:?} does not decode after encoding: {again:?}");
+        assert!(
+            again.is_ok(),
+            "{message:?} does not decode after encoding: {again:?}"
+        );
     }
 }
 

@@ -3,8 +3,8 @@
 //! goes to the one agent that owns the question.
 #![no_main]
 
-use him::wire::protocol::{HostInfo, HostToAgent};
 use him::host::relay::{Effect, Relay};
+use him::wire::protocol::{HostInfo, HostToAgent};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

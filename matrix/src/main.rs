@@ -5,9 +5,9 @@
 //! installed beside `him` (`cargo install --path matrix`).
 //!
 //! ```text
-//!  him serve / him ask ──§3 link──► <runtime>/matrix/bridge.sock ─► host side (host/mod.rs +
-//!     (start it on demand:              host/relay.rs, as in a native host; welcome says
-//!      him::agent::matrix)                kind "matrix")
+//!  him serve / him ask ──§3 link──► <runtime>/matrix/bridge.sock ─► host side (him's
+//!     (start it on demand:              host/mod.rs + host/relay.rs, as in a native
+//!      him::agent::matrix)              host; welcome says kind "matrix")
 //!                                           │ native-messaging frames, in-process pipe
 //!                                           ▼
 //!                             bridge.rs (plays the extension) ─► matrix-sdk ─► the room

@@ -385,7 +385,7 @@ async fn chain(
         (channels.notice)(format!(
             "the question is waiting in your browser's him side panel (the him icon in the \
              toolbar, or {}); answer it there, or press Ctrl-C to cancel.",
-            crate::install::guide::SHORTCUT
+            crate::SHORTCUT
         ));
     }
     let (outcome, answered_by) = {

@@ -10,8 +10,9 @@
 //!  him serve's working directory       ─┘ (the `hello`'s, as before)
 //! ```
 //!
-//! Everything here is text a client wrote: it is cut to [`MAX_LABEL_CHARS`](crate::wire::labels::MAX_LABEL_CHARS), and every
-//! surface draws it under the marking rules (`form/display/marks.rs`, `extension/lib/display.js`).
+//! Everything here is text a client wrote: it is cut to
+//! [`MAX_LABEL_CHARS`](crate::wire::labels::MAX_LABEL_CHARS), and every surface draws it under the
+//! marking rules (`form/display/marks.rs`, `extension/lib/display.js`).
 
 use std::path::Path;
 use std::time::Duration;

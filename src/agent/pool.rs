@@ -702,7 +702,8 @@ pub enum Signal {
     Hosts(usize),
 }
 
-/// One open question. Dropping it withdraws the question from every host.
+/// One open question. Dropping it withdraws the question from every host. Its waits
+/// (`wait_alone`, `wait_beside`) and `close_as` are in `agent/wait.rs`.
 pub struct Question {
     id: String,
     sent_to: usize,

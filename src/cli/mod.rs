@@ -1,4 +1,6 @@
-//! Every command-line option of `him`, in one place.
+//! The command line: every option of `him`, in one place (here), how the binary knows the
+//! browser started it ([`role`]), and the two subcommands that ask a person themselves:
+//! `him ask` ([`ask`]) and `him try` ([`demo`]).
 
 pub mod ask;
 pub mod demo;

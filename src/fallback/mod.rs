@@ -6,7 +6,7 @@
 //!   form with the extension's own `lib/form.js`, in the language [`locale`] picks, opened
 //!   with [`opener`];
 //! - the chat hand-back (`HIM_FALLBACK=return`) is a result, not a channel:
-//!   `result::needs_user_input`.
+//!   `agent::result::needs_user_input`.
 
 pub mod locale;
 pub mod loopback;

@@ -2,11 +2,11 @@
 //!
 //! The URL carries the form's token, and an opener's arguments are visible to every user
 //! (`ps`, `/proc/<pid>/cmdline`). On Linux the form asks the kernel who each connection
-//! belongs to (`loopback_http/owner.rs`), so a token read there is useless to another user, and the URL is
-//! passed as is — which confined (Snap, Flatpak) browsers need, since they cannot read a
-//! private file of ours. macOS cannot tell who is connecting, so there the opener gets a
-//! launcher page instead: a file only the user can read, in the per-user runtime directory,
-//! that forwards to the URL. It is removed when the form ends.
+//! belongs to (`loopback_http/owner.rs`), so a token read there is useless to another user, and the
+//! URL is passed as is — which confined (Snap, Flatpak) browsers need, since they cannot read a
+//! private file of ours. macOS cannot tell who is connecting, so there the opener gets a launcher
+//! page instead: a file only the user can read, in the per-user runtime directory, that forwards to
+//! the URL. It is removed when the form ends.
 //!
 //! Whether the page opened is judged by the opener alone, never by `DISPLAY` in our own
 //! environment (MCP clients strip it even on a desktop, while the opener may still reach the

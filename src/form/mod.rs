@@ -64,8 +64,8 @@ pub struct Permission {
     pub tool_use_id: Option<String>,
     /// The rules that "allow for this session" adds, as the agent writes them
     /// (`Bash(npm test *)`): only where the agent offered them (Claude Code's
-    /// `PermissionRequest` hook, `permission/hook.rs`). Shown to the person; never read back from an
-    /// answer: the hook keeps what it was offered and sends that.
+    /// `PermissionRequest` hook, `permission/hook.rs`). Shown to the person; never read back from
+    /// an answer: the hook keeps what it was offered and sends that.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub session_rules: Vec<String>,
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 use super::browsers::{self, Family};
 use super::extension::Build;
 use super::firefox::Profile;
+use crate::SHORTCUT;
 use crate::cli::Browser;
 
 /// What `him install` did about keeping the Firefox add-on (firefox.rs).
@@ -20,10 +21,6 @@ pub struct FirefoxSetup {
     pub declined: bool,
     pub failed: bool,
 }
-
-/// The keyboard shortcut that opens the panel (manifest.json `commands`), as the browsers
-/// show it.
-pub const SHORTCUT: &str = "Alt+Shift+H";
 
 /// The page that lists extensions in a Chromium-family browser.
 pub fn extensions_page(browser: Browser) -> &'static str {

@@ -16,8 +16,8 @@
 //! Install and uninstall are symmetric: install writes `<dir>/dev.him.host.json` in each
 //! browser's per-user folder and the extension's files in him's own folder
 //! (extension.rs); uninstall removes exactly those files when they hold a him manifest, and
-//! him's extension folder, and nothing else. Commands whose job is to print write to stdout; warnings and
-//! explanations go to stderr.
+//! him's extension folder, and nothing else. Commands whose job is to print write to stdout;
+//! warnings and explanations go to stderr.
 
 pub mod browsers;
 pub mod clients;

@@ -9,8 +9,10 @@
 //! The loop itself does nothing that can block: whose process is calling is asked of the
 //! kernel (netlink, else `/proc/net`) on the blocking pool, inside the connection's own task,
 //! so a slow answer delays only that connection and never the SSE keep-alives or the other
-//! requests on the same runtime. The connection holds its pending place meanwhile, so a flood
-//! of callers waiting for their check is bounded like any other ([`Admission`]).
+//! requests on the same runtime. The connection holds its pending place while it waits for
+//! its check ([`Admission`]), and at most [`MAX_LOOKUPS`] checks run at once: a lookup on the
+//! blocking pool cannot be cancelled, so one whose connection was evicted meanwhile still
+//! holds its turn until the kernel answers.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -18,10 +20,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::admission::{Admission, Ticket};
 use super::owner::{self, Caller};
+
+/// Owner lookups running at once, per server. Each normally takes microseconds; the bound
+/// matters only when the kernel is slow to answer (netlink waits up to a second).
+pub const MAX_LOOKUPS: usize = 16;
 
 /// How long to wait after a failed accept (out of descriptors, usually) before the next.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
@@ -54,6 +61,7 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     tokio::pin!(until);
+    let lookups = Arc::new(Semaphore::new(MAX_LOOKUPS));
     loop {
         tokio::select! {
             ended = &mut until => return ended,
@@ -66,10 +74,11 @@ where
                     let local = stream.local_addr();
                     // Made now, run only once the caller is known to be this user.
                     let served = serve(stream, ticket.clone());
+                    let lookups = lookups.clone();
                     connections.spawn(async move {
                         tokio::select! {
                             _ = async {
-                                if admitted(door, local, from).await {
+                                if admitted(door, local, from, &lookups).await {
                                     served.await;
                                 }
                             } => {}
@@ -92,12 +101,25 @@ where
 
 /// Whether the connection from `from`, accepted on `local`, may be served: any caller where
 /// the door is open to all, else only a process of this user (asked on the blocking pool).
-async fn admitted(door: Door, local: std::io::Result<SocketAddr>, from: SocketAddr) -> bool {
+async fn admitted(
+    door: Door,
+    local: std::io::Result<SocketAddr>,
+    from: SocketAddr,
+    lookups: &Arc<Semaphore>,
+) -> bool {
     if !door.same_user_only {
         return true;
     }
+    let Ok(turn) = lookups.clone().acquire_owned().await else {
+        return false;
+    };
     let why = match local {
-        Ok(local) => match tokio::task::spawn_blocking(move || owner::check(local, from)).await {
+        Ok(local) => match tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            owner::check(local, from)
+        })
+        .await
+        {
             Ok(Caller::Same | Caller::Unknowable) => return true,
             Ok(Caller::Refused(why)) => why,
             Err(err) => format!("its owner could not be looked up: {err}"),

@@ -8,9 +8,9 @@
 //! `grace` — time enough to send a request head, which a real client sends as soon as it
 //! connects — and closes that one to make room. Waiting connections queue in the kernel's
 //! listen backlog ([`listen`]: deep enough that the kernel does not drop their SYNs, which
-//! would cost a real client seconds of retransmits), first come first served, so a flood of idle or half-sent connections,
-//! however fast it reconnects, delays a real client by about (flood ÷ places) × grace and
-//! never shuts it out, and never holds more descriptors than the places. Proven
+//! would cost a real client seconds of retransmits), first come first served, so a flood of idle or
+//! half-sent connections, however fast it reconnects, delays a real client by about (flood ÷
+//! places) × grace and never shuts it out, and never holds more descriptors than the places. Proven
 //! connections have a cap of their own, past which a request is answered 503.
 
 use std::collections::VecDeque;

@@ -1,6 +1,7 @@
 //! What the two HTTP servers share — `him serve --http` (`mcp/http.rs`) and the loopback
-//! form (`fallback/loopback.rs`), both on hyper: which `Host` they answer to, and the
-//! security headers every response carries.
+//! form (`fallback/loopback.rs`), both on hyper: one accept loop ([`accept`]), connection
+//! places ([`admission`]), whose process is calling ([`owner`]), and, here, which `Host` they
+//! answer to and the security headers every response carries.
 
 pub mod accept;
 pub mod admission;

@@ -345,8 +345,8 @@ pub(crate) fn stop_signals() -> impl Future<Output = ()> + Send + 'static {
 
 /// Accepts connections until `shutdown`, then ends every session (withdrawing its
 /// questions). On a loopback address a connection of another user is closed before a byte
-/// of it is read (`loopback_http/owner.rs`); one that has not yet shown the token may be displaced by
-/// newer ones (`loopback_http/admission.rs`).
+/// of it is read (`loopback_http/owner.rs`); one that has not yet shown the token may be displaced
+/// by newer ones (`loopback_http/admission.rs`).
 async fn run(listener: TcpListener, gate: Arc<Gate>, shutdown: impl Future<Output = ()>) {
     tokio::spawn(gate.clone().sweep());
     let admission = Admission::new(MAX_PENDING_CONNECTIONS, PENDING_GRACE, MAX_CONNECTIONS);

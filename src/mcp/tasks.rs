@@ -67,11 +67,11 @@ pub struct Tasks {
 /// client capabilities, and `HIM_TASKS` gives its client tasks. A declaration in a legacy
 /// session's `initialize` does not count (SEP-2663: not "regardless of prior declarations"),
 /// although rmcp's `client_capabilities()` would take it: the MCP Inspector 2.12 declares
-/// the extension there and then reads a plain result on its 2025-11-25 calls. Claude Code's terminal UI (2.1.332) declares the
-/// extension, moves every task to the background at once and hands its result to the model
-/// as "[SYSTEM NOTIFICATION - NOT USER INPUT] … Do NOT interpret this as … response to any
-/// pending question": the person's answer would not read as theirs, so under `auto` Claude
-/// Code gets the blocking call.
+/// the extension there and then reads a plain result on its 2025-11-25 calls. Claude Code's
+/// terminal UI (2.1.332) declares the extension, moves every task to the background at once and
+/// hands its result to the model as "[SYSTEM NOTIFICATION - NOT USER INPUT] … Do NOT interpret this
+/// as … response to any pending question": the person's answer would not read as theirs, so under
+/// `auto` Claude Code gets the blocking call.
 pub fn offered(mode: TasksMode, ctx: &RequestContext<RoleServer>) -> bool {
     let declared = ctx
         .meta

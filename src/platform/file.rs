@@ -1,11 +1,10 @@
 //! Writing a file whole or not at all (the person's `~/.ssh/config` and `~/.ssh/rc`, the
 //! store of kept questions). A torn config stops every `ssh`, and a torn rc runs half at the
-//! next login, so the new text goes to a
-//! temporary file beside the target, which is then renamed over it. The temporary file has a
-//! random name and is created `O_EXCL | O_NOFOLLOW`: a link planted where it is to be made
-//! (by anyone who can write that folder) makes the write fail instead of writing through the
-//! link. A target that is a link (a dotfile manager's) is written where the link points, and
-//! stays a link.
+//! next login, so the new text goes to a temporary file beside the target, which is then
+//! renamed over it. The temporary file has a random name and is created
+//! `O_EXCL | O_NOFOLLOW`: a link planted where it is to be made (by anyone who can write that
+//! folder) makes the write fail instead of writing through the link. A target that is a link
+//! (a dotfile manager's) is written where the link points, and stays a link.
 
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};

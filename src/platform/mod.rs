@@ -1,5 +1,14 @@
-//! The one platform call no well-kept crate offers safely. Everything else of the OS goes
-//! through `nix` or the standard library.
+//! The operating system's part, below everything but the runtime rules it shares with
+//! [`crate::wire::runtime`] (the home folder, from the same probe):
+//!
+//! - [`state_dir`] — the persistent per-user state folder (HTTP tokens, kept answers).
+//! - [`logging`] — logs to stderr, always.
+//! - [`clock`] — now, in Unix milliseconds.
+//! - [`random`] — question ids and tokens.
+//! - [`file`] — files replaced whole, links followed.
+//! - [`spawn`] — starting the gateway or the Matrix bridge detached.
+//! - and, here, the one platform call no well-kept crate offers safely. Everything else of
+//!   the OS goes through `nix` or the standard library.
 
 pub mod clock;
 pub mod file;

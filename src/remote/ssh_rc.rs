@@ -156,7 +156,8 @@ pub(super) fn read(path: &Path) -> Result<Option<String>, String> {
 }
 
 /// Written whole or not at all (a torn rc would run half), keeping the file's mode; an rc
-/// that is a link is written where it points, and stays a link ([`crate::platform::file::replace`]).
+/// that is a link is written where it points, and stays a link
+/// ([`crate::platform::file::replace`]).
 fn write(path: &Path, text: &str) -> Result<(), String> {
     crate::platform::file::replace(path, text, 0o600)
         .map(drop)

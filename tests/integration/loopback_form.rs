@@ -209,7 +209,7 @@ fn page_data(html: &str) -> Value {
     serde_json::from_str(&html[start..end]).expect("the data is JSON")
 }
 
-/// Asserts the headers every response of the form carries (`web::secure`).
+/// Asserts the headers every response of the form carries (`loopback_http::secure`).
 fn assert_secure(reply: &Reply) {
     let csp = reply.header("content-security-policy").expect("CSP");
     assert!(csp.contains("default-src 'none'"), "{csp}");

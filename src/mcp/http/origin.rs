@@ -7,8 +7,8 @@
 //! one comes from a program (an MCP client), and those pass; a request with one passes only
 //! when that exact origin was allowed with `--allow-origin`, or is the server's own loopback
 //! origin (`http://127.0.0.1:<port>`, `http://localhost:<port>`), which no other page can
-//! have. `Host` is checked too (`crate::loopback_http::HostRule`), so a page on a rebound DNS name is
-//! refused even if a browser someday omits `Origin`.
+//! have. `Host` is checked too (`crate::loopback_http::HostRule`), so a page on a rebound DNS name
+//! is refused even if a browser someday omits `Origin`.
 
 use std::net::SocketAddr;
 
