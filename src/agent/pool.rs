@@ -49,9 +49,18 @@ pub const EXIT_WAIT: Duration = Duration::from_secs(1);
 /// What a host said about one question.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostEvent {
-    Shown { host: PathBuf },
-    Answer { host: PathBuf, answer: Answer },
-    Refused { host: PathBuf, message: String },
+    Shown {
+        host: PathBuf,
+    },
+    /// Boxed: the channel of every question allocates room for one event up front.
+    Answer {
+        host: PathBuf,
+        answer: Box<Answer>,
+    },
+    Refused {
+        host: PathBuf,
+        message: String,
+    },
 }
 
 /// Who is asking, as told to every host in `hello`.
@@ -1340,7 +1349,7 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
                 &id,
                 HostEvent::Answer {
                     host: path.to_owned(),
-                    answer,
+                    answer: Box::new(answer),
                 },
             );
         }
