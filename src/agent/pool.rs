@@ -46,21 +46,13 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// ([`Pool::close`]); a host reads them in microseconds, so this bounds only a stuck one.
 pub const EXIT_WAIT: Duration = Duration::from_secs(1);
 
-/// What a host said about one question.
+/// What a host said about one question. The answer is boxed: every question's channel
+/// allocates room for one event up front.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostEvent {
-    Shown {
-        host: PathBuf,
-    },
-    /// Boxed: the channel of every question allocates room for one event up front.
-    Answer {
-        host: PathBuf,
-        answer: Box<Answer>,
-    },
-    Refused {
-        host: PathBuf,
-        message: String,
-    },
+    Shown { host: PathBuf },
+    Answer { host: PathBuf, answer: Box<Answer> },
+    Refused { host: PathBuf, message: String },
 }
 
 /// Who is asking, as told to every host in `hello`.
