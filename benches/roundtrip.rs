@@ -110,6 +110,11 @@ fn run() -> Result<(), BoxError> {
     let dir = runtime.path();
     out("# him round-trip benchmark\n");
     out(&machine());
+    // `-- --heap`: only the heap per pending question, which heaptrack makes slow.
+    if std::env::args().any(|a| a == "--heap") {
+        out(&heap(dir)?);
+        return Ok(());
+    }
 
     let latency = latencies(dir, &plan)?;
     out(&latency);
@@ -977,6 +982,166 @@ fn memory(dir: &Path, plan: &Plan) -> Result<String, BoxError> {
     Ok(report)
 }
 
+// ---------------------------------------------------------------------------------------
+// Heap per pending question (heaptrack)
+
+/// The heap of one `him serve` (stdio) with 1, [`PER_SERVE`] / 2 and [`PER_SERVE`]
+/// `ask_confirm` calls waiting at a host whose stand-in holds every question, under
+/// `heaptrack`. Per pending question = (peak at PER_SERVE − peak at PER_SERVE / 2) /
+/// (PER_SERVE / 2): both peaks are the moment all their questions wait, while the peak with
+/// one may come before it (start-up's own peak is about as high); (peak at PER_SERVE − peak
+/// at 1) / (PER_SERVE − 1) is given too. Each count runs `HIM_BENCH_HEAP_RUNS` times (default
+/// 3), alternating, and its median peak is taken. heaptrack's files stay in
+/// `HIM_BENCH_HEAP_DIR` when set (for `heaptrack_print -p`, which says where the bytes went).
+fn heap(dir: &Path) -> Result<String, BoxError> {
+    let mut report = String::from("## Heap per pending question (heaptrack)\n\n");
+    if !on_path("heaptrack") {
+        report.push_str("Skipped: `heaptrack` is not on PATH.\n");
+        return Ok(report);
+    }
+    let runs: usize = std::env::var("HIM_BENCH_HEAP_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+        .max(1);
+    let scratch = private_dir()?;
+    let files = match std::env::var_os("HIM_BENCH_HEAP_DIR") {
+        Some(kept) => {
+            std::fs::create_dir_all(&kept)?;
+            PathBuf::from(kept)
+        }
+        None => scratch.path().to_owned(),
+    };
+    let counts = [1, PER_SERVE / 2, PER_SERVE];
+    let mut peaks = counts.map(|_| Vec::new());
+    for run in 0..runs {
+        for (count, peaks) in counts.iter().zip(&mut peaks) {
+            peaks.push(heap_peak(dir, &files, *count, run)?);
+        }
+    }
+    let [one, half, all] = peaks.map(|mut peaks| median(&mut peaks));
+    let per =
+        |from: u64, to: u64, questions: usize| to.saturating_sub(from) as f64 / questions as f64;
+    let per_question = per(half, all, PER_SERVE - PER_SERVE / 2);
+    let per_from_one = per(one, all, PER_SERVE - 1);
+    let kib = |bytes: f64| bytes / 1024.0;
+    report.push_str(&format!(
+        "`{}`, {runs} runs per count, medians of the peak heap.\n\n\
+         | peak heap, 1 pending | {half_count} pending | {PER_SERVE} pending | per pending \
+         question ({half_count} → {PER_SERVE}) | (1 → {PER_SERVE}) |\n\
+         |---:|---:|---:|---:|---:|\n\
+         | {:.1} KiB | {:.1} KiB | {:.1} KiB | {:.2} KiB ({per_question:.0} B) | {:.2} KiB |\n",
+        him_bin().display(),
+        kib(one as f64),
+        kib(half as f64),
+        kib(all as f64),
+        kib(per_question),
+        kib(per_from_one),
+        half_count = PER_SERVE / 2,
+    ));
+    Ok(report)
+}
+
+/// One `him serve` under heaptrack with `count` questions held at the host at once, then
+/// answered one by one; its peak heap in bytes.
+fn heap_peak(dir: &Path, files: &Path, count: usize, run: usize) -> Result<u64, BoxError> {
+    let host = HimHost::start(dir)?;
+    let file = files.join(format!("serve-{count}-{run}"));
+    let mut command = Command::new("heaptrack");
+    command
+        .arg("-o")
+        .arg(&file)
+        .arg(him_bin())
+        .arg("serve")
+        .env("HIM_RUNTIME_DIR", dir)
+        .env("HIM_LOG", "warn");
+    let mut serve = LineClient::spawn(&mut command)?;
+    // heaptrack's script says where its file goes on stdout, before `him serve` starts.
+    serve.stdin.write_all(&initialize_line())?;
+    serve.stdin.flush()?;
+    loop {
+        let mut line = Vec::new();
+        if serve.stdout.read_until(b'\n', &mut line)? == 0 {
+            return Err("`him serve` under heaptrack closed its stdout".into());
+        }
+        if line.starts_with(b"{") {
+            break;
+        }
+    }
+    serve
+        .stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")?;
+    let stand_in = &host.stand_in;
+    stand_in.hold(true);
+    // Asked one at a time, each once the last reached the stand-in: a burst would grow the
+    // link's buffers, which is not what a question costs while it waits.
+    let give_up = Instant::now() + Duration::from_secs(60);
+    for i in 0..count {
+        let seen_before = stand_in.asks.load(Ordering::SeqCst);
+        serve.stdin.write_all(&tool_call_line(i))?;
+        serve.stdin.flush()?;
+        while stand_in.asks.load(Ordering::SeqCst) == seen_before {
+            if Instant::now() > give_up {
+                return Err(format!("heap run: only {i} of {count} questions arrived").into());
+            }
+            thread::sleep(Duration::from_micros(200));
+        }
+    }
+    // Answered one at a time, so that the peak is the moment all of them wait, not a burst
+    // of answers being read and results written.
+    for _ in 0..count {
+        stand_in.release(1);
+        read_answers(&mut serve, 1)?;
+    }
+    stand_in.hold(false);
+    serve.close();
+    host.close();
+    // Compressed with zstd where the script found it, else gzip.
+    let (data, unpack) = [("zst", "zstd"), ("gz", "gzip")]
+        .map(|(ext, unpack)| (file.with_extension(ext), unpack))
+        .into_iter()
+        .find(|(data, _)| data.exists())
+        .ok_or_else(|| format!("heaptrack wrote no {}.zst or .gz", file.display()))?;
+    let unpacked = Command::new(unpack).arg("-dc").arg(&data).output()?;
+    if !unpacked.status.success() {
+        return Err(format!("{unpack} could not read {}", data.display()).into());
+    }
+    heaptrack_peak(&String::from_utf8_lossy(&unpacked.stdout))
+        .ok_or_else(|| format!("{} is not heaptrack's data", data.display()).into())
+}
+
+/// The peak heap of heaptrack's data, in bytes, replayed from its events: `a <size>
+/// <trace>` defines an allocation's kind, `+ <kind>` allocates one, `-` frees one.
+/// `heaptrack_print` says the same figure rounded to three digits, too coarse to divide by
+/// the questions pending.
+fn heaptrack_peak(data: &str) -> Option<u64> {
+    let hex = |field: Option<&str>| field.and_then(|f| u64::from_str_radix(f, 16).ok());
+    let (mut sizes, mut now, mut peak) = (Vec::new(), 0u64, 0u64);
+    for line in data.lines() {
+        let mut fields = line.split_whitespace();
+        match fields.next() {
+            Some("a") => sizes.push(hex(fields.next())?),
+            Some("+") => {
+                now += sizes.get(hex(fields.next())? as usize)?;
+                peak = peak.max(now);
+            }
+            Some("-") => now = now.saturating_sub(*sizes.get(hex(fields.next())? as usize)?),
+            _ => {}
+        }
+    }
+    (!sizes.is_empty()).then_some(peak)
+}
+
+fn median(values: &mut [u64]) -> u64 {
+    values.sort_unstable();
+    values[values.len() / 2]
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
 struct PendingRun {
     fill: Duration,
     drain: Duration,
@@ -1107,8 +1272,11 @@ fn kib(k: u64) -> String {
 // ---------------------------------------------------------------------------------------
 // The pieces: him host + stand-in, the floor's relays, the raw line client
 
+/// The `him` measured: this build's, or `HIM_BENCH_BIN` (another build, for a before and
+/// after with the same driver).
 fn him_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_him"))
+    std::env::var_os("HIM_BENCH_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_him")), PathBuf::from)
 }
 
 fn origin() -> String {

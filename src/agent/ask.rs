@@ -217,16 +217,18 @@ pub enum Asked {
 /// same question asked again returns its kept answer, or waits on the kept question. With
 /// `return_after`, a call whose question would be kept returns `pending` at that limit and
 /// leaves the question open (`agent/pending.rs`).
+///
+/// `cancelled` is borrowed, pinned where the caller keeps it: moved in, it would be held
+/// twice for as long as the question waits (BENCHMARKS.md, "Memory per pending question").
 pub async fn ask(
     pool: &Pool,
     config: &Config,
     mut prepared: Box<Prepared>,
     channels: Channels<'_>,
-    cancelled: impl Future<Output = ()>,
+    mut cancelled: Pin<&mut impl Future<Output = ()>>,
 ) -> Asked {
     let collect = channels.collect;
     let client_elicitation = channels.client_elicitation;
-    tokio::pin!(cancelled);
     let mut plan = crate::agent::late::plan(config, &prepared);
     if let Some(plan) = &mut plan
         && let Some(late) =
@@ -358,12 +360,11 @@ async fn chain(
     prepared: Box<Prepared>,
     channels: Channels<'_>,
     question: &mut Question,
-    cancelled: impl Future<Output = ()>,
+    mut cancelled: Pin<&mut impl Future<Output = ()>>,
     early: Option<Early>,
 ) -> Chained {
     let started = Instant::now();
     let deadline = started + prepared.timeout;
-    tokio::pin!(cancelled);
     let form = &prepared.form;
     let cx = |via_started: Instant| CallContext {
         tool: prepared.tool,
@@ -391,15 +392,17 @@ async fn chain(
     let (outcome, answered_by) = {
         // The browsers' wait ends as on cancellation when the limit comes with the question
         // kept open; `returned` tells the two apart.
-        let stop = async {
+        let stop = std::pin::pin!(async {
             match after {
                 Some(after) => {
-                    let kept_open = crate::agent::pending::kept_open(
+                    // Boxed: only calls that may return `pending` wait on it, and inline it
+                    // would size every call's waiting state.
+                    let kept_open = Box::pin(crate::agent::pending::kept_open(
                         pool,
                         &prepared.ask.id,
                         started + after,
                         deadline_ms(&prepared),
-                    );
+                    ));
                     tokio::select! {
                         () = cancelled.as_mut() => {}
                         () = kept_open => returned.store(true, Ordering::Relaxed),
@@ -407,7 +410,7 @@ async fn chain(
                 }
                 None => cancelled.as_mut().await,
             }
-        };
+        });
         question.wait_alone(form, &options, stop).await
     };
     if returned.load(Ordering::Relaxed)
@@ -419,7 +422,7 @@ async fn chain(
             early,
         };
     }
-    let mut reason = match outcome {
+    let reason = match outcome {
         Outcome::NoBrowser { was_connected } => if was_connected {
             "The browser went away before the person answered."
         } else {
@@ -432,7 +435,38 @@ async fn chain(
             return done(via_host(question, answered_by.as_deref(), result));
         }
     };
+    // Boxed: most questions end at the browsers, and a call's future is as large as its
+    // largest state, which the other channels' would be (BENCHMARKS.md, "Memory per
+    // pending question").
+    Box::pin(beyond_browsers(
+        pool, config, prepared, channels, question, cancelled, started, reason,
+    ))
+    .await
+}
 
+/// The chain after the browsers' wait alone ended without them (see [`chain`]): elicitation,
+/// the terminal, Matrix, the configured fallback — each beside the browsers.
+#[allow(clippy::too_many_arguments)]
+async fn beyond_browsers(
+    pool: &Pool,
+    config: &Config,
+    prepared: Box<Prepared>,
+    channels: Channels<'_>,
+    question: &mut Question,
+    mut cancelled: Pin<&mut impl Future<Output = ()>>,
+    started: Instant,
+    mut reason: String,
+) -> Chained {
+    let deadline = started + prepared.timeout;
+    let form = &prepared.form;
+    let cx = |via_started: Instant| CallContext {
+        tool: prepared.tool,
+        form,
+        question_id: &prepared.ask.id,
+        elapsed_ms: via_started.elapsed().as_millis() as u64,
+        client_elicitation: channels.client_elicitation,
+    };
+    let done = |result: AskResult| Chained::Asked(Asked::Done(Box::new(result)));
     let elicitable = channels.client_elicitation && !form.has_password();
     if channels.client_elicitation && form.has_password() {
         reason

@@ -253,7 +253,7 @@ async fn wait_to_the_end(leaving: Leaving, withdrawn: CancellationToken) -> End 
     let id = question.id().to_owned();
     // Nothing else cancels it but its pool's end (the session going away), which keeps it.
     let (outcome, host) = question
-        .wait_beside(&form, deadline, withdrawn.cancelled())
+        .wait_beside(&form, deadline, std::pin::pin!(withdrawn.cancelled()))
         .await;
     let cx = CallContext {
         tool,

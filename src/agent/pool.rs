@@ -46,11 +46,12 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// ([`Pool::close`]); a host reads them in microseconds, so this bounds only a stuck one.
 pub const EXIT_WAIT: Duration = Duration::from_secs(1);
 
-/// What a host said about one question.
+/// What a host said about one question. The answer is boxed: every question's channel
+/// allocates room for one event up front.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostEvent {
     Shown { host: PathBuf },
-    Answer { host: PathBuf, answer: Answer },
+    Answer { host: PathBuf, answer: Box<Answer> },
     Refused { host: PathBuf, message: String },
 }
 
@@ -1341,7 +1342,7 @@ fn host_frame(shared: &Shared, path: &Path, bytes: &[u8]) {
                 &id,
                 HostEvent::Answer {
                     host: path.to_owned(),
-                    answer,
+                    answer: Box::new(answer),
                 },
             );
         }

@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -69,11 +70,16 @@ impl Question {
     /// when no browser is linked for the reconnect grace, or every host refused the
     /// question, so that the next channel can take it. The caller closes the question with
     /// [`Question::close_as`].
+    ///
+    /// `cancelled` is borrowed, pinned where its owner keeps it, rather than moved into this
+    /// wait: a call's waiting future is its largest state, held for as long as the question
+    /// waits, and a moved future would be held twice (BENCHMARKS.md, "Memory per pending
+    /// question").
     pub async fn wait_alone(
         &mut self,
         form: &Form,
         options: &WaitOptions,
-        cancelled: impl Future<Output = ()>,
+        cancelled: Pin<&mut impl Future<Output = ()>>,
     ) -> (Outcome, Option<PathBuf>) {
         let mut orphaned_at = None;
         // A host the rescan linked since the question opened has it too.
@@ -103,7 +109,7 @@ impl Question {
         &mut self,
         form: &Form,
         deadline: Instant,
-        cancelled: impl Future<Output = ()>,
+        cancelled: Pin<&mut impl Future<Output = ()>>,
     ) -> (Outcome, Option<PathBuf>) {
         wait_on(self, form, deadline, Role::Beside, cancelled).await
     }
@@ -147,9 +153,8 @@ async fn wait_on(
     form: &Form,
     deadline: Instant,
     role: Role,
-    cancelled: impl Future<Output = ()>,
+    mut cancelled: Pin<&mut impl Future<Output = ()>>,
 ) -> (Outcome, Option<PathBuf>) {
-    tokio::pin!(cancelled);
     let (grace, orphaned_at) = match role {
         Role::Only {
             reconnect_grace,
@@ -181,7 +186,7 @@ async fn wait_on(
                     None => (Outcome::Timeout, None),
                 };
             }
-            _ = &mut cancelled => return (Outcome::Cancelled, None),
+            _ = cancelled.as_mut() => return (Outcome::Cancelled, None),
             signal = question.next_signal() => match signal {
                 Signal::Hosts(hosts) if grace.is_some() => {
                     orphaned_at = match (hosts, orphaned_at) {
@@ -195,7 +200,7 @@ async fn wait_on(
                     // Only the Matrix bridge can tell who answered; a browser's claim is not
                     // taken.
                     let answerer = answer.answered_by.clone().filter(|_| question.is_matrix(&host));
-                    let outcome = judge(form, answer);
+                    let outcome = judge(form, *answer);
                     let Outcome::Invalid(err) = outcome else {
                         question.set_answered_by(answerer);
                         return (outcome, Some(host));

@@ -49,24 +49,18 @@ impl SessionProject {
             Some(url) => url.clone(),
             None => url_project(&ctx.extensions),
         };
-        if url.is_some() {
+        if url.is_some() || !may_ask_roots(ctx) {
             return url;
         }
-        self.of_roots(ctx).await
+        // Boxed: a request to the client is larger than the rest of a call's first step,
+        // which would be as large (and the call's future with it, `mcp/server.rs`).
+        Box::pin(self.of_roots(ctx)).await
     }
 
     // Roots leave MCP with 2026-07-28 (SEP-2577, hence rmcp's deprecation); clients of
     // 2025-11-25 and before still tell their folder only this way.
     #[allow(deprecated)]
     async fn of_roots(&self, ctx: &RequestContext<RoleServer>) -> Option<String> {
-        let declared = ctx.client_capabilities().is_some_and(|c| c.roots.is_some());
-        // 2026-07-28 and later forbid server-to-client requests.
-        let may_ask = !ctx
-            .protocol_version()
-            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        if !declared || !may_ask {
-            return None;
-        }
         let mut known = self.roots.lock().await;
         if let Some(project) = &*known {
             return project.clone();
@@ -89,6 +83,16 @@ impl SessionProject {
         *known = Some(project.clone());
         project
     }
+}
+
+/// Whether the client of `ctx` may be asked for its roots: it declared them, and its
+/// protocol is older than 2026-07-28, which forbids server-to-client requests.
+fn may_ask_roots(ctx: &RequestContext<RoleServer>) -> bool {
+    let declared = ctx.client_capabilities().is_some_and(|c| c.roots.is_some());
+    declared
+        && !ctx
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
 /// The `?project=` of the HTTP request whose parts rmcp put in `extensions`, if any.

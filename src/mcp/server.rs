@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use super::params::Parameters;
 use super::schema::output_schema;
-use futures::StreamExt;
+use futures::future::{self, BoxFuture, Either, Ready};
+use futures::{Future, FutureExt, StreamExt};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses as Responses, RequestState};
 use rmcp::model::{
@@ -96,6 +97,66 @@ impl SharedParts {
     /// withdrawals to be written, for a process about to exit.
     pub async fn close_tasks(&self) {
         self.tasks.close().await;
+    }
+}
+
+/// An ask tool's call after its first step ([`HimServer::start_ask`]).
+enum Started<'a> {
+    /// Its response is ready: bad arguments, a finished retry, a task started.
+    Done(Result<CallToolResponse, ErrorData>),
+    /// The question is ready to ask, and the call waits for its end.
+    Waiting(Waiting<'a>),
+}
+
+impl<'a> Started<'a> {
+    /// The call's second step: its response at once, or the wait for it.
+    fn finish(
+        self,
+    ) -> Either<
+        Ready<Result<CallToolResponse, ErrorData>>,
+        impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + 'a,
+    > {
+        match self {
+            Started::Done(response) => Either::Left(future::ready(response)),
+            Started::Waiting(waiting) => Either::Right(waiting.wait()),
+        }
+    }
+}
+
+/// What an ask tool's call keeps while its question waits: no arguments, no request
+/// context (rmcp's copy of the request's extensions is freed with it).
+struct Waiting<'a> {
+    server: &'a HimServer,
+    pool: &'a Pool,
+    tool: ToolKind,
+    prepared: Box<ask::Prepared>,
+    channels: Channels<'static>,
+    /// Cancelled when the client cancels the call or the session ends.
+    cancelled: CancellationToken,
+    heartbeat: Heartbeat,
+}
+
+impl<'a> Waiting<'a> {
+    /// The question through the channel chain while heartbeats go out, then the call's
+    /// result. A block over `self` rather than an `async fn`, whose arguments would be held
+    /// twice for the whole wait.
+    #[allow(clippy::manual_async_fn)]
+    fn wait(self) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + 'a {
+        async move {
+            let cancelled = std::pin::pin!(self.cancelled.cancelled_owned());
+            let asking = ask::ask(
+                self.pool,
+                &self.server.shared.config,
+                self.prepared,
+                self.channels,
+                cancelled,
+            );
+            let asked = tokio::select! {
+                asked = asking => asked,
+                never = self.heartbeat.run() => match never {},
+            };
+            self.server.asked(self.tool, asked)
+        }
     }
 }
 
@@ -298,15 +359,15 @@ impl HimServer {
         work: impl std::future::Future<Output = T>,
     ) -> T {
         let (_notices, notice_rx) = futures::channel::mpsc::unbounded();
-        let heartbeat = heartbeat(
-            ctx.peer.clone(),
-            ctx.meta.get_progress_token(),
-            self.ticks(),
-            notice_rx,
-        );
+        let heartbeat = Heartbeat {
+            peer: ctx.peer.clone(),
+            token: ctx.meta.get_progress_token(),
+            ticks: self.ticks(),
+            notices: notice_rx,
+        };
         tokio::select! {
             done = work => done,
-            never = heartbeat => match never {},
+            never = heartbeat.run() => match never {},
         }
     }
 
@@ -375,41 +436,58 @@ impl HimServer {
         }
     }
 
-    /// The body of each of the five ask tools.
-    async fn ask_tool<A: AskTool>(
+    /// The body of each of the five ask tools. rmcp holds a call's future for as long as its
+    /// question waits, and a future is as large as its largest state: so the arguments and
+    /// the request's context are read by a first step ([`HimServer::start_ask`]), whose
+    /// state is gone once the second ([`Waiting::wait`]) keeps only what the wait needs
+    /// (BENCHMARKS.md, "Memory per pending question").
+    fn ask_tool<A: AskTool>(
         &self,
         args: A,
         retry: Retry,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.ask(A::KIND, args.to_form(), args.wait_ms(), retry, ctx)
-            .await
+    ) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
+        let (form, timeout_ms) = (args.to_form(), args.wait_ms());
+        Box::pin(
+            self.start_ask(A::KIND, form, timeout_ms, retry, ctx)
+                .then(Started::finish),
+        )
     }
 
-    /// One ask tool's call: the retry of a 2026-07-28 round trip is finished at once;
-    /// otherwise the question goes through the channel chain while heartbeats go out.
-    async fn ask(
+    /// One ask tool's call up to its wait: the retry of a 2026-07-28 round trip is finished
+    /// at once, and a task is started; otherwise the question is ready to go through the
+    /// channel chain.
+    async fn start_ask(
         &self,
         tool: ToolKind,
         form: Result<Form, ArgError>,
         timeout_ms: Option<u64>,
         retry: Retry,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let form = form.map_err(invalid_params)?;
+    ) -> Started<'_> {
+        let form = match form {
+            Ok(form) => form,
+            Err(err) => return Started::Done(Err(invalid_params(err))),
+        };
         if let Some(state) = retry.state {
-            return self.finish_retry(tool, form, &state, retry.responses, &ctx);
+            return Started::Done(self.finish_retry(tool, form, &state, retry.responses, &ctx));
         }
         let project = self.project.of_call(&ctx).await;
         let timeout = self.shared.config.wait_for(timeout_ms);
-        let prepared = ask::prepare_in(tool, form, timeout, project).map_err(|err| match err {
-            PrepareError::TooLarge { error, .. } => invalid_params(error),
-            other => ErrorData::internal_error(other.to_string(), None),
-        })?;
+        let prepared = match ask::prepare_in(tool, form, timeout, project) {
+            Ok(prepared) => Box::new(prepared),
+            Err(PrepareError::TooLarge { error, .. }) => {
+                return Started::Done(Err(invalid_params(error)));
+            }
+            Err(other) => {
+                return Started::Done(Err(ErrorData::internal_error(other.to_string(), None)));
+            }
+        };
         // A password's value must not stay readable from a finished task (rmcp keeps a task's
         // result for its lifetime): such a form gets the blocking call.
         if tasks::offered(self.shared.config.tasks, &ctx) && !prepared.form.has_password() {
-            return self.ask_as_task(prepared, &ctx).await;
+            // Boxed: larger than the wait, which would otherwise be as large.
+            return Started::Done(Box::pin(self.ask_as_task(*prepared, &ctx)).await);
         }
         tracing::info!(tool = tool.tool_name(), id = %prepared.ask.id, "asking");
         let (notices, notice_rx) = futures::channel::mpsc::unbounded();
@@ -439,24 +517,20 @@ impl HimServer {
             return_after: self.return_after(&ctx),
             tell_where: false,
         };
-        let asking = ask::ask(
-            self.pool(&ctx),
-            &self.shared.config,
-            Box::new(prepared),
+        Started::Waiting(Waiting {
+            server: self,
+            pool: self.pool(&ctx),
+            tool,
+            prepared,
             channels,
-            ctx.ct.cancelled_owned(),
-        );
-        let heartbeat = heartbeat(
-            ctx.peer.clone(),
-            ctx.meta.get_progress_token(),
-            self.ticks(),
-            notice_rx,
-        );
-        let asked = tokio::select! {
-            asked = asking => asked,
-            never = heartbeat => match never {},
-        };
-        self.asked(tool, asked)
+            cancelled: ctx.ct.clone(),
+            heartbeat: Heartbeat {
+                peer: ctx.peer.clone(),
+                token: ctx.meta.get_progress_token(),
+                ticks: self.ticks(),
+                notices: notice_rx,
+            },
+        })
     }
 
     /// A client that declared the tasks extension gets a task at once; the question goes
@@ -591,14 +665,14 @@ impl HimServer {
         annotations(title = "Ask the person for text", read_only_hint = true, open_world_hint = true),
         output_schema = output_schema::<AskResult>()
     )]
-    async fn ask_text(
+    fn ask_text(
         &self,
         Parameters(args): Parameters<AskTextArgs>,
         RequestState(state): RequestState,
         Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.ask_tool(args, Retry { state, responses }, ctx).await
+    ) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
+        self.ask_tool(args, Retry { state, responses }, ctx)
     }
 
     /// Ask the person to pick one of 2–25 options; the answer is the chosen label.
@@ -610,14 +684,14 @@ impl HimServer {
         annotations(title = "Ask the person to choose", read_only_hint = true, open_world_hint = true),
         output_schema = output_schema::<AskResult>()
     )]
-    async fn ask_choice(
+    fn ask_choice(
         &self,
         Parameters(args): Parameters<AskChoiceArgs>,
         RequestState(state): RequestState,
         Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.ask_tool(args, Retry { state, responses }, ctx).await
+    ) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
+        self.ask_tool(args, Retry { state, responses }, ctx)
     }
 
     /// Ask the person to pick any number of options (bounded by min/max); the answer is
@@ -628,14 +702,14 @@ impl HimServer {
         annotations(title = "Ask the person to pick several", read_only_hint = true, open_world_hint = true),
         output_schema = output_schema::<AskResult>()
     )]
-    async fn ask_multi_select(
+    fn ask_multi_select(
         &self,
         Parameters(args): Parameters<AskMultiSelectArgs>,
         RequestState(state): RequestState,
         Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.ask_tool(args, Retry { state, responses }, ctx).await
+    ) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
+        self.ask_tool(args, Retry { state, responses }, ctx)
     }
 
     /// Ask the person a yes/no question; `confirmed` is true or false.
@@ -648,14 +722,14 @@ impl HimServer {
         annotations(title = "Ask the person to confirm", read_only_hint = true, open_world_hint = true),
         output_schema = output_schema::<AskResult>()
     )]
-    async fn ask_confirm(
+    fn ask_confirm(
         &self,
         Parameters(args): Parameters<AskConfirmArgs>,
         RequestState(state): RequestState,
         Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.ask_tool(args, Retry { state, responses }, ctx).await
+    ) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
+        self.ask_tool(args, Retry { state, responses }, ctx)
     }
 
     /// Ask the person to fill in a form of several typed fields at once (text, email, url,
@@ -668,14 +742,14 @@ impl HimServer {
         annotations(title = "Ask the person to fill in a form", read_only_hint = true, open_world_hint = true),
         output_schema = output_schema::<AskResult>()
     )]
-    async fn ask_form(
+    fn ask_form(
         &self,
         Parameters(args): Parameters<AskFormArgs>,
         RequestState(state): RequestState,
         Responses(responses): Responses,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.ask_tool(args, Retry { state, responses }, ctx).await
+    ) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
+        self.ask_tool(args, Retry { state, responses }, ctx)
     }
 
     /// Collect the person's answer to a question whose call ended unanswered (its result
@@ -1066,45 +1140,60 @@ async fn tick(ticks: watch::Sender<()>, period: Duration) {
     }
 }
 
-/// Sends a progress notification at every tick of the session's clock (so at least every
-/// heartbeat period), and each notice as it comes, for as long as it is polled; never ends.
-/// It runs inside the call's own future, so nothing is sent for a call once it has
-/// returned. Clients that reset their request timeout on progress keep waiting for the
-/// person. Notices are not logged: the loopback form's carries its URL, whose token is the
-/// question's one secret (the log says its port).
-async fn heartbeat(
+/// What a waiting call needs to send progress: the session's peer, the call's progress
+/// token, the session's clock, and the notices for the agent (the loopback form's URL).
+struct Heartbeat {
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
-    mut ticks: watch::Receiver<()>,
-    mut notices: futures::channel::mpsc::UnboundedReceiver<String>,
-) -> Infallible {
-    let started = tokio::time::Instant::now();
-    let mut ticking = true;
-    let mut last = 0.0f64;
-    loop {
-        let message = tokio::select! {
-            changed = ticks.changed(), if ticking => {
-                if changed.is_err() {
-                    ticking = false;
-                    continue;
+    ticks: watch::Receiver<()>,
+    notices: futures::channel::mpsc::UnboundedReceiver<String>,
+}
+
+impl Heartbeat {
+    /// Sends a progress notification at every tick of the session's clock (so at least every
+    /// heartbeat period), and each notice as it comes, for as long as it is polled; never
+    /// ends. It runs inside the call's own future, so nothing is sent for a call once it has
+    /// returned. Clients that reset their request timeout on progress keep waiting for the
+    /// person. Notices are not logged: the loopback form's carries its URL, whose token is
+    /// the question's one secret (the log says its port).
+    ///
+    /// A block over `self` rather than an `async fn`, whose arguments would be held twice
+    /// for the whole wait.
+    #[allow(clippy::manual_async_fn)]
+    fn run(mut self) -> impl Future<Output = Infallible> + Send {
+        async move {
+            let started = tokio::time::Instant::now();
+            let mut ticking = true;
+            let mut last = 0.0f64;
+            loop {
+                let message = tokio::select! {
+                    changed = self.ticks.changed(), if ticking => {
+                        if changed.is_err() {
+                            ticking = false;
+                            continue;
+                        }
+                        format!(
+                            "Waiting for the person to answer ({} s so far)",
+                            started.elapsed().as_secs()
+                        )
+                    }
+                    Some(notice) = self.notices.next() => notice,
+                    // Neither can end while the call runs (the call holds the notice sender
+                    // and the session the clock); should both, there is nothing left to send.
+                    else => std::future::pending().await,
+                };
+                let Some(token) = &self.token else { continue };
+                // Progress must grow with every notification, notices included.
+                let progress = started.elapsed().as_secs_f64().max(last + 0.001);
+                last = progress;
+                let param =
+                    ProgressNotificationParam::new(token.clone(), progress).with_message(message);
+                // Boxed: rmcp's send is larger than the rest of this loop, and inline it
+                // would size every waiting call for the moment of each tick.
+                if let Err(err) = Box::pin(self.peer.notify_progress(param)).await {
+                    tracing::debug!("progress notification not sent: {err}");
                 }
-                format!(
-                    "Waiting for the person to answer ({} s so far)",
-                    started.elapsed().as_secs()
-                )
             }
-            Some(notice) = notices.next() => notice,
-            // Neither can end while the call runs (the call holds the notice sender and
-            // the session the clock); should both, there is nothing left to send.
-            else => std::future::pending().await,
-        };
-        let Some(token) = &token else { continue };
-        // Progress must grow with every notification, notices included.
-        let progress = started.elapsed().as_secs_f64().max(last + 0.001);
-        last = progress;
-        let param = ProgressNotificationParam::new(token.clone(), progress).with_message(message);
-        if let Err(err) = peer.notify_progress(param).await {
-            tracing::debug!("progress notification not sent: {err}");
         }
     }
 }

@@ -209,7 +209,8 @@ async fn run(
             ));
         }),
     };
-    let asked = ask::ask(pool, config, Box::new(prepared), channels, task.cancelled()).await;
+    let cancelled = std::pin::pin!(task.cancelled());
+    let asked = ask::ask(pool, config, Box::new(prepared), channels, cancelled).await;
     let result = match asked {
         Asked::Done(result) => result,
         // Only `Elicitation::OnRetry` hands the question back, and a task never offers it.

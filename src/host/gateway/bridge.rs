@@ -366,7 +366,7 @@ async fn drive(
                 }
                 Signal::Event(Some(HostEvent::Answer { host, answer })) => {
                     answered_by = Some(host);
-                    send(ExtensionToHost::Answer(answer));
+                    send(ExtensionToHost::Answer(*answer));
                 }
                 Signal::Event(Some(HostEvent::Refused { message, .. })) => {
                     refusals += 1;
