@@ -39,99 +39,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::pending::{Leaving, Parking, Waited};
 use crate::agent::pool::{Pool, Question};
+use crate::agent::prepare::Prepared;
 use crate::agent::result::{self, AskResult, CallContext, Collect, Via};
-use crate::agent::tools::{ArgError, ToolKind};
 use crate::agent::wait::{self, Outcome, WaitOptions};
 use crate::config::{Config, FallbackMode};
 use crate::fallback::loopback::{Loopback, LoopbackEnd};
 use crate::fallback::opener;
 use crate::fallback::terminal::{self, Terminal, TerminalEnd};
-use crate::form::Form;
-use crate::wire::frame::MAX_TO_BROWSER;
-use crate::wire::protocol::{Action, Answer, AskFrame, WithdrawReason};
-
-/// Room kept in the 1 MiB browser frame for what the host adds (the agent's label).
-const LABEL_ROOM: usize = 16 * 1024;
-/// The largest `ask` frame an agent sends: the browser's 1 MiB less [`LABEL_ROOM`].
-pub const MAX_ASK_BYTES: usize = MAX_TO_BROWSER - LABEL_ROOM;
-
-/// A question ready to go: its id and the frame the hosts will get.
-#[derive(Debug)]
-pub struct Prepared {
-    pub ask: AskFrame,
-    pub asked_at_ms: u64,
-    pub form: Form,
-    pub tool: ToolKind,
-    pub timeout: Duration,
-    /// The project this question names, when not its agent's (`crate::agent::asker`).
-    pub project: Option<String>,
-}
-
-#[derive(Debug)]
-pub enum PrepareError {
-    /// The question cannot travel to a browser: its `ask` frame is `size` bytes, over
-    /// [`MAX_ASK_BYTES`]; `error` names the argument to shorten.
-    TooLarge { error: ArgError, size: usize },
-    /// The system's random source failed, so no safe id can be made.
-    NoRandomness(std::io::Error),
-}
-
-impl std::fmt::Display for PrepareError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PrepareError::TooLarge { error, .. } => error.fmt(f),
-            PrepareError::NoRandomness(err) => write!(f, "cannot make a question id: {err}"),
-        }
-    }
-}
-
-impl std::error::Error for PrepareError {}
-
-pub fn prepare(tool: ToolKind, form: Form, timeout: Duration) -> Result<Prepared, PrepareError> {
-    prepare_in(tool, form, timeout, None)
-}
-
-/// As [`prepare`], for a question that names its own `project` (over the agent's `hello`).
-pub fn prepare_in(
-    tool: ToolKind,
-    form: Form,
-    timeout: Duration,
-    project: Option<String>,
-) -> Result<Prepared, PrepareError> {
-    let id = crate::platform::random::question_id().map_err(PrepareError::NoRandomness)?;
-    let asked_at_ms = crate::platform::clock::unix_ms();
-    let ask = AskFrame::encode(
-        id,
-        &form,
-        timeout.as_millis() as u64,
-        asked_at_ms,
-        project.as_deref(),
-    );
-    let size = ask.bytes.len();
-    if size > MAX_ASK_BYTES {
-        let argument = if tool == ToolKind::Form {
-            "fields"
-        } else {
-            "question"
-        };
-        let error = ArgError {
-            argument: argument.into(),
-            message: format!(
-                "the question is {size} bytes; the browser accepts at most {MAX_ASK_BYTES} — \
-                 shorten it"
-            ),
-        };
-        return Err(PrepareError::TooLarge { error, size });
-    }
-    Ok(Prepared {
-        ask,
-        asked_at_ms,
-        form,
-        tool,
-        timeout,
-        project,
-    })
-}
+use crate::wire::protocol::{Action, Answer, WithdrawReason};
 
 /// How an `elicitation/create` ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -432,7 +347,7 @@ async fn chain(
         other => {
             question.close_as(&other, answered_by.as_deref());
             let result = result::from_outcome(&cx(started), Via::Extension, other);
-            return done(via_host(question, answered_by.as_deref(), result));
+            return done(result::via_host(question, answered_by.as_deref(), result));
         }
     };
     // Boxed: most questions end at the browsers, and a call's future is as large as its
@@ -508,7 +423,7 @@ async fn beyond_browsers(
                 }
                 Race::Browser(outcome, host) => {
                     let result = result::from_outcome(&cx(started), Via::Extension, outcome);
-                    return done(via_host(question, host.as_deref(), result));
+                    return done(result::via_host(question, host.as_deref(), result));
                 }
             }
         }
@@ -553,7 +468,7 @@ async fn beyond_browsers(
                 return done(result);
             }
             Race::Browser(outcome, host) => {
-                let result = via_host(
+                let result = result::via_host(
                     question,
                     host.as_deref(),
                     result::from_outcome(&cx, Via::Extension, outcome),
@@ -584,7 +499,7 @@ async fn beyond_browsers(
                 via: Via::Extension,
                 ..result
             },
-            Some(host) => via_host(question, Some(&host), result),
+            Some(host) => result::via_host(question, Some(&host), result),
             None => result,
         };
         return done(result);
@@ -631,7 +546,7 @@ async fn beyond_browsers(
             result::from_outcome(&cx, Via::Http, Outcome::Cancelled)
         }
         Race::Timeout => result::from_outcome(&cx, Via::Http, Outcome::Timeout),
-        Race::Browser(outcome, host) => via_host(
+        Race::Browser(outcome, host) => result::via_host(
             question,
             host.as_deref(),
             result::from_outcome(&cx, Via::Extension, outcome),
@@ -640,24 +555,6 @@ async fn beyond_browsers(
     result.form_url = Some(url);
     result.fallback = Some(FallbackMode::Http.name().into());
     done(result)
-}
-
-/// `result` as the host that answered gives it: the Matrix bridge's answer is `via: "matrix"`
-/// and says who answered; a browser's is left as it is.
-pub fn via_host(
-    question: &Question,
-    host: Option<&std::path::Path>,
-    result: AskResult,
-) -> AskResult {
-    if host.is_some_and(|h| question.is_matrix(h)) {
-        AskResult {
-            via: Via::Matrix,
-            answered_by: question.answered_by().map(str::to_owned),
-            ..result
-        }
-    } else {
-        result
-    }
 }
 
 /// Serves the loopback form while its opener is judged (`opener::Verdict`): once the page is

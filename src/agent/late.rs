@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::agent::ask::Prepared;
 use crate::agent::pending::{Parking, Waited};
 use crate::agent::pool::{KeepPlan, Pool};
+use crate::agent::prepare::Prepared;
 use crate::agent::result::{self, AskResult, CallContext, Collect, NOT_CONSENT, Status, Via};
 use crate::agent::tools::{ArgError, ToolKind};
 use crate::agent::wait::{self, Outcome};
@@ -128,28 +128,7 @@ pub fn late_result(record: &Record, client_elicitation: bool, asked_again: bool)
         result.via = Via::Matrix;
         result.answered_by = kept.answered_by.clone();
     }
-    mark_late(result, kept.answered_at_ms, asked_again)
-}
-
-/// `result` marked as an answer given after the call that asked had ended, at
-/// `answered_at_ms`; `predates`: collected by a call that asked the same question anew, so
-/// the agent hears that the answer is older than its question.
-pub(crate) fn mark_late(mut result: AskResult, answered_at_ms: u64, predates: bool) -> AskResult {
-    let at = rfc3339(answered_at_ms);
-    result.message = format!(
-        "{} (A late answer, given at {at}, after the call that asked had ended.)",
-        result.message
-    );
-    if result.is_answered() && predates {
-        result.next_step = format!(
-            "{} It predates this call: if what you asked about has changed since, check with \
-             the person first.",
-            result.next_step
-        );
-    }
-    result.late = true;
-    result.answered_at = Some(at);
-    result
+    result::mark_late(result, kept.answered_at_ms, asked_again)
 }
 
 /// A form with nothing in it, for a result about no known question.
@@ -315,8 +294,8 @@ pub async fn get_answer(
             };
             // Answered while this call waited: it does not predate the call.
             let result = result::from_outcome(&cx, Via::Extension, outcome);
-            mark_late(
-                crate::agent::ask::via_host(&question, host.as_deref(), result),
+            result::mark_late(
+                result::via_host(&question, host.as_deref(), result),
                 unix_ms(),
                 false,
             )

@@ -4,6 +4,7 @@
 //! - [`pool`] — one link to every live host, rescanned while questions wait; each open
 //!   question is sent to all of them (with `forward` for sockets forwarded over SSH and
 //!   [`presence`] for whether the person is at the browser or away on Matrix).
+//! - [`prepare`] — a question made ready to go: its id, its `ask` frame, the size check.
 //! - [`ask`] — one question, from form to result: the channel chain of §5 (browsers,
 //!   elicitation, the terminal, the fallback), the same for every front end.
 //! - [`wait`] — the wait for the browsers' answer: the first host to answer wins.
@@ -21,6 +22,7 @@ pub mod late;
 pub mod matrix;
 pub mod pending;
 pub mod pool;
+pub mod prepare;
 pub mod presence;
 pub mod result;
 pub mod tools;

@@ -290,12 +290,12 @@ async fn wait_to_the_end(leaving: Leaving, withdrawn: CancellationToken) -> End 
                     tracing::warn!(%id, "the answer to a question left open could not be kept in the store: {err}");
                     // Held here instead; the open record would only offer the card again.
                     store.remove(&id);
-                    let result = crate::agent::ask::via_host(
+                    let result = result::via_host(
                         &question,
                         host.as_deref(),
                         result::from_outcome(&cx, Via::Extension, outcome),
                     );
-                    End::Held(crate::agent::late::mark_late(result, answered_at_ms, false))
+                    End::Held(result::mark_late(result, answered_at_ms, false))
                 }
                 Some(Ok(())) | None => End::InStore,
             }

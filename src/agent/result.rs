@@ -6,9 +6,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::agent::pool::Question;
 use crate::agent::tools::ToolKind;
 use crate::agent::wait::Outcome;
 use crate::form::{FieldType, Form};
+use crate::wire::keep::rfc3339;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -501,6 +503,45 @@ pub fn unsupported(cx: &CallContext<'_>, reason: &str) -> AskResult {
         fallback: Some("off".into()),
         ..AskResult::blank(cx, Status::Unsupported, Via::None)
     }
+}
+
+/// `result` as the host that answered gives it: the Matrix bridge's answer is `via: "matrix"`
+/// and says who answered; a browser's is left as it is.
+pub fn via_host(
+    question: &Question,
+    host: Option<&std::path::Path>,
+    result: AskResult,
+) -> AskResult {
+    if host.is_some_and(|h| question.is_matrix(h)) {
+        AskResult {
+            via: Via::Matrix,
+            answered_by: question.answered_by().map(str::to_owned),
+            ..result
+        }
+    } else {
+        result
+    }
+}
+
+/// `result` marked as an answer given after the call that asked had ended, at
+/// `answered_at_ms`; `predates`: collected by a call that asked the same question anew, so
+/// the agent hears that the answer is older than its question.
+pub(crate) fn mark_late(mut result: AskResult, answered_at_ms: u64, predates: bool) -> AskResult {
+    let at = rfc3339(answered_at_ms);
+    result.message = format!(
+        "{} (A late answer, given at {at}, after the call that asked had ended.)",
+        result.message
+    );
+    if result.is_answered() && predates {
+        result.next_step = format!(
+            "{} It predates this call: if what you asked about has changed since, check with \
+             the person first.",
+            result.next_step
+        );
+    }
+    result.late = true;
+    result.answered_at = Some(at);
+    result
 }
 
 #[cfg(test)]

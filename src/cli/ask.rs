@@ -6,8 +6,9 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use crate::BoxError;
-use crate::agent::ask::{self, PrepareError};
+use crate::agent::ask;
 use crate::agent::pool::{Identity, Pool};
+use crate::agent::prepare::{self, PrepareError, Prepared};
 use crate::agent::tools::{
     ArgError, AskChoiceArgs, AskConfirmArgs, AskFormArgs, AskMultiSelectArgs, AskTextArgs, AskTool,
     OptionArg, ToolKind,
@@ -48,7 +49,7 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
     // `--timeout-ms` wins over a wait the form's JSON names (`timeout_ms` or `timeoutMs`),
     // which would otherwise be read and then ignored.
     let timeout_ms = args.timeout_ms.or(form_timeout_ms);
-    let prepared = match ask::prepare(tool, form, config.wait_for(timeout_ms)) {
+    let prepared = match prepare::prepare(tool, form, config.wait_for(timeout_ms)) {
         Ok(prepared) => prepared,
         Err(PrepareError::TooLarge { error, .. }) => {
             eprintln!("him ask: {error}");
@@ -70,7 +71,7 @@ pub fn run(args: AskArgs) -> Result<ExitCode, BoxError> {
 pub(crate) fn ask_once(
     config: &Config,
     pool: impl FnOnce(&Config) -> Pool,
-    prepared: ask::Prepared,
+    prepared: Prepared,
     terminal: bool,
 ) -> Result<crate::agent::result::AskResult, BoxError> {
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::BoxError;
-use crate::agent::ask;
 use crate::agent::pool::{Identity, Pool};
+use crate::agent::prepare;
 use crate::agent::presence::MatrixRoute;
 use crate::agent::tools::{AskFormArgs, AskTool, ToolKind};
 use crate::config::Config;
@@ -63,7 +63,7 @@ pub fn run() -> Result<ExitCode, BoxError> {
         );
         return Ok(ExitCode::FAILURE);
     }
-    let prepared = ask::prepare(ToolKind::Form, demo_form()?, WAIT)?;
+    let prepared = prepare::prepare(ToolKind::Form, demo_form()?, WAIT)?;
     // `ask_once` says where it waits, how to open the panel, and that Ctrl-C withdraws it.
     let result = crate::cli::ask::ask_once(&config, pool, prepared, false)?;
     eprintln!("him: this is what the agent would get:");

@@ -30,10 +30,11 @@ use super::elicitation::{self, INPUT_KEY, RetryState, StateCodec};
 use super::ending::{PoolSlot, SessionEnd};
 use super::project::SessionProject;
 use super::tasks::{self, Tasks};
-use crate::agent::ask::{self, Asked, Channels, ElicitEnd, Elicitation, PrepareError};
+use crate::agent::ask::{self, Asked, Channels, ElicitEnd, Elicitation};
 use crate::agent::asker;
 use crate::agent::pending::Parking;
 use crate::agent::pool::{HostStatus, Identity, Pool};
+use crate::agent::prepare::{self, PrepareError, Prepared};
 use crate::agent::result::{self, AskResult, CallContext, Via};
 use crate::agent::tools::{
     ArgError, AskChoiceArgs, AskConfirmArgs, AskFormArgs, AskMultiSelectArgs, AskTextArgs, AskTool,
@@ -129,7 +130,7 @@ struct Waiting<'a> {
     server: &'a HimServer,
     pool: &'a Pool,
     tool: ToolKind,
-    prepared: Box<ask::Prepared>,
+    prepared: Box<Prepared>,
     channels: Channels<'static>,
     /// Cancelled when the client cancels the call or the session ends.
     cancelled: CancellationToken,
@@ -474,7 +475,7 @@ impl HimServer {
         }
         let project = self.project.of_call(&ctx).await;
         let timeout = self.shared.config.wait_for(timeout_ms);
-        let prepared = match ask::prepare_in(tool, form, timeout, project) {
+        let prepared = match prepare::prepare_in(tool, form, timeout, project) {
             Ok(prepared) => Box::new(prepared),
             Err(PrepareError::TooLarge { error, .. }) => {
                 return Started::Done(Err(invalid_params(error)));
@@ -537,7 +538,7 @@ impl HimServer {
     /// through the same chain, and `tasks/get` ends with the result this call would return.
     async fn ask_as_task(
         &self,
-        prepared: ask::Prepared,
+        prepared: Prepared,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let (tool, id) = (prepared.tool, prepared.ask.id.clone());

@@ -32,9 +32,10 @@ use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use tokio_util::sync::CancellationToken;
 
 use super::elicitation::{self, INPUT_KEY};
-use crate::agent::ask::{self, Asked, Channels, ElicitEnd, Elicitation, Prepared};
+use crate::agent::ask::{self, Asked, Channels, ElicitEnd, Elicitation};
 use crate::agent::pending::Parking;
 use crate::agent::pool::{EXIT_WAIT, Identity, Pool};
+use crate::agent::prepare::Prepared;
 use crate::agent::result::Status;
 use crate::config::{Config, FallbackMode, TasksMode};
 use crate::form::Form;

@@ -32,8 +32,8 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
-use crate::agent::ask::{self, MAX_ASK_BYTES, PrepareError};
 use crate::agent::pool::Pool;
+use crate::agent::prepare::{self, MAX_ASK_BYTES, PrepareError};
 use crate::agent::tools::ToolKind;
 use crate::agent::wait::{self, Outcome, WaitOptions};
 use crate::form::{
@@ -525,7 +525,7 @@ pub async fn ask_until(
     reconnect_grace: Duration,
     overtaken: impl Future<Output = WithdrawReason>,
 ) -> Outcome {
-    let prepared = match ask::prepare(ToolKind::Form, prompt.form.clone(), timeout) {
+    let prepared = match prepare::prepare(ToolKind::Form, prompt.form.clone(), timeout) {
         Ok(prepared) => prepared,
         // Never shown, so never allowed: the tool denies, a hook defers.
         Err(PrepareError::TooLarge { size, .. }) => {

@@ -221,7 +221,7 @@ async fn a_hook_whose_input_is_too_large_to_show_defers_naming_its_size_and_the_
     assert!(
         stderr.contains(&format!(
             "a browser takes at most {}",
-            him::agent::ask::MAX_ASK_BYTES
+            him::agent::prepare::MAX_ASK_BYTES
         )) && stderr.contains("the prompt would be"),
         "{stderr}"
     );

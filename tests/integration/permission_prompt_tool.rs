@@ -265,7 +265,7 @@ async fn an_input_over_the_frame_cap_is_denied_naming_its_size_and_the_limit() {
     assert!(
         message.contains(&format!(
             "a browser takes at most {}",
-            him::agent::ask::MAX_ASK_BYTES
+            him::agent::prepare::MAX_ASK_BYTES
         )),
         "{message}"
     );
