@@ -1,7 +1,7 @@
 //! A question made ready to go: its id, its `ask` frame as the hosts will get it, and the
 //! size check that keeps it within what a browser accepts. Every front end (the MCP tools,
-//! `him ask`, the permission prompts) prepares its question here before the ask flow
-//! (`agent/ask.rs`) opens it.
+//! `him ask`, the permission prompts) prepares its question here; the ask flow
+//! (`agent/ask.rs`), or a permission prompt (`crate::permission`), then opens it.
 
 use std::time::Duration;
 
