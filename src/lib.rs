@@ -33,7 +33,7 @@
 //! - [`cli`] — the command line: its options, how the binary knows its role, `him ask`, `him try`.
 //! - [`config`] — the `HIM_*` settings of §5, read once.
 //! - [`platform`] — the operating system's part: the state folder, logs on stderr, the
-//!   clock, random ids, files replaced whole, services started detached.
+//!   clock, random ids, files replaced whole, services started detached, the stop signals.
 //!
 //! One binary, several roles. Stdout is a protocol channel in both the MCP server and the
 //! native host, so nothing in this crate prints to it except the command-line subcommands

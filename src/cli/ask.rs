@@ -79,10 +79,10 @@ pub(crate) fn ask_once(
         .build()?;
     Ok(runtime.block_on(async {
         let pool = pool(config);
-        // Ctrl-C withdraws the question rather than leaving it in the panel; so does
-        // SIGTERM (`timeout`, a script's kill), which also gives a terminal prompt the chance
-        // to put the terminal back.
-        let interrupted = std::pin::pin!(crate::mcp::http::shutdown_signal());
+        // Ctrl-C, SIGTERM (`timeout`, a script's kill) and SIGHUP (the terminal closed) end
+        // the call as its deadline would: the question is kept for a late answer, the result
+        // is printed, and a terminal prompt gets the chance to put the terminal back.
+        let interrupted = std::pin::pin!(crate::platform::signals::stop_signals());
         // The loopback form's address, for a person running this in a terminal.
         let notice = Box::new(|message: String| eprintln!("him: {message}"));
         let terminal = terminal.then(Terminal::open).flatten();
@@ -126,7 +126,7 @@ fn answer_of(id: &str, timeout_ms: Option<u64>) -> Result<ExitCode, BoxError> {
     let result = runtime.block_on(async {
         let pool = Pool::for_runtime(&config.runtime, Identity::with_cwd_project(him_ask()))
             .with_matrix_route(config.matrix_route, config.reconnect_grace);
-        let interrupted = std::pin::pin!(crate::mcp::http::shutdown_signal());
+        let interrupted = std::pin::pin!(crate::platform::signals::stop_signals());
         let result = crate::agent::late::get_answer(
             &pool,
             &config,

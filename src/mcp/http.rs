@@ -287,60 +287,10 @@ pub fn serve(args: &ServeArgs, config: Config) -> Result<ExitCode, BoxError> {
             );
         }
         let gate = Gate::new(config, bound, &options, token, path_token);
-        run(listener, gate, stop_signals()).await;
+        run(listener, gate, crate::platform::signals::stop_signals()).await;
         Ok::<_, BoxError>(())
     })?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Resolves on Ctrl-C or SIGTERM (Ctrl-C alone where SIGTERM cannot be caught).
-pub(crate) async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate => {}
-    }
-}
-
-/// Resolves on SIGINT, SIGTERM or SIGHUP: how a client or a terminal stops `him serve`
-/// (Claude Code sends SIGINT, then SIGTERM, and closes stdin only after). The handlers are
-/// installed here, at once, so a signal that comes before the first poll is not lost to
-/// its default action (the process ending without its clean-up).
-pub(crate) fn stop_signals() -> impl Future<Output = ()> + Send + 'static {
-    use tokio::signal::unix::{SignalKind, signal};
-    let kinds = [
-        ("SIGINT", SignalKind::interrupt()),
-        ("SIGTERM", SignalKind::terminate()),
-        ("SIGHUP", SignalKind::hangup()),
-    ];
-    let mut streams: Vec<_> = kinds
-        .into_iter()
-        .filter_map(|(name, kind)| match signal(kind) {
-            Ok(stream) => Some((name, stream)),
-            Err(err) => {
-                tracing::warn!("cannot handle {name}: {err}");
-                None
-            }
-        })
-        .collect();
-    async move {
-        if streams.is_empty() {
-            return std::future::pending().await;
-        }
-        let waits = streams
-            .iter_mut()
-            .map(|(name, stream)| Box::pin(async move { stream.recv().await.map(|_| *name) }));
-        if let (Some(name), ..) = futures::future::select_all(waits).await {
-            tracing::info!("stopped by {name}");
-        }
-    }
 }
 
 /// Accepts connections until `shutdown`, then ends every session (withdrawing its

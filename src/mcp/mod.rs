@@ -42,7 +42,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, BoxError> {
         .build()?;
     let ended = runtime.block_on(async move {
         // First, before anything can be asked: a signal must find its handler in place.
-        let stopped = http::stop_signals();
+        let stopped = crate::platform::signals::stop_signals();
         crate::agent::pool::spawn_tidy(&config.runtime);
         let server = if args.permission_tool {
             HimServer::new(config).with_permission_tool()

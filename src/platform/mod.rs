@@ -7,6 +7,7 @@
 //! - [`random`] — question ids and tokens.
 //! - [`file`] — files replaced whole, links followed.
 //! - [`spawn`] — starting the gateway or the Matrix bridge detached.
+//! - [`signals`] — the signals that stop `him serve` and `him ask` (SIGINT, SIGTERM, SIGHUP).
 //! - and, here, the one platform call no well-kept crate offers safely. Everything else of
 //!   the OS goes through `nix` or the standard library.
 
@@ -14,6 +15,7 @@ pub mod clock;
 pub mod file;
 pub mod logging;
 pub mod random;
+pub mod signals;
 pub mod spawn;
 pub mod state_dir;
 

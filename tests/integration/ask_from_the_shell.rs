@@ -171,3 +171,35 @@ async fn the_panel_hears_its_answer_was_taken_before_him_ask_exits() {
     let output = child.wait_with_output().await.unwrap();
     assert_eq!(output.status.code(), Some(0));
 }
+
+#[tokio::test]
+async fn sigint_sigterm_or_sighup_keeps_the_question_for_a_late_answer_and_prints_a_result() {
+    // Ctrl-C, a script's kill, or the terminal closing (SIGHUP) end the call as a timeout
+    // does: the card stays, kept for a late answer, and the caller still gets its JSON,
+    // with the id `him ask --answer-of` collects it by.
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let runtime = runtime_dir();
+    let mut ext = FakeExtension::start(runtime.path()).await;
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        let child = him_ask(runtime.path(), &["text", "Which port?"])
+            .spawn()
+            .unwrap();
+        let ask = ext.take_ask().await;
+        let pid = Pid::from_raw(child.id().expect("him ask runs") as i32);
+        kill(pid, signal).expect("signal him ask");
+        let kept = ext.recv().await;
+        assert_eq!(
+            kept["type"], "ask",
+            "{signal}: the card was not kept: {kept}"
+        );
+        assert_eq!(kept["id"], ask["id"], "{signal}: {kept}");
+        assert!(kept["kept_until_ms"].is_u64(), "{signal}: {kept}");
+        let output = child.wait_with_output().await.unwrap();
+        assert_eq!(output.status.code(), Some(1), "{signal}");
+        let result: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{signal}: stdout is not the JSON result ({e})"));
+        assert_eq!(result["status"], "cancelled", "{signal}: {result}");
+        assert_eq!(result["question_id"], ask["id"], "{signal}: {result}");
+    }
+}
