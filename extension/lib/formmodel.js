@@ -425,6 +425,7 @@ export function draftOf(form, raws, note = '') {
 // the domain non-empty): it only asks to fix something earlier.
 const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+const WHOLE = /^[+-]?\d+$/;
 
 /** The message for one field's raw value, or null when it is acceptable. */
 export function validateField(field, raw) {
@@ -446,6 +447,9 @@ export function validateField(field, raw) {
       const text = String(raw).trim();
       const n = Number(text);
       if (!NUMBER.test(text) || !Number.isFinite(n)) return t('enterNumber');
+      // A whole number past 2^53 would reach the agent rounded (1234567890123456789 as
+      // …800): what is sent must be what the person typed.
+      if (WHOLE.test(text) && !Number.isSafeInteger(n)) return t('enterNumberExactly');
       const { min, max } = field;
       if ((hasBound(min) && n < min) || (hasBound(max) && n > max)) {
         if (hasBound(min) && hasBound(max)) return t('enterNumberFromTo', min, max);

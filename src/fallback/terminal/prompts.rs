@@ -356,7 +356,8 @@ fn verdict(form: &Form, field: &Field, value: Option<&Value>) -> Validation {
 
 /// The value a typed text stands for in `field`, as the panel reads its inputs: `None` when
 /// left empty, trimmed for email, url and number, a JSON number for a number field. Only
-/// text that is no number at all is refused here; every rule is the form's.
+/// text that is no number at all, or a whole number that would arrive rounded, is refused
+/// here; every rule is the form's.
 fn typed(field: &Field, input: &str) -> Result<Option<Value>, String> {
     let trimmed = input.trim();
     match field.kind {
@@ -366,6 +367,15 @@ fn typed(field: &Field, input: &str) -> Result<Option<Value>, String> {
             }
             if let Ok(n) = trimmed.parse::<i64>() {
                 return Ok(Some(Value::from(n)));
+            }
+            if let Ok(n) = trimmed.parse::<u64>() {
+                return Ok(Some(Value::from(n)));
+            }
+            // Past 64 bits a whole number would reach the agent rounded: what is sent must be
+            // what the person typed.
+            let digits = trimmed.strip_prefix(['+', '-']).unwrap_or(trimmed);
+            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                return Err("this number has too many digits to be sent exactly".to_owned());
             }
             trimmed
                 .parse::<f64>()
@@ -719,6 +729,17 @@ mod tests {
         assert_eq!(typed(&number, ""), Ok(None));
         assert!(typed(&number, "three").is_err());
         assert!(typed(&number, "inf").is_err(), "JSON has no infinity");
+        // Whole numbers go out exactly, to 64 bits; past that they would arrive rounded.
+        assert_eq!(
+            typed(&number, "18446744073709551615"),
+            Ok(Some(json!(18446744073709551615u64)))
+        );
+        assert_eq!(
+            typed(&number, "-9223372036854775808"),
+            Ok(Some(json!(i64::MIN)))
+        );
+        assert!(typed(&number, "18446744073709551616").is_err());
+        assert!(typed(&number, "-9223372036854775809").is_err());
         let email = field(json!({"name": "e", "type": "email", "label": "E"}));
         assert_eq!(typed(&email, " a@b.org "), Ok(Some(json!("a@b.org"))));
         let text = field(json!({"name": "t", "type": "text", "label": "T"}));

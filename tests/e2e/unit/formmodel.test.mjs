@@ -38,6 +38,12 @@ test('field rules match the agent side: required, email, url, number bounds, opt
   assert.match(validateField(n, '9'), /from 1 to 5/);
   assert.match(validateField(n, '1e'), /Enter a number/);
   assert.match(validateField(n, 'NaN'), /Enter a number/);
+  // Sent as typed or not at all: a whole number past 2^53 would arrive rounded.
+  const big = f({ type: 'number' });
+  assert.equal(validateField(big, '9007199254740991'), null);
+  assert.match(validateField(big, '1234567890123456789'), /too many digits/);
+  assert.match(validateField(big, '-9007199254740993'), /too many digits/);
+  assert.equal(validateField(big, '1e20'), null, '1e20 is exact as a double');
   const r = f({ type: 'radio', required: true, options: opts(['a', 'b']) });
   assert.equal(validateField(r, null), 'Choose one.');
   assert.match(validateField(r, 'z'), /options offered/);
